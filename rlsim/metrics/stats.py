@@ -1,0 +1,167 @@
+"""Small-sample statistics for benchmark repeats: means with CIs, spread, ratios and a rank test.
+
+Benchmarks here produce a handful of independent repeats per condition (one value per fresh
+process), so every interval is built for small ``n``:
+
+- ``mean_ci``: Student-t interval on the mean (the default everywhere in rlsim);
+- ``bootstrap_mean_ci``: percentile bootstrap, seeded (too narrow below ~10 samples; offered for
+  larger samples and for cross-checking);
+- ``ratio_ci``: ratio of two independent means by Fieller's theorem (default; it is the exact
+  t-based interval for a ratio and becomes unbounded when the denominator is not clearly non-zero)
+  or by a seeded percentile bootstrap;
+- ``mann_whitney_p``: two-sided Mann-Whitney U p-value (scipy), a test that assumes no normality.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass
+from typing import Literal, Sequence
+
+import numpy as np
+
+CONFIDENCE = 0.95
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """A point estimate with its confidence interval; ``method`` names how the CI was built."""
+
+    mean: float
+    ci_low: float
+    ci_high: float
+    n: int
+    method: str
+
+    @property
+    def half_width(self) -> float:
+        return (self.ci_high - self.ci_low) / 2.0
+
+    def as_dict(self) -> dict[str, float | int | str]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class RatioEstimate:
+    """``mean(a) / mean(b)`` with a CI; bounds are +/-inf when Fieller's interval is unbounded."""
+
+    ratio: float
+    ci_low: float
+    ci_high: float
+    method: str
+
+
+def _as_array(samples: Sequence[float], need: int, what: str) -> np.ndarray:
+    x = np.asarray(samples, dtype=np.float64).reshape(-1)
+    if x.size < need:
+        raise ValueError(f"{what} needs at least {need} samples, got {x.size}")
+    if not np.all(np.isfinite(x)):
+        raise ValueError(f"{what} got a non-finite sample: {x.tolist()}")
+    return x
+
+
+def _t_quantile(df: float, confidence: float) -> float:
+    from scipy import stats
+
+    return float(stats.t.ppf(0.5 + confidence / 2.0, df))
+
+
+def mean_ci(samples: Sequence[float], confidence: float = CONFIDENCE) -> Estimate:
+    """Mean with a Student-t interval: ``mean +/- t(n-1) * s / sqrt(n)`` (s with ddof=1)."""
+    x = _as_array(samples, 2, "mean_ci")
+    mean = float(x.mean())
+    half = _t_quantile(x.size - 1, confidence) * float(x.std(ddof=1)) / math.sqrt(x.size)
+    return Estimate(mean, mean - half, mean + half, int(x.size), f"t-interval {confidence:.0%}")
+
+
+def bootstrap_mean_ci(
+    samples: Sequence[float], confidence: float = CONFIDENCE, n_boot: int = 10_000, seed: int = 0
+) -> Estimate:
+    """Mean with a percentile-bootstrap interval (``n_boot`` resamples, seeded: same input, same CI)."""
+    x = _as_array(samples, 2, "bootstrap_mean_ci")
+    rng = np.random.default_rng(seed)
+    means = x[rng.integers(0, x.size, size=(n_boot, x.size))].mean(axis=1)
+    alpha = (1.0 - confidence) / 2.0
+    low, high = np.quantile(means, [alpha, 1.0 - alpha])
+    return Estimate(float(x.mean()), float(low), float(high), int(x.size), f"bootstrap {confidence:.0%}")
+
+
+def coefficient_of_variation(samples: Sequence[float]) -> float:
+    """Sample standard deviation (ddof=1) over the mean; 0.03 means a 3% spread."""
+    x = _as_array(samples, 2, "coefficient_of_variation")
+    mean = float(x.mean())
+    return float(x.std(ddof=1)) / mean if mean != 0 else math.inf
+
+
+def percentiles(samples: Sequence[float], qs: Sequence[float] = (50, 95, 99)) -> dict[str, float]:
+    """``{"p50": ..., "p95": ..., "p99": ...}`` with numpy's linear interpolation."""
+    x = _as_array(samples, 1, "percentiles")
+    return {f"p{q:g}": float(np.percentile(x, q)) for q in qs}
+
+
+def ratio_ci(
+    a: Sequence[float],
+    b: Sequence[float],
+    confidence: float = CONFIDENCE,
+    method: Literal["fieller", "bootstrap"] = "fieller",
+    n_boot: int = 10_000,
+    seed: int = 0,
+) -> RatioEstimate:
+    """CI for ``mean(a) / mean(b)``, ``a`` and ``b`` independent samples (e.g. cell vs baseline)."""
+    xa = _as_array(a, 2, "ratio_ci (numerator)")
+    xb = _as_array(b, 2, "ratio_ci (denominator)")
+    if xb.mean() == 0:
+        raise ValueError("ratio_ci: the denominator's mean is 0")
+    if method == "fieller":
+        return _fieller(xa, xb, confidence)
+    if method == "bootstrap":
+        return _bootstrap_ratio(xa, xb, confidence, n_boot, seed)
+    raise ValueError(f"unknown ratio CI method {method!r}; use 'fieller' or 'bootstrap'")
+
+
+def _fieller(xa: np.ndarray, xb: np.ndarray, confidence: float) -> RatioEstimate:
+    """Fieller's interval: every theta with ``|ma - theta*mb| <= t * sqrt(va + theta^2 vb)``.
+
+    ``va``, ``vb`` are the squared standard errors; the degrees of freedom are Welch-Satterthwaite's
+    for ``a - theta*b`` at the point estimate, since the two samples may differ in size and spread.
+    """
+    ma, mb = float(xa.mean()), float(xb.mean())
+    va, vb = float(xa.var(ddof=1)) / xa.size, float(xb.var(ddof=1)) / xb.size
+    theta = ma / mb
+    spread = va + theta**2 * vb
+    if spread == 0:  # both samples constant: the ratio is known exactly
+        return RatioEstimate(theta, theta, theta, "fieller")
+    df = spread**2 / (va**2 / (xa.size - 1) + theta**4 * vb**2 / (xb.size - 1))
+    t2 = _t_quantile(df, confidence) ** 2
+    quad = mb**2 - t2 * vb  # leading coefficient; <= 0 means the denominator may be 0
+    if quad <= 0:
+        return RatioEstimate(theta, -math.inf, math.inf, "fieller")
+    root = math.sqrt(t2 * (va * mb**2 + vb * ma**2 - t2 * va * vb))
+    low, high = sorted(((ma * mb - root) / quad, (ma * mb + root) / quad))
+    return RatioEstimate(theta, low, high, "fieller")
+
+
+def _bootstrap_ratio(
+    xa: np.ndarray, xb: np.ndarray, confidence: float, n_boot: int, seed: int
+) -> RatioEstimate:
+    rng = np.random.default_rng(seed)
+    ma = xa[rng.integers(0, xa.size, size=(n_boot, xa.size))].mean(axis=1)
+    mb = xb[rng.integers(0, xb.size, size=(n_boot, xb.size))].mean(axis=1)
+    alpha = (1.0 - confidence) / 2.0
+    with np.errstate(divide="ignore", invalid="ignore"):
+        low, high = np.quantile(ma / mb, [alpha, 1.0 - alpha])
+    return RatioEstimate(float(xa.mean() / xb.mean()), float(low), float(high), "bootstrap")
+
+
+def ci_overlap(low_a: float, high_a: float, low_b: float, high_b: float) -> bool:
+    """True when two intervals share at least one point (touching counts as overlapping)."""
+    return low_a <= high_b and low_b <= high_a
+
+
+def mann_whitney_p(a: Sequence[float], b: Sequence[float]) -> float:
+    """Two-sided Mann-Whitney U p-value (exact for small samples without ties, per scipy)."""
+    from scipy import stats
+
+    xa = _as_array(a, 1, "mann_whitney_p")
+    xb = _as_array(b, 1, "mann_whitney_p")
+    return float(stats.mannwhitneyu(xa, xb, alternative="two-sided").pvalue)
