@@ -118,14 +118,19 @@ class TokenizingScorer:
                 "and save it again"
             )
 
-    def encode(self, texts: Sequence[str], pad_to: int | None = None) -> EncodedBatch:
-        """Tokenize, truncate to ``max_length`` (counted), pad to the longest (or ``pad_to``)."""
-        full = self._tokenizer(list(texts), add_special_tokens=True, truncation=False)["input_ids"]
-        truncated = sum(len(ids) > self.max_length for ids in full)
+    def token_lengths(self, texts: Sequence[str]) -> list[int]:
+        """Untruncated length of each text in reward-model tokens (special tokens included)."""
+        return [len(ids) for ids in self._tokenizer(list(texts), add_special_tokens=True)["input_ids"]]
+
+    def encode(self, texts: Sequence[str]) -> EncodedBatch:
+        """Tokenize, truncate to ``max_length`` (counted), pad to the longest or the backend's bucket."""
+        lengths = self.token_lengths(texts)
+        truncated = sum(n > self.max_length for n in lengths)
+        target = self._pad_length(min(max(lengths), self.max_length))
         enc = self._tokenizer(
             list(texts),
-            padding="max_length" if pad_to else "longest",
-            max_length=pad_to or self.max_length,
+            padding="max_length",
+            max_length=target,
             truncation=True,
             return_tensors="np",
         )
@@ -137,7 +142,7 @@ class TokenizingScorer:
         if len(texts) == 0:
             return np.zeros((0,), dtype=np.float32)
         _check_texts(texts)
-        batch = self.encode(texts, pad_to=self._pad_length(texts))
+        batch = self.encode(texts)
         rewards = self._forward(batch)
         self.stats.batches += 1
         self.stats.sequences += len(texts)
@@ -146,8 +151,9 @@ class TokenizingScorer:
         self.stats.truncated += batch.truncated
         return np.asarray(rewards, dtype=np.float32).reshape(len(texts))
 
-    def _pad_length(self, texts: Sequence[str]) -> int | None:
-        return None
+    def _pad_length(self, longest: int) -> int:
+        """Length to pad a batch whose longest text has ``longest`` tokens to (default: no extra padding)."""
+        return longest
 
     def _forward(self, batch: EncodedBatch) -> np.ndarray:
         raise NotImplementedError
