@@ -16,7 +16,10 @@ SUBCOMMANDS = ["verify", "score", "export", "serve", "bench", "run", "experiment
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="rlsim", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(
+        prog="rlsim",
+        description="Simulated RLHF steps on Ray + vLLM: reward-model runtimes, contention, freed capacity, planning.",
+    )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for name in SUBCOMMANDS:
         module_name = f"rlsim.cli.{name}_cmd"

@@ -105,13 +105,17 @@ class TokenizingScorer:
 
     def __init__(self, model: "RewardModelSpec", settings: ScorerSettings) -> None:
         from transformers import AutoTokenizer
+        from transformers.utils import logging as hf_logging
 
+        hf_logging.disable_progress_bar()
         self.model = model
         self.settings = settings
         self.stats = ScorerStats()
         self.max_length = min(settings.max_length or model.max_length, model.max_length)
         self._tokenizer = AutoTokenizer.from_pretrained(str(model.path))
         self._tokenizer.truncation_side = settings.truncation
+        # rlsim truncates (and counts) itself; stop the tokenizer warning about long raw texts.
+        self._tokenizer.model_max_length = 1 << 30
         if self._tokenizer.pad_token_id is None:
             raise RlsimError(
                 f"the tokenizer in {model.path} has no pad token; set one (tokenizer.pad_token = ...) "

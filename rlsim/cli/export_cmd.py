@@ -1,0 +1,28 @@
+"""``rlsim export``: ONNX export (plain, fused, int8) of a reward model into the cache or a folder."""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+from rlsim.cli.common import add_model_arg
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("export", help="export a reward model to ONNX (plain, ORT-fused, int8)")
+    add_model_arg(p)
+    p.add_argument("--out", default=None, help="folder for the graphs (default: the rlsim cache)")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from rlsim.models import resolve_reward_model
+    from rlsim.scoring.export import export_reward_model
+
+    spec = resolve_reward_model(args.model)
+    ex = export_reward_model(spec, Path(args.out) if args.out else None)
+    print(json.dumps({"plain": str(ex.plain), "optimized": str(ex.optimized), "int8": str(ex.int8),
+                      "fusions": ex.fusions, "export_s": round(ex.export_s, 2)}))
+    return 0

@@ -1,0 +1,50 @@
+"""``rlsim score``: score a file of texts offline and write one JSONL line per input, in order."""
+
+from __future__ import annotations
+
+import argparse
+
+from rlsim.cli.common import add_model_arg, add_settings_args, settings_from_args
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("score", help="score a .txt / .jsonl file of texts into a JSONL of rewards")
+    add_model_arg(p)
+    p.add_argument("--runtime", default="ort", help="scoring runtime (default ort)")
+    p.add_argument("--input", required=True, help=".txt (one text a line) or .jsonl with a 'text' field")
+    p.add_argument("--output", required=True, help="output .jsonl: one {'text', 'reward'} line per input")
+    p.add_argument("--batcher", default="sorted", help="fixed, sorted or token-budget (default sorted)")
+    p.add_argument("--batch-size", type=int, default=32)
+    p.add_argument("--budget", type=int, default=None, help="token-budget: padded tokens per batch")
+    add_settings_args(p)
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    import json
+    import sys
+
+    from rlsim.batching import make_batcher, score_texts
+    from rlsim.io import atomic_write_text
+    from rlsim.models import resolve_reward_model
+    from rlsim.scoring import make_scorer
+    from rlsim.scoring.text_files import read_texts
+
+    texts = read_texts(args.input)
+    batcher = make_batcher(args.batcher, size=args.batch_size, budget=args.budget)
+    scorer = make_scorer(args.runtime, resolve_reward_model(args.model), settings_from_args(args))
+    try:
+        rewards, report = score_texts(scorer, texts, batcher)
+    finally:
+        scorer.close()
+    lines = (json.dumps({"text": t, "reward": float(r)}, ensure_ascii=False) for t, r in zip(texts, rewards))
+    atomic_write_text(args.output, "".join(line + "\n" for line in lines))
+    summary = {
+        "output": args.output,
+        "texts": len(texts),
+        "truncated": scorer.stats.truncated,
+        "padding_waste": round(report.padding_waste, 4),
+        "seconds": round(report.total_s, 3),
+    }
+    print(json.dumps(summary), file=sys.stdout)
+    return 0

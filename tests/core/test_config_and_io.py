@@ -1,0 +1,66 @@
+import json
+import os
+
+import pytest
+from pydantic import BaseModel, ConfigDict
+
+from rlsim.config_loader import apply_overrides, load_config
+from rlsim.errors import ConfigError, RlsimError
+from rlsim.io import atomic_write_json
+from rlsim.registry import Registry
+
+
+class Inner(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    size: int = 1
+
+
+class Cfg(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    name: str
+    inner: Inner = Inner()
+
+
+def test_all_config_errors_are_reported_together(tmp_path):
+    path = tmp_path / "c.yaml"
+    path.write_text("inner:\n  size: big\n  colour: red\n")
+    with pytest.raises(ConfigError) as err:
+        load_config(Cfg, path)
+    assert len(err.value.errors) == 3  # name missing, size not int, colour unknown
+    text = str(err.value)
+    assert "name" in text and "inner.size" in text and "inner.colour" in text
+
+
+def test_overrides_parse_yaml_values():
+    data = apply_overrides({"inner": {"size": 1}}, ["inner.size=4", "name=x", "new.list=[1, 2]"])
+    assert data == {"inner": {"size": 4}, "name": "x", "new": {"list": [1, 2]}}
+    with pytest.raises(ConfigError, match="key.path=value"):
+        apply_overrides({}, ["novalue"])
+
+
+def test_missing_config_file_names_the_fix(tmp_path):
+    with pytest.raises(RlsimError, match="configs/default.yaml"):
+        load_config(Cfg, tmp_path / "nope.yaml")
+
+
+def test_atomic_write_leaves_no_partial_file(tmp_path):
+    target = tmp_path / "r.json"
+    atomic_write_json(target, {"a": 1})
+    with pytest.raises(TypeError):
+        atomic_write_json(target, {"a": object()})
+    assert json.loads(target.read_text()) == {"a": 1}  # old content survives a failed write
+    assert os.listdir(tmp_path) == ["r.json"]  # no temp files left behind
+
+
+def test_registry_is_idempotent_and_lists_names():
+    reg: Registry = Registry("thing")
+
+    @reg.register("a")
+    def a():
+        pass
+
+    reg.register("a")(a)  # re-import in a worker: fine
+    with pytest.raises(ValueError):
+        reg.register("a")(lambda: None)
+    with pytest.raises(RlsimError, match="valid names: a"):
+        reg.get("b")

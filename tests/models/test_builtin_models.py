@@ -1,0 +1,32 @@
+import json
+
+import pytest
+
+from rlsim.errors import RlsimError
+from rlsim.models import resolve_policy, resolve_reward_model
+from rlsim.models.builtin import BUILTIN_REWARD_MODELS, materialise
+
+
+def test_builtin_reward_models_are_one_label_classifiers():
+    for name in ("minilm-rm", "tiny-llama-rm"):
+        spec = resolve_reward_model(name)
+        cfg = json.loads((spec.path / "config.json").read_text())
+        assert cfg["architectures"][0].endswith("ForSequenceClassification")
+        assert spec.max_length == 512 and spec.hidden_size > 0
+
+
+def test_minilm_rm_is_built_deterministically(tmp_path, monkeypatch):
+    """Two builds from the seeded recipe give identical weights (safetensors bytes)."""
+    first = resolve_reward_model("minilm-rm").path
+    monkeypatch.setenv("RLSIM_CACHE", str(tmp_path))
+    second = materialise("minilm-rm", BUILTIN_REWARD_MODELS["minilm-rm"])
+    assert second != first
+    assert (first / "model.safetensors").read_bytes() == (second / "model.safetensors").read_bytes()
+
+
+def test_policy_resolves_and_rejects_reward_models(tmp_path):
+    assert (resolve_policy("tiny-llama") / "config.json").is_file()
+    with pytest.raises(RlsimError, match="not a causal LM"):
+        resolve_policy(resolve_reward_model("tiny-llama-rm").path)
+    with pytest.raises(RlsimError, match="tiny-llama"):
+        resolve_policy("gpt-5")
