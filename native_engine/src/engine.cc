@@ -127,7 +127,8 @@ Engine::Engine(const std::string& model_path, const std::string& ort_library,
   try {
     Ort::SessionOptions so = make_session_options();
     session_ = std::make_unique<Ort::Session>(*runtime_->env, model_path.c_str(), so);
-    cpu_memory_ = Ort::MemoryInfo::CreateCpu(OrtArenaAllocator, OrtMemTypeDefault);
+    cpu_memory_ = std::make_unique<Ort::MemoryInfo>(
+        Ort::MemoryInfo::CreateCpu(OrtArenaAllocator, OrtMemTypeDefault));
   } catch (const Ort::Exception& e) {
     throw EngineError("ONNX Runtime could not load " + model_path + ": " + e.what() +
                       "; re-export the model (`rlsim export --model NAME`)");
@@ -261,11 +262,11 @@ void Engine::run(const TensorView& ids, const TensorView& mask, float* out) cons
       if (feed == Feed::kTokenTypeIds) data = (type_ids = zeros(count))->data();
       // ORT reads but never writes inputs; CreateTensor just wants a non-const pointer.
       auto* p = const_cast<int64_t*>(static_cast<const int64_t*>(data));
-      inputs.push_back(Ort::Value::CreateTensor<int64_t>(cpu_memory_, p, count, shape.data(), 2));
+      inputs.push_back(Ort::Value::CreateTensor<int64_t>(*cpu_memory_, p, count, shape.data(), 2));
     }
     // The output is bound to the caller's buffer, so ORT writes rewards in place: no copy.
     const std::array<int64_t, 2> out_shape{batch, 1};
-    Ort::Value output = Ort::Value::CreateTensor<float>(cpu_memory_, out, static_cast<size_t>(batch),
+    Ort::Value output = Ort::Value::CreateTensor<float>(*cpu_memory_, out, static_cast<size_t>(batch),
                                                         out_shape.data(), output_rank_);
     ActiveRun active(active_runs_);
     session_->Run(Ort::RunOptions{nullptr}, input_name_ptrs_.data(), inputs.data(), inputs.size(),

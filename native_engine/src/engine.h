@@ -77,8 +77,10 @@ class Engine {
   std::string model_path_;
   EngineOptions options_;
   const OrtRuntime* runtime_;
+  // Held by pointer: an Ort:: object's destructor calls through the API table, which does not
+  // exist yet if the constructor throws before ONNX Runtime is loaded.
   std::unique_ptr<Ort::Session> session_;
-  Ort::MemoryInfo cpu_memory_{nullptr};
+  std::unique_ptr<Ort::MemoryInfo> cpu_memory_;
 
   std::vector<std::string> input_names_;
   std::vector<std::string> output_names_;

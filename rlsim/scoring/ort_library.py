@@ -86,10 +86,9 @@ def _version_key(name: str) -> tuple[int, ...]:
 def load_native() -> ModuleType:
     """Import ``rlsim._native``; a missing or broken build becomes one ``RlsimError`` naming the fix."""
     try:
-        from rlsim import _native
+        return importlib.import_module("rlsim._native")
     except ImportError as err:
         raise RlsimError(f"{NOT_BUILT} (import failed: {err})") from err
-    return _native
 
 
 def native_bench_path() -> Path:
