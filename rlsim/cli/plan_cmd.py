@@ -1,0 +1,71 @@
+"""``rlsim plan CLUSTER.yaml``: predict RLHF step time on a cluster and search placements.
+
+Example: ``rlsim plan configs/cluster_example.yaml --target-step-s 90 --out out/plan``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+
+def add_parser(subparsers: argparse._SubParsersAction) -> None:
+    p = subparsers.add_parser(
+        "plan",
+        help="simulate RLHF steps on a cluster from a measured profile and search placements",
+        description=__doc__,
+    )
+    p.add_argument("config", type=Path, help="cluster YAML (nodes, profiles, workload, placement, search)")
+    p.add_argument("--target-step-s", type=float, default=None,
+                   help="step-time target (s): search for the fewest resources that meet it")
+    p.add_argument("--json", type=Path, default=None, help="write the plan JSON here (default: OUT/plan.json)")
+    p.add_argument("--out", type=Path, default=None, help="folder for plan.json and the PNG plots")
+    p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
+                   help="override a config value, e.g. --set workload.group_size=8 (repeatable)")
+    p.add_argument("--top", type=int, default=15, help="rows of the ranked table")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from rlsim.errors import RlsimError
+    from rlsim.io import atomic_write_json
+    from rlsim.planner.cluster import load_plan_config
+    from rlsim.planner.plan import execute, prepare
+    from rlsim.planner.report import plot_plan, plot_share_curves, print_plan, ranked_table
+
+    if args.target_step_s is not None and args.target_step_s <= 0:
+        raise RlsimError(f"--target-step-s must be > 0 seconds (got {args.target_step_s})")
+    config, profile_path = load_plan_config(args.config, args.overrides, args.target_step_s)
+    prep = prepare(config, profile_path)  # every input check happens here, before any simulation
+    console = Console(stderr=True)
+    total = (len(prep.found.feasible) if prep.found else 0) + (1 if config.placement else 0)
+    if prep.found and prep.found.rejected:
+        console.print(f"{len(prep.found.rejected)} placement(s) of the grid do not fit the cluster and are "
+                      "skipped (reasons in the JSON's `rejected`)")
+    with Progress(TextColumn("simulating"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                  TextColumn("{task.description}"), console=console, transient=True) as bar:
+        task = bar.add_task("", total=total)
+        outcome = execute(prep, on_progress=lambda label: bar.update(task, advance=1, description=label))
+    # Piped output (a file, CI) still gets the whole table rather than 80 wrapped columns.
+    out = Console() if sys.stdout.isatty() else Console(width=180)
+    for warning in outcome.warnings:
+        out.print(f"[yellow]warning:[/yellow] {warning}")
+    if outcome.ranked:
+        out.print(ranked_table(outcome.ranked, f"{config.name}: {len(outcome.ranked)} placements, "
+                               f"{config.search.objective if config.search else ''}", args.top, config.target_step_s))
+    if outcome.baseline is not None:
+        print_plan(out, outcome.baseline, "given placement")
+    print_plan(out, outcome.chosen, "chosen plan")
+    json_path = args.json or (args.out / "plan.json" if args.out else None)
+    if args.out:
+        if outcome.ranked:
+            plot_share_curves(outcome.ranked, args.out / "step_time_vs_scoring_share.png")
+        plot_plan(outcome.chosen, args.out / "plan_utilisation.png")
+    if json_path:
+        atomic_write_json(json_path, outcome.as_dict())
+        out.print(f"wrote {json_path}" + (f" and plots in {args.out}" if args.out else ""))
+    return 0

@@ -1,0 +1,173 @@
+"""Least-squares fits that turn measurements into profile models (numpy only).
+
+Latencies and step times span orders of magnitude, so the fits minimise *relative* residuals
+(each row weighted by 1 / measured value) and keep every coefficient >= 0 (an exact non-negative
+least squares over the few columns: every subset is tried and the best feasible one kept). Where
+samples were taken at more than one unit count, the unit-scaling exponent is found by a grid search
+around that linear fit; with one unit count it is assumed 1.0 (perfect scaling) and marked so.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from itertools import combinations
+from typing import Sequence
+
+import numpy as np
+
+from rlsim.errors import RlsimError
+from rlsim.planner.profile import (
+    Device,
+    FitStats,
+    GenerationModel,
+    GenerationPoint,
+    LatencySample,
+    ScorerLatencyModel,
+)
+
+_EXPONENT_GRID = np.round(np.linspace(0.0, 1.5, 61), 4)
+
+
+def nonneg_lstsq(design: np.ndarray, target: np.ndarray) -> np.ndarray:
+    """Coefficients >= 0 minimising ``|design @ x - target|``; shapes (n, k), (n,) -> (k,).
+
+    Exact for small ``k``: solves every column subset and keeps the best with no negative entry.
+    """
+    n_cols = design.shape[1]
+    best, best_err = np.zeros(n_cols), float(np.sum(target**2))
+    for size in range(1, n_cols + 1):
+        for cols in combinations(range(n_cols), size):
+            sub = design[:, cols]
+            coef, *_ = np.linalg.lstsq(sub, target, rcond=None)
+            if np.any(coef < 0):
+                continue
+            err = float(np.sum((sub @ coef - target) ** 2))
+            if err < best_err - 1e-15:
+                best = np.zeros(n_cols)
+                best[list(cols)] = coef
+                best_err = err
+    return best
+
+
+def fit_stats(measured: np.ndarray, predicted: np.ndarray) -> FitStats:
+    """R^2 on the measured scale and relative residuals ``measured / predicted - 1``."""
+    measured = np.asarray(measured, dtype=float)
+    predicted = np.asarray(predicted, dtype=float)
+    ss_res = float(np.sum((measured - predicted) ** 2))
+    ss_tot = float(np.sum((measured - measured.mean()) ** 2))
+    rel = measured / np.maximum(predicted, 1e-12) - 1.0
+    return FitStats(
+        n_samples=int(measured.size),
+        r2=1.0 - ss_res / ss_tot if ss_tot > 0 else 1.0,
+        residual_rel_std=float(np.std(rel)) if rel.size > 1 else 0.0,
+        residual_rel_max=float(np.max(np.abs(rel))) if rel.size else 0.0,
+    )
+
+
+def _reference_units(units: np.ndarray) -> float:
+    """The unit count most samples used (the largest on ties): the model's reference."""
+    counts = Counter(units.tolist())
+    return float(max(counts, key=lambda u: (counts[u], u)))
+
+
+def _fit_scaled(
+    fixed: np.ndarray, scaled: np.ndarray, target: np.ndarray, units: np.ndarray, ref: float
+) -> tuple[np.ndarray, float, bool]:
+    """Fit ``target = fixed @ p + (scaled @ q) * (ref/units)**alpha`` with relative weights.
+
+    ``fixed`` (n, kf) columns do not scale with units, ``scaled`` (n, ks) do. Returns the
+    coefficients (kf + ks,), alpha, and whether alpha was measured (more than one unit count).
+    """
+    weights = 1.0 / target
+    measured = len(np.unique(units)) > 1
+    grid = _EXPONENT_GRID if measured else np.array([1.0])
+    best: tuple[float, np.ndarray, float] | None = None
+    for alpha in grid:
+        factor = (ref / units) ** alpha
+        design = np.hstack([fixed, scaled * factor[:, None]]) * weights[:, None]
+        coef = nonneg_lstsq(design, target * weights)
+        err = float(np.sum((design @ coef - target * weights) ** 2))
+        if best is None or err < best[0] - 1e-15:
+            best = (err, coef, float(alpha))
+    assert best is not None
+    return best[1], best[2], measured
+
+
+def fit_latency_model(samples: Sequence[LatencySample], device: Device, max_length: int) -> ScorerLatencyModel:
+    """Fit ``latency_s = a + (b x batch + c x padded_tokens) x (units_ref / units) ** alpha``.
+
+    Needs at least 3 samples spanning two batch sizes and two padded lengths, else an RlsimError
+    saying which grid to measure.
+    """
+    if len(samples) < 3:
+        raise RlsimError(f"need at least 3 latency samples to fit a scorer model, got {len(samples)}; "
+                         "measure a grid of batch sizes and lengths")
+    batch = np.array([s.batch for s in samples], dtype=float)
+    padded = np.array([s.padded_tokens for s in samples], dtype=float)
+    latency = np.array([s.latency_s for s in samples], dtype=float)
+    units = np.array([s.units for s in samples], dtype=float)
+    if len(np.unique(batch)) < 2 or len(np.unique(padded / batch)) < 2:
+        raise RlsimError("latency samples must cover at least two batch sizes and two sequence lengths; "
+                         "widen the batch_sizes and lengths grid")
+    ref = _reference_units(units)
+    coef, alpha, measured = _fit_scaled(
+        np.ones((len(samples), 1)), np.column_stack([batch, padded]), latency, units, ref
+    )
+    model = ScorerLatencyModel(
+        device=device, units=ref, intercept_s=float(coef[0]), per_sequence_s=float(coef[1]),
+        per_padded_token_s=float(coef[2]), unit_exponent=alpha, unit_exponent_measured=measured,
+        max_length=max_length, fit=FitStats(n_samples=0, r2=0.0, residual_rel_std=0.0, residual_rel_max=0.0),
+        samples=list(samples),
+    )
+    predicted = np.array([model.latency_s(b, p, u) for b, p, u in zip(batch, padded, units)])
+    return model.model_copy(update={"fit": fit_stats(latency, predicted)})
+
+
+def fit_generation_model(
+    points: Sequence[GenerationPoint],
+    device: Device,
+    max_running: int,
+    prefill_s_per_token: float = 0.0,
+    host_cores_per_unit: float = 0.0,
+) -> GenerationModel:
+    """Fit ``step_s = (base + per_seq x running) x (units_ref / units) ** alpha`` from throughput points.
+
+    Each point's iteration time is ``running / tokens_per_s``. Needs two or more running levels at
+    some unit count (one level cannot separate the fixed and per-sequence costs).
+    """
+    if not points:
+        raise RlsimError("no generation points to fit; give loop results or measured points")
+    running = np.array([p.running for p in points], dtype=float)
+    units = np.array([p.units for p in points], dtype=float)
+    step = running / np.array([p.tokens_per_s for p in points], dtype=float)
+    if len(np.unique(running)) < 2:
+        raise RlsimError(
+            f"generation was measured at one concurrency only ({running[0]:g} running sequences); the curve "
+            "needs two or more (run the loop with different prompts_per_step or max_num_seqs)"
+        )
+    ref = _reference_units(units)
+    coef, alpha, measured = _fit_scaled(np.zeros((len(points), 0)), np.column_stack([np.ones_like(running), running]),
+                                        step, units, ref)
+    model = GenerationModel(
+        device=device, units=ref, base_s=float(coef[0]), per_seq_s=float(coef[1]),
+        prefill_s_per_token=prefill_s_per_token, unit_exponent=alpha, unit_exponent_measured=measured,
+        max_running=max_running, host_cores_per_unit=host_cores_per_unit,
+        fit=FitStats(n_samples=0, r2=0.0, residual_rel_std=0.0, residual_rel_max=0.0), points=list(points),
+    )
+    predicted = np.array([model.step_s(n, u) for n, u in zip(running, units)])
+    return model.model_copy(update={"fit": fit_stats(step, predicted)})
+
+
+def fit_cost_per_token(tokens: Sequence[float], seconds: Sequence[float]) -> tuple[float, float]:
+    """``seconds = fixed + per_token x tokens`` (both >= 0); through the origin if tokens never vary.
+
+    Returns ``(fixed_s, per_token_s)``.
+    """
+    x = np.asarray(tokens, dtype=float)
+    y = np.asarray(seconds, dtype=float)
+    if x.size == 0 or np.any(x <= 0):
+        raise RlsimError("cost fit needs one or more steps with a positive token count")
+    if len(np.unique(x)) < 2:
+        return 0.0, float(y.mean() / x.mean())
+    coef = nonneg_lstsq(np.column_stack([np.ones_like(x), x]), y)
+    return float(coef[0]), float(coef[1])

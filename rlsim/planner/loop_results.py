@@ -1,0 +1,143 @@
+"""Read what the real loop measured (issue 4's ``results.json``, issue 5's contention ``results.json``).
+
+From a loop run: generation tokens/s at the run's concurrency (one ``GenerationPoint`` per run, the
+median over steps), update and sync seconds against tokens per step, and the orchestration overhead
+(``idle``). From the contention experiment: per runtime ``gen_slowdown`` (and ``score_slowdown`` if
+present), as fractions (0.25 = 25 % slower). Anything a file lacks is reported, never guessed.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from rlsim.errors import RlsimError
+from rlsim.planner.fitting import fit_cost_per_token
+from rlsim.planner.profile import ContentionEntry, GenerationPoint, TrainerModel
+
+
+@dataclass
+class LoopSteps:
+    """Per step arrays from one results.json: seconds per phase and generated tokens (or None)."""
+
+    path: Path
+    time_s: dict[str, np.ndarray]
+    tokens: np.ndarray | None
+    rollouts: np.ndarray
+
+
+@dataclass
+class Harvest:
+    """What the loop files gave, and what they could not (``missing``: sentences for the report)."""
+
+    points: list[GenerationPoint] = field(default_factory=list)
+    trainer: TrainerModel | None = None
+    contention: dict[str, ContentionEntry] = field(default_factory=dict)
+    missing: list[str] = field(default_factory=list)
+
+
+def _read_json(path: Path) -> dict[str, Any]:
+    if not path.is_file():
+        raise RlsimError(f"results file {path} does not exist; run the loop (`rlsim run CONFIG --out DIR`) first")
+    try:
+        data = json.loads(path.read_text())
+    except json.JSONDecodeError as err:
+        raise RlsimError(f"{path} is not valid JSON ({err}); point at a results.json written by rlsim") from None
+    if not isinstance(data, dict):
+        raise RlsimError(f"{path} must hold a JSON object")
+    return data
+
+
+def _tokens_of(step: dict[str, Any]) -> float | None:
+    """Generated tokens of a step, under the names the loop may use."""
+    for key in ("tokens_generated", "generated_tokens"):
+        if isinstance(step.get(key), (int, float)):
+            return float(step[key])
+    tokens = step.get("tokens")
+    if isinstance(tokens, (int, float)):
+        return float(tokens)
+    if isinstance(tokens, dict) and isinstance(tokens.get("generated"), (int, float)):
+        return float(tokens["generated"])
+    return None
+
+
+def read_loop_steps(path: str | Path, skip_first: int = 1) -> LoopSteps:
+    """Parse ``steps[].time_s.{generate,score,update,sync,idle,total}`` (issue 4's schema).
+
+    ``skip_first`` steps are dropped as warm-up (engine start, compilation) when more remain.
+    """
+    p = Path(path)
+    steps = _read_json(p).get("steps")
+    if not isinstance(steps, list) or not steps:
+        raise RlsimError(f"{p} has no `steps` list; it must be the results.json of `rlsim run`")
+    if len(steps) > skip_first:
+        steps = steps[skip_first:]
+    phases = ("generate", "score", "update", "sync", "idle", "total")
+    try:
+        time_s = {ph: np.array([float(s["time_s"][ph]) for s in steps]) for ph in phases}
+        rollouts = np.array([float(s["rollouts"]["generated"]) for s in steps])
+    except (KeyError, TypeError, ValueError) as err:
+        raise RlsimError(f"{p}: a step lacks time_s.{{{','.join(phases)}}} or rollouts.generated ({err}); "
+                         "it must be the results.json of `rlsim run`") from None
+    tokens = [_tokens_of(s) for s in steps]
+    return LoopSteps(p, time_s, None if any(t is None for t in tokens) else np.array(tokens), rollouts)
+
+
+def generation_point(run: LoopSteps, running: float, units: float) -> GenerationPoint:
+    """Median generated tokens/s over the run's steps, at ``running`` sequences on ``units``."""
+    if run.tokens is None:
+        raise RlsimError(f"{run.path} has no generated-token counts per step, so generation throughput "
+                         "cannot be measured from it")
+    rate = float(np.median(run.tokens / run.time_s["generate"]))
+    return GenerationPoint(running=running, units=units, tokens_per_s=rate, source=str(run.path))
+
+
+def trainer_model(runs: list[LoopSteps], units: float) -> TrainerModel:
+    """Fit update and sync seconds against generated tokens over every step of ``runs``."""
+    tokens = np.concatenate([r.tokens for r in runs if r.tokens is not None])
+    if tokens.size == 0:
+        raise RlsimError("no loop results with generated-token counts; cannot fit the update cost per token")
+    with_tokens = [r for r in runs if r.tokens is not None]
+    update = np.concatenate([r.time_s["update"] for r in with_tokens])
+    sync = np.concatenate([r.time_s["sync"] for r in with_tokens])
+    idle = np.concatenate([r.time_s["idle"] for r in runs])
+    update_fixed, update_per = fit_cost_per_token(tokens, update)
+    sync_fixed, sync_per = fit_cost_per_token(tokens, sync)
+    return TrainerModel(units=units, update_fixed_s=update_fixed, update_s_per_token=update_per,
+                        sync_fixed_s=sync_fixed, sync_s_per_token=sync_per, step_overhead_s=float(np.mean(idle)))
+
+
+def _mean_of(entry: Any) -> float | None:
+    if isinstance(entry, dict) and isinstance(entry.get("mean"), (int, float)):
+        return float(entry["mean"])
+    if isinstance(entry, (int, float)):
+        return float(entry)
+    return None
+
+
+def read_contention(path: str | Path) -> tuple[dict[str, ContentionEntry], list[str]]:
+    """Per runtime slowdowns from issue 5's results.json; returns them and what was missing.
+
+    A runtime without ``score_slowdown`` keeps ``gen_slowdown`` for both, and that is reported.
+    """
+    p = Path(path)
+    runtimes = _read_json(p).get("runtimes")
+    if not isinstance(runtimes, dict) or not runtimes:
+        raise RlsimError(f"{p} has no `runtimes` object; it must be the results.json of "
+                         "`rlsim experiment contention`")
+    out, missing = {}, []
+    for name, figures in runtimes.items():
+        gen = _mean_of(figures.get("gen_slowdown")) if isinstance(figures, dict) else None
+        if gen is None:
+            missing.append(f"contention for {name}: {p} has no gen_slowdown.mean")
+            continue
+        score = _mean_of(figures.get("score_slowdown"))
+        if score is None:
+            missing.append(f"score_slowdown for {name} (not in {p}; assumed equal to its gen_slowdown)")
+            score = gen
+        out[name] = ContentionEntry(gen_slowdown=max(gen, 0.0), score_slowdown=max(score, 0.0))
+    return out, missing

@@ -1,0 +1,118 @@
+"""``rlsim plan`` without the command line: check every input, evaluate, search, choose, describe.
+
+All checks (profile version, runtimes present, devices, every placement's feasibility) happen in
+``prepare`` before anything is simulated, so bad input costs no time and gives one message.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+import rlsim
+from rlsim.planner.cluster import PlanConfig
+from rlsim.planner.evaluate import Evaluation, evaluate
+from rlsim.planner.placement import resolve
+from rlsim.planner.profile import Profile, load_profile
+from rlsim.planner.search import Candidates, candidates, run_search
+
+
+@dataclass
+class Prepared:
+    """A checked plan input: the config, its profile, and the search candidates (if any)."""
+
+    config: PlanConfig
+    profile: Profile
+    profile_path: Path
+    found: Candidates | None
+
+
+@dataclass
+class PlanOutcome:
+    """Everything ``rlsim plan`` reports. ``chosen`` is re-simulated with ``simulation.steps`` steps."""
+
+    prepared: Prepared
+    baseline: Evaluation | None
+    ranked: list[Evaluation]
+    chosen: Evaluation
+    meets_target: bool | None
+    search_s: float
+    warnings: list[str] = field(default_factory=list)
+
+    def as_dict(self) -> dict[str, Any]:
+        cfg, prof = self.prepared.config, self.prepared.profile
+        search = cfg.search
+        return {
+            "rlsim_version": rlsim.__version__,
+            "name": cfg.name,
+            "cluster": cfg.nodes.model_dump(mode="json"),
+            "workload": cfg.workload.model_dump(mode="json"),
+            "profile": {"path": str(self.prepared.profile_path), "hardware_kind": prof.hardware_kind,
+                        "illustrative": prof.illustrative, "rlsim_version": prof.rlsim_version,
+                        "unmeasured": prof.unmeasured},
+            "objective": search.objective if search else "evaluate",
+            "target_step_s": cfg.target_step_s,
+            "meets_target": self.meets_target,
+            "chosen": self.chosen.as_dict(),
+            "baseline": self.baseline.as_dict() if self.baseline else None,
+            "ranked": [ev.as_dict() for ev in self.ranked],
+            "rejected": [{"label": spec.label(), "reason": reason}
+                         for spec, reason in (self.prepared.found.rejected if self.prepared.found else [])],
+            "search": {"placements": len(self.ranked), "steps_each": search.steps if search else 0,
+                       "seconds": self.search_s},
+            "warnings": self.warnings,
+        }
+
+
+def prepare(config: PlanConfig, profile_path: Path) -> Prepared:
+    """Load the profile and check the placement and search grid; raises RlsimError on bad input."""
+    profile = load_profile(profile_path)
+    if config.placement is not None:
+        resolve(config.nodes, profile, config.placement)
+    found = candidates(config.nodes, profile, config.search) if config.search else None
+    return Prepared(config, profile, profile_path, found)
+
+
+def execute(prep: Prepared, on_progress: Callable[[str], None] | None = None) -> PlanOutcome:
+    """Evaluate the given placement, run the search, and re-simulate the winner for the full steps."""
+    cfg, profile, sim = prep.config, prep.profile, prep.config.simulation
+    note = on_progress or (lambda _msg: None)
+    baseline = None
+    if cfg.placement is not None:
+        baseline = evaluate(cfg.nodes, profile, cfg.workload, cfg.placement, sim.steps, sim.seed, sim.noise)
+        note("baseline")
+    t0 = time.perf_counter()
+    ranked: list[Evaluation] = []
+    if cfg.search is not None and prep.found is not None:
+        ranked = run_search(cfg.nodes, profile, cfg.workload, cfg.search, prep.found, cfg.target_step_s,
+                            sim.seed, sim.noise, on_done=lambda ev: note(ev.spec.label()))
+    search_s = time.perf_counter() - t0
+    chosen = _choose(prep, baseline, ranked)
+    target = cfg.target_step_s
+    meets = None if target is None else chosen.step_time_s <= target
+    warnings = []
+    if profile.illustrative:
+        from rlsim.planner.report import ILLUSTRATIVE_WARNING
+
+        warnings.append(ILLUSTRATIVE_WARNING)
+    if meets is False:
+        warnings.append(f"no placement meets the {target:g} s step-time target; the fastest is shown "
+                        f"({chosen.step_time_s:.2f} s): add nodes or relax the target")
+    return PlanOutcome(prep, baseline, ranked, chosen, meets, search_s, warnings)
+
+
+def _choose(prep: Prepared, baseline: Evaluation | None, ranked: list[Evaluation]) -> Evaluation:
+    cfg, sim = prep.config, prep.config.simulation
+    if not ranked:
+        assert baseline is not None
+        return baseline
+    best = ranked[0]
+    search = cfg.search
+    assert search is not None
+    if cfg.target_step_s is not None and best.step_time_s > cfg.target_step_s:
+        best = min(ranked, key=lambda ev: ev.step_time_s)  # nothing meets it: show the fastest
+    if sim.steps == search.steps:
+        return best
+    return evaluate(cfg.nodes, prep.profile, cfg.workload, best.spec, sim.steps, sim.seed, sim.noise)

@@ -1,0 +1,241 @@
+"""The versioned JSON profile: what the simulation knows about one kind of hardware.
+
+A profile is measured on small hardware (``rlsim profile``) and read by the planner. It holds, per
+hardware kind:
+
+- per scoring runtime, a latency model ``latency_s = a + b x batch + c x padded_tokens`` fitted by
+  least squares, with its residuals (``ScorerLatencyModel``);
+- the generation step time of one continuous-batching engine as a function of running sequences
+  and units (cores or GPUs), fitted from measured points that are kept beside the curve;
+- update and weight-sync cost per generated token (plus a fixed part);
+- the contention slowdowns measured when generation and scoring share the same units.
+
+Units: times in seconds, sizes in tokens or sequences, "units" are CPU cores or GPUs depending on
+the model's ``device``. A profile written by another rlsim version or schema is refused with one
+message naming the fix (re-measure), because the simulation's meaning of each field may change.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+import rlsim
+from rlsim.errors import ConfigError, RlsimError
+from rlsim.io import atomic_write_json
+
+SCHEMA_VERSION = 1
+Device = Literal["cpu", "cuda"]
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class LatencySample(_Strict):
+    """One measured scorer call: ``batch`` sequences padded to ``padded_tokens`` in all, on ``units``."""
+
+    batch: int = Field(ge=1)
+    padded_tokens: int = Field(ge=1)
+    latency_s: float = Field(gt=0)
+    units: float = Field(gt=0)
+
+
+class FitStats(_Strict):
+    """How well a fitted model explains its samples; residuals are relative (measured/predicted - 1)."""
+
+    n_samples: int = Field(ge=0)
+    r2: float
+    residual_rel_std: float = Field(ge=0)
+    residual_rel_max: float = Field(ge=0)
+
+
+class ScorerLatencyModel(_Strict):
+    """Latency of one forward pass of a scorer replica holding ``units`` cores/GPUs.
+
+    ``latency_s(batch, padded, u) = a + (b x batch + c x padded) x (units / u) ** alpha``: the
+    fixed part ``a`` (call overhead) does not shrink with more units, the compute part does.
+    """
+
+    device: Device
+    units: float = Field(gt=0, description="cores (cpu) or GPUs (cuda) the samples were measured on")
+    intercept_s: float = Field(ge=0)
+    per_sequence_s: float = Field(ge=0)
+    per_padded_token_s: float = Field(ge=0)
+    unit_exponent: float = Field(default=1.0, ge=0, le=1.5)
+    unit_exponent_measured: bool = False
+    max_length: int = Field(ge=1, description="tokens the reward model truncates each text to")
+    fit: FitStats
+    samples: list[LatencySample] = Field(default_factory=list)
+
+    def latency_s(self, batch: float, padded_tokens: float, units: float) -> float:
+        """Predicted seconds for one batch on a replica with ``units`` cores/GPUs."""
+        scale = (self.units / units) ** self.unit_exponent
+        return self.intercept_s + (self.per_sequence_s * batch + self.per_padded_token_s * padded_tokens) * scale
+
+
+class GenerationPoint(_Strict):
+    """A measured steady state: ``running`` sequences decoding on ``units`` gave ``tokens_per_s``."""
+
+    running: float = Field(gt=0)
+    units: float = Field(gt=0)
+    tokens_per_s: float = Field(gt=0)
+    source: str = ""
+
+
+class GenerationModel(_Strict):
+    """Decode-iteration time of one continuous-batching engine.
+
+    One iteration emits one token for each of ``n`` running sequences and takes
+    ``(base_s + per_seq_s x n) x (units / u) ** unit_exponent`` seconds on an engine of ``u`` units;
+    admitting a sequence adds ``prefill_s_per_token`` per prompt token to that iteration.
+    """
+
+    device: Device
+    units: float = Field(gt=0, description="units per engine the curve was measured on")
+    base_s: float = Field(ge=0)
+    per_seq_s: float = Field(ge=0)
+    prefill_s_per_token: float = Field(default=0.0, ge=0)
+    unit_exponent: float = Field(default=1.0, ge=0, le=1.5)
+    unit_exponent_measured: bool = False
+    max_running: int = Field(ge=1, description="sequences one engine of `units` holds at once (KV cache)")
+    host_cores_per_unit: float = Field(default=0.0, ge=0, description="CPU cores a GPU engine keeps busy")
+    fit: FitStats
+    points: list[GenerationPoint] = Field(default_factory=list)
+
+    def step_s(self, running: float, units: float) -> float:
+        """Seconds per decode iteration with ``running`` sequences on ``units`` (0 when none run)."""
+        if running <= 0:
+            return 0.0
+        return (self.base_s + self.per_seq_s * running) * (self.units / units) ** self.unit_exponent
+
+
+class TrainerModel(_Strict):
+    """PPO/GRPO update and weight sync, per step, measured on ``units`` training units.
+
+    ``update_s = update_fixed_s + update_s_per_token x tokens x units / u`` (data-parallel over u
+    units); ``sync_s = sync_fixed_s + sync_s_per_token x tokens``. ``step_overhead_s`` is the
+    orchestration time a real step spends outside every phase (the loop's "idle").
+    """
+
+    units: float = Field(gt=0)
+    update_fixed_s: float = Field(default=0.0, ge=0)
+    update_s_per_token: float = Field(ge=0)
+    sync_fixed_s: float = Field(default=0.0, ge=0)
+    sync_s_per_token: float = Field(default=0.0, ge=0)
+    step_overhead_s: float = Field(default=0.0, ge=0)
+
+    def update_s(self, tokens: float, units: float) -> float:
+        return self.update_fixed_s + self.update_s_per_token * tokens * self.units / units
+
+    def sync_s(self, tokens: float) -> float:
+        return self.sync_fixed_s + self.sync_s_per_token * tokens
+
+
+class ContentionEntry(_Strict):
+    """Fractional slowdowns while both run on shared units: 0.25 means 25 % longer."""
+
+    gen_slowdown: float = Field(ge=0)
+    score_slowdown: float = Field(ge=0)
+
+
+class ContentionModel(_Strict):
+    """Default slowdowns plus per-runtime ones from the contention experiment (issue 5)."""
+
+    default: ContentionEntry
+    per_runtime: dict[str, ContentionEntry] = Field(default_factory=dict)
+
+    def for_runtime(self, runtime: str) -> ContentionEntry:
+        return self.per_runtime.get(runtime, self.default)
+
+
+class Profile(_Strict):
+    """Everything the planner needs about one hardware kind. See the module docstring."""
+
+    rlsim_version: str
+    schema_version: int
+    hardware_kind: str
+    illustrative: bool = Field(description="true: example numbers, not measured on real hardware")
+    notes: list[str] = Field(default_factory=list)
+    unmeasured: list[str] = Field(default_factory=list, description="what was filled in, not measured")
+    runtimes: dict[str, ScorerLatencyModel]
+    generation: GenerationModel | None = None
+    trainer: TrainerModel | None = None
+    contention: ContentionModel | None = None
+
+    def runtime(self, name: str, source: str = "profile") -> ScorerLatencyModel:
+        """The model for key ``name`` (``runtime`` or ``runtime@device``); else an RlsimError listing keys."""
+        if name not in self.runtimes:
+            # "ort" finds "ort@cpu" when the profile has that runtime on one device only.
+            matches = [key for key in self.runtimes if key.split("@")[0] == name]
+            if len(matches) == 1:
+                return self.runtimes[matches[0]]
+            have = ", ".join(sorted(self.runtimes)) or "none"
+            raise RlsimError(
+                f"{source} ({self.hardware_kind}) has no latency model for runtime {name!r} (it has: {have}); "
+                f"measure it with `rlsim profile CONFIG --out PROFILE` listing {name!r} in runtimes, "
+                "or drop it from the plan"
+            )
+        return self.runtimes[name]
+
+    def require_sections(self, source: str = "profile") -> None:
+        """Raise unless generation, trainer and contention are present (the simulation needs all three)."""
+        missing = [name for name in ("generation", "trainer", "contention") if getattr(self, name) is None]
+        if missing:
+            raise RlsimError(
+                f"{source} has no {', '.join(missing)} model, which the planner needs; measure them with "
+                "`rlsim profile CONFIG --loop-results results.json`, or fill them from another profile "
+                "with `rlsim profile ... --fill-from PROFILE`"
+            )
+
+
+def new_profile_header(hardware_kind: str, illustrative: bool) -> dict[str, object]:
+    """The version fields every profile starts with, for this rlsim."""
+    return {
+        "rlsim_version": rlsim.__version__,
+        "schema_version": SCHEMA_VERSION,
+        "hardware_kind": hardware_kind,
+        "illustrative": illustrative,
+    }
+
+
+def load_profile(path: str | Path) -> Profile:
+    """Read and check a profile file; every problem is one RlsimError that says how to fix it."""
+    p = Path(path)
+    if not p.is_file():
+        raise RlsimError(f"profile {p} does not exist; measure one with `rlsim profile CONFIG --out {p}`")
+    try:
+        data = json.loads(p.read_text())
+    except (json.JSONDecodeError, UnicodeDecodeError) as err:
+        raise RlsimError(f"profile {p} is not valid JSON ({err}); re-measure it with `rlsim profile`") from None
+    if not isinstance(data, dict):
+        raise RlsimError(f"profile {p} must hold a JSON object; re-measure it with `rlsim profile`")
+    _check_versions(data, p)
+    try:
+        return Profile.model_validate(data)
+    except ValidationError as err:
+        errors = [f"{'.'.join(str(x) for x in e['loc'])}: {e['msg']}" for e in err.errors()]
+        raise ConfigError(errors, source=f"profile {p}") from None
+
+
+def _check_versions(data: dict[str, object], path: Path) -> None:
+    schema = data.get("schema_version")
+    version = data.get("rlsim_version")
+    fix = f"re-measure it with this rlsim (`rlsim profile CONFIG --out {path}`)"
+    if schema != SCHEMA_VERSION:
+        raise RlsimError(
+            f"profile {path} has schema version {schema!r} but this rlsim reads version {SCHEMA_VERSION}; {fix}"
+        )
+    if version != rlsim.__version__:
+        raise RlsimError(
+            f"profile {path} was written by rlsim {version!r} but this is rlsim {rlsim.__version__}; "
+            f"its numbers may mean something else here, so {fix}"
+        )
+
+
+def save_profile(profile: Profile, path: str | Path) -> Path:
+    """Write ``profile`` as JSON atomically (a reader never sees half a profile)."""
+    return atomic_write_json(path, profile.model_dump(mode="json"))

@@ -1,0 +1,166 @@
+"""``rlsim profile`` without the command line: measure, fit, and say what could not be measured.
+
+Inputs (``ProfileConfig`` YAML): the runtimes to time on a grid (real scorers), loop runs
+(``results.json`` of ``rlsim run`` with the concurrency and cores each ran at) for generation,
+update and sync, and the contention experiment's ``results.json``. A section that nothing measured
+is left out (or copied from ``--fill-from`` and listed in ``unmeasured``), never invented.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from rlsim.errors import RlsimError
+from rlsim.planner.fitting import fit_generation_model, fit_latency_model
+from rlsim.planner.loop_results import generation_point, read_contention, read_loop_steps, trainer_model
+from rlsim.planner.profile import (
+    ContentionEntry,
+    ContentionModel,
+    Device,
+    GenerationPoint,
+    Profile,
+    ScorerLatencyModel,
+    new_profile_header,
+)
+
+
+class LoopRun(BaseModel):
+    """One ``rlsim run`` results.json and the generation concurrency / units it ran with."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    path: str
+    running: float = Field(gt=0, description="sequences the engine decoded at once (max_num_seqs or all)")
+    units: float = Field(gt=0, description="cores (or GPUs) the generation engine had")
+
+
+class ProfileConfig(BaseModel):
+    """What ``rlsim profile`` measures; paths are relative to the YAML file."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    hardware_kind: str
+    reward_model: str = "minilm-rm"
+    device: Device = "cpu"
+    runtimes: list[str] = Field(default_factory=list)
+    batch_sizes: list[int] = Field(default=[1, 8, 32], min_length=2)
+    lengths: list[int] = Field(default=[32, 128, 256], min_length=2)
+    units: list[int] = Field(default=[2], min_length=1, description="scorer threads (cpu) or GPUs to time at")
+    repeats: int = Field(default=3, ge=1)
+    loop_runs: list[LoopRun] = Field(default_factory=list)
+    generation_points: list[GenerationPoint] = Field(default_factory=list)
+    generation_device: Device = "cpu"
+    max_running: int = Field(default=256, ge=1, description="sequences one engine may hold (max_num_seqs)")
+    trainer_units: float = Field(default=2, gt=0)
+    contention_results: str | None = None
+
+
+@dataclass
+class Built:
+    """The profile and a line per thing measured or not (for the report)."""
+
+    profile: Profile
+    measured: list[str] = field(default_factory=list)
+    unmeasured: list[str] = field(default_factory=list)
+
+
+def build_profile(
+    config: ProfileConfig,
+    base_dir: Path,
+    measure: bool = True,
+    fill_from: Profile | None = None,
+    on_cell: Callable[[str], None] | None = None,
+) -> Built:
+    """Measure and fit everything ``config`` allows. ``measure=False`` skips the real scorers."""
+    measured: list[str] = []
+    unmeasured: list[str] = []
+    runtimes = _scorers(config, measure, measured, unmeasured, on_cell)
+    generation, trainer = _from_loop(config, base_dir, measured, unmeasured)
+    contention = _contention(config, base_dir, measured, unmeasured)
+    sections = {"generation": generation, "trainer": trainer, "contention": contention}
+    if fill_from is not None:
+        for name, value in list(sections.items()):
+            if value is None and getattr(fill_from, name) is not None:
+                sections[name] = getattr(fill_from, name)
+                unmeasured.append(f"{name}: copied from the {fill_from.hardware_kind} profile "
+                                  f"({'illustrative' if fill_from.illustrative else 'measured'})")
+        for name, model in fill_from.runtimes.items():
+            if name not in runtimes:
+                runtimes[name] = model
+                unmeasured.append(f"runtime {name}: copied from the {fill_from.hardware_kind} profile")
+    if not runtimes:
+        raise RlsimError("nothing to put in the profile: list runtimes to measure, or give --fill-from")
+    illustrative = bool(fill_from and fill_from.illustrative and any("copied" in u for u in unmeasured))
+    profile = Profile(
+        **new_profile_header(config.hardware_kind, illustrative=illustrative),
+        notes=[f"measured by rlsim profile: {', '.join(measured) or 'nothing'}"],
+        unmeasured=unmeasured, runtimes=runtimes, **sections,
+    )
+    return Built(profile, measured, unmeasured)
+
+
+def _scorers(config: ProfileConfig, measure: bool, measured: list[str], unmeasured: list[str],
+             on_cell: Callable[[str], None] | None) -> dict[str, ScorerLatencyModel]:
+    from rlsim.planner.measure_scorers import ScorerGrid, measure_runtime
+
+    grid = ScorerGrid(config.batch_sizes, config.lengths, config.units, repeats=config.repeats)
+    out = {}
+    for runtime in config.runtimes:
+        if not measure:
+            unmeasured.append(f"runtime {runtime}: scorer timing skipped (--no-scorers)")
+            continue
+        samples, max_length = measure_runtime(runtime, config.reward_model, config.device, grid, on_cell)
+        model = fit_latency_model(samples, config.device, max_length)
+        out[runtime] = model
+        measured.append(f"runtime {runtime} ({len(samples)} samples, R^2 {model.fit.r2:.3f}, "
+                        f"residual {model.fit.residual_rel_std:.1%})")
+    return out
+
+
+def _from_loop(config: ProfileConfig, base_dir: Path, measured: list[str], unmeasured: list[str]):  # type: ignore[no-untyped-def]
+    """Generation curve and trainer costs from loop runs (and given points)."""
+    runs = [read_loop_steps(_path(base_dir, run.path)) for run in config.loop_runs]
+    points = list(config.generation_points)
+    for run, steps in zip(config.loop_runs, runs):
+        try:
+            points.append(generation_point(steps, run.running, run.units))
+        except RlsimError as err:
+            unmeasured.append(f"generation point from {run.path}: {err}")
+    generation = None
+    try:
+        generation = fit_generation_model(points, config.generation_device, config.max_running)
+        measured.append(f"generation curve ({len(points)} points, R^2 {generation.fit.r2:.3f})")
+    except RlsimError as err:
+        unmeasured.append(f"generation: {err}")
+    trainer = None
+    if runs:
+        try:
+            trainer = trainer_model(runs, config.trainer_units)
+            measured.append(f"update/sync cost per token and step overhead ({len(runs)} run(s))")
+        except RlsimError as err:
+            unmeasured.append(f"trainer: {err}")
+    else:
+        unmeasured.append("trainer (update/sync): no loop_runs given")
+    return generation, trainer
+
+
+def _contention(config: ProfileConfig, base_dir: Path, measured: list[str], unmeasured: list[str]) -> ContentionModel | None:
+    if not config.contention_results:
+        unmeasured.append("contention: no contention_results given (run `rlsim experiment contention`)")
+        return None
+    per_runtime, missing = read_contention(_path(base_dir, config.contention_results))
+    unmeasured.extend(missing)
+    if not per_runtime:
+        return None
+    # The default for runtimes the experiment did not run: the worst measured (a cautious plan).
+    worst = ContentionEntry(gen_slowdown=max(e.gen_slowdown for e in per_runtime.values()),
+                            score_slowdown=max(e.score_slowdown for e in per_runtime.values()))
+    measured.append(f"contention for {', '.join(sorted(per_runtime))}")
+    return ContentionModel(default=worst, per_runtime=per_runtime)
+
+
+def _path(base_dir: Path, path: str) -> Path:
+    p = Path(path)
+    return p if p.is_absolute() else base_dir / p

@@ -1,0 +1,185 @@
+"""Scorer replicas fed by a batcher, as a discrete-event simulation on ``EventLoop``.
+
+Finished rollouts join one queue in arrival order; whenever a replica is free it takes the next
+batch the batcher will release (a pull model, like a pool of Ray actors handing work to whichever
+is idle). The batchers follow ``rlsim.batching``:
+
+- ``fixed``: the next ``batch_size`` arrivals, released when the last of them arrives;
+- ``sorted`` / ``token-budget``: a window of arrivals is sorted by length and cut into batches of
+  ``batch_size`` / by ``token_budget`` (longest x count), released when the window is full;
+- ``dynamic``: released when ``batch_size`` have arrived or the oldest waited ``max_wait_s``; a
+  batch keeps growing while every replica is busy.
+
+When generation has finished (or in the sequential schedule, where scoring starts after it) every
+pending rollout is released at once. One event per batch, so scoring costs O(batches).
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Callable
+
+import numpy as np
+
+from rlsim.planner.cluster import BatcherSpec
+from rlsim.planner.events import EventLoop, SpeedProfile
+
+LatencyFn = Callable[[int, int], float]  # (sequences, padded tokens) -> uncontended seconds
+
+
+@dataclass
+class ScoringOutcome:
+    """Per replica busy intervals and totals; ``done_s`` is when the last reward is known."""
+
+    done_s: float
+    batches: int
+    padded_tokens: int
+    real_tokens: int
+    busy_starts: list[list[float]]
+    busy_ends: list[list[float]]
+    reward_s: np.ndarray = field(default_factory=lambda: np.zeros(0))
+
+    def busy_s(self) -> float:
+        return float(sum(e - s for ss, es in zip(self.busy_starts, self.busy_ends) for s, e in zip(ss, es)))
+
+
+class BatchSource:
+    """Releases batches of rollout indices from an arrival stream according to ``spec``.
+
+    ``arrive`` (n,) seconds, ascending; ``tokens`` (n,) scoring tokens per rollout; ``closed_s``:
+    when the stream ends (last arrival), after which everything pending is released.
+    """
+
+    def __init__(self, arrive: np.ndarray, tokens: np.ndarray, spec: BatcherSpec, closed_s: float) -> None:
+        self._arrive = arrive
+        self._tokens = tokens
+        self._spec = spec
+        self._closed = closed_s
+        self._n = len(arrive)
+        self._cur = 0
+        self._ready: deque[tuple[np.ndarray, float]] = deque()
+
+    def take(self, now: float) -> tuple[np.ndarray, float] | None:
+        """The next batch for a replica free at ``now``: ``(indices, release_s)``; None when done."""
+        if self._ready:
+            return self._ready.popleft()
+        if self._cur >= self._n:
+            return None
+        kind = self._spec.kind
+        if kind == "fixed":
+            return self._take_fixed()
+        if kind == "dynamic":
+            return self._take_dynamic(now)
+        self._fill_window()
+        return self._ready.popleft()
+
+    def _release(self, last: int) -> float:
+        """Release time of a batch whose last member is index ``last - 1``."""
+        return self._closed if last >= self._n else float(self._arrive[last - 1])
+
+    def _take_fixed(self) -> tuple[np.ndarray, float]:
+        size = self._spec.batch_size or 1
+        lo, hi = self._cur, min(self._cur + size, self._n)
+        self._cur = hi
+        return np.arange(lo, hi), self._release(hi)
+
+    def _take_dynamic(self, now: float) -> tuple[np.ndarray, float]:
+        size = self._spec.batch_size or 1
+        lo = self._cur
+        full_at = self._release(min(lo + size, self._n))
+        release = max(now, min(full_at, float(self._arrive[lo]) + self._spec.max_wait_s, self._closed))
+        # Everything that has arrived by the release joins, up to the maximum size.
+        hi = min(lo + size, int(np.searchsorted(self._arrive, release, side="right")))
+        hi = max(hi, lo + 1)
+        self._cur = hi
+        return np.arange(lo, hi), release
+
+    def _fill_window(self) -> None:
+        lo, hi = self._cur, min(self._cur + self._spec.window, self._n)
+        self._cur = hi
+        release = self._release(hi)
+        window = np.arange(lo, hi)
+        # Stable sort: equal lengths keep arrival order, as rlsim.batching.length_order does.
+        window = window[np.argsort(self._tokens[window], kind="stable")]
+        for batch in split_sorted(window, self._tokens, self._spec):
+            self._ready.append((batch, release))
+
+
+def split_sorted(order: np.ndarray, tokens: np.ndarray, spec: BatcherSpec) -> list[np.ndarray]:
+    """Cut length-sorted indices into batches: ``batch_size`` each, or by ``token_budget``.
+
+    Token budget: add the next (longest so far) rollout while ``(count + 1) x its length <=
+    budget``; a rollout longer than the budget travels alone.
+    """
+    if spec.kind != "token-budget":
+        size = spec.batch_size or 1
+        return [order[i : i + size] for i in range(0, len(order), size)]
+    budget = spec.token_budget or 1
+    lengths = tokens[order]
+    batches, i, n = [], 0, len(order)
+    while i < n:
+        # With ascending lengths, count x longest grows with each added item: find the last fit.
+        cap = max(1, budget // max(int(lengths[i]), 1))
+        j_max = min(n, i + cap)
+        counts = np.arange(1, j_max - i + 1)
+        fits = counts * lengths[i:j_max] <= budget
+        take = max(1, int(np.argmin(fits)) if not fits.all() else len(counts))
+        batches.append(order[i : i + take])
+        i += take
+    return batches
+
+
+def simulate_scoring(
+    arrive: np.ndarray,
+    tokens: np.ndarray,
+    spec: BatcherSpec,
+    replicas: int,
+    latency: LatencyFn,
+    noise: np.ndarray,
+    speeds: list[SpeedProfile] | None = None,
+    replica_node: Callable[[int], int] = lambda r: 0,
+    start_s: float = 0.0,
+) -> ScoringOutcome:
+    """Score rollouts arriving at ``arrive`` (seconds, any order) on ``replicas`` identical replicas.
+
+    ``noise`` (>= batches expected, cycled): multipliers on each batch's latency. ``speeds``: per
+    node scoring speed over time (contention), indexed by ``replica_node(r)``; None: uncontended.
+    ``start_s``: when the replicas start (the sequential schedule starts them after generation).
+    """
+    order = np.argsort(arrive, kind="stable")
+    arr, tok = arrive[order], tokens[order]
+    closed = float(arr[-1]) if len(arr) else start_s
+    source = BatchSource(arr, tok, spec, closed)
+    loop = EventLoop()
+    out = ScoringOutcome(done_s=start_s, batches=0, padded_tokens=0, real_tokens=int(tok.sum()),
+                         busy_starts=[[] for _ in range(replicas)], busy_ends=[[] for _ in range(replicas)],
+                         reward_s=np.zeros(len(arr)))
+
+    def free(replica: int) -> Callable[[float], None]:
+        def action(now: float) -> None:
+            got = source.take(now)
+            if got is None:
+                return
+            idx, release = got
+            begin = max(now, release)
+            padded = int(len(idx) * tok[idx].max())
+            work = latency(len(idx), padded) * float(noise[out.batches % len(noise)])
+            end = speeds[replica_node(replica)].end_time(begin, work) if speeds else begin + work
+            out.batches += 1
+            out.padded_tokens += padded
+            out.busy_starts[replica].append(begin)
+            out.busy_ends[replica].append(end)
+            out.reward_s[idx] = end
+            out.done_s = max(out.done_s, end)
+            loop.schedule(end, action)
+
+        return action
+
+    for r in range(replicas):
+        loop.schedule(start_s, free(r))
+    loop.run()
+    rewards = np.empty_like(out.reward_s)
+    rewards[order] = out.reward_s
+    out.reward_s = rewards
+    return out

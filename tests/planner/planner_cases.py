@@ -1,0 +1,56 @@
+"""Small hand-made profiles and workloads whose step times can be worked out by hand."""
+
+from __future__ import annotations
+
+from rlsim.planner.cluster import BatcherSpec, NodeSpec, PlacementSpec
+from rlsim.planner.profile import (
+    ContentionEntry,
+    ContentionModel,
+    FitStats,
+    GenerationModel,
+    Profile,
+    ScorerLatencyModel,
+    TrainerModel,
+    new_profile_header,
+)
+from rlsim.planner.workload import LengthDist, Workload
+
+EXACT = FitStats(n_samples=0, r2=1.0, residual_rel_std=0.0, residual_rel_max=0.0)
+
+
+def make_profile(
+    step_s: float = 0.1,
+    per_seq_s: float = 0.0,
+    prefill_s_per_token: float = 0.0,
+    max_running: int = 64,
+    score_s: float = 0.5,
+    gen_slowdown: float = 0.0,
+    score_slowdown: float = 0.0,
+    device: str = "cpu",
+) -> Profile:
+    """One-unit engine with iteration time ``step_s + per_seq_s x n``; scorer of constant ``score_s``."""
+    return Profile(
+        **new_profile_header("test-kind", illustrative=False),
+        runtimes={
+            "const": ScorerLatencyModel(device=device, units=1, intercept_s=score_s, per_sequence_s=0.0,
+                                        per_padded_token_s=0.0, max_length=512, fit=EXACT),
+            "linear": ScorerLatencyModel(device="cpu", units=1, intercept_s=0.0, per_sequence_s=0.0,
+                                         per_padded_token_s=0.001, max_length=512, fit=EXACT),
+        },
+        generation=GenerationModel(device=device, units=1, base_s=step_s, per_seq_s=per_seq_s,
+                                   prefill_s_per_token=prefill_s_per_token, max_running=max_running, fit=EXACT),
+        trainer=TrainerModel(units=1, update_fixed_s=0.3, update_s_per_token=0.0, sync_fixed_s=0.2),
+        contention=ContentionModel(default=ContentionEntry(gen_slowdown=gen_slowdown, score_slowdown=score_slowdown)),
+    )
+
+
+def fixed_workload(prompts: int = 1, group: int = 4, response: int = 10, prompt: int = 5) -> Workload:
+    return Workload(prompts_per_step=prompts, group_size=group,
+                    prompt_tokens=LengthDist(kind="fixed", mean=prompt),
+                    response_tokens=LengthDist(kind="fixed", mean=response))
+
+
+def placement(schedule: str = "sequential", colocated: bool = False, batch: int = 2, **kw: object) -> PlacementSpec:
+    """One engine on one core and one scorer replica on the other (split 50 %), unless colocated."""
+    return PlacementSpec(runtime=kw.pop("runtime", "const"), batcher=BatcherSpec(kind="fixed", batch_size=batch),
+                         schedule=schedule, colocated=colocated, scoring_share=0.5, **kw)  # type: ignore[arg-type]

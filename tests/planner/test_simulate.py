@@ -1,0 +1,111 @@
+"""Whole steps with answers worked out by hand, determinism, and bottleneck naming."""
+
+from __future__ import annotations
+
+import pytest
+
+from rlsim.planner.cluster import BatcherSpec, NodeSpec, PlacementSpec
+from rlsim.planner.evaluate import evaluate
+from rlsim.planner.workload import LengthDist, Workload
+
+from planner_cases import fixed_workload, make_profile, placement
+
+
+def test_sequential_step_by_hand(two_core_node: NodeSpec) -> None:
+    # One engine, one sequence at a time (max_running=1), 10 tokens x 0.1 s: rollouts finish at
+    # 1, 2, 3, 4 s. Sequential: scoring starts at 4 s, two batches of 2 x 0.5 s -> rewards at 5 s.
+    # Update 0.3 + sync 0.2 -> 5.5 s.
+    ev = evaluate(two_core_node, make_profile(max_running=1), fixed_workload(), placement("sequential"), steps=1)
+    t = ev.time_s
+    assert t["generate"] == pytest.approx(4.0)
+    assert t["score"] == pytest.approx(1.0)
+    assert (t["update"], t["sync"]) == (pytest.approx(0.3), pytest.approx(0.2))
+    assert t["total"] == pytest.approx(5.5)
+    assert ev.rollouts_per_hour == pytest.approx(4 * 3600 / 5.5)
+
+
+def test_overlapped_step_by_hand(two_core_node: NodeSpec) -> None:
+    # Same, overlapped: batch (1, 2) is full at 2 s and scored 2.0-2.5; batch (3, 4) at 4 s, done
+    # 4.5. Only 0.5 s of scoring is left on the critical path: 4.5 + 0.5 = 5.0 s.
+    ev = evaluate(two_core_node, make_profile(max_running=1), fixed_workload(), placement("overlapped"), steps=1)
+    assert ev.time_s["generate"] == pytest.approx(4.0)
+    assert ev.time_s["score"] == pytest.approx(0.5)
+    assert ev.time_s["total"] == pytest.approx(5.0)
+
+
+def test_continuous_batching_iteration_time_by_hand(two_core_node: NodeSpec) -> None:
+    # Four sequences of 10 tokens run together: iteration = 0.1 + 0.05 x 4 = 0.3 s, all finish at
+    # 3.0 s; then two batches of 0.5 s -> 4.0; + 0.5 -> 4.5 s.
+    profile = make_profile(step_s=0.1, per_seq_s=0.05)
+    ev = evaluate(two_core_node, profile, fixed_workload(), placement("sequential"), steps=1)
+    assert ev.time_s["generate"] == pytest.approx(3.0)
+    assert ev.time_s["total"] == pytest.approx(4.5)
+
+
+def test_colocated_contention_fixed_point_by_hand() -> None:
+    # One core shared by the engine and the scorer (so timings match the split case's core each).
+    # Colocated, overlapped, slowdowns 1.0 both ways (half speed while the other runs).
+    # Batch 1 is released at 2.0 and scored at half speed while generation runs: 2.0-3.0.
+    # Generation at half speed during 2.0-3.0 loses 0.5 s: rollouts 3, 4 finish at 3.5, 4.5.
+    # Batch 2 at 4.5, generation done, full speed: 4.5-5.0. Step = 5.0 + 0.5 = 5.5 s.
+    profile = make_profile(max_running=1, gen_slowdown=1.0, score_slowdown=1.0)
+    one_core = NodeSpec(count=1, cores=1, gpus=0, kind="test-kind")
+    ev = evaluate(one_core, profile, fixed_workload(), placement("overlapped", colocated=True), steps=1)
+    assert ev.time_s["generate"] == pytest.approx(4.5)
+    assert ev.time_s["score"] == pytest.approx(0.5)
+    assert ev.time_s["total"] == pytest.approx(5.5)
+    assert ev.steps[0].rounds >= 2  # the fixed point needed more than the uncontended pass
+
+
+def test_colocated_sequential_has_no_contention() -> None:
+    # Sequential never runs both at once, so slowdowns must not matter: same as the split case.
+    profile = make_profile(max_running=1, gen_slowdown=1.0, score_slowdown=1.0)
+    one_core = NodeSpec(count=1, cores=1, gpus=0, kind="test-kind")
+    ev = evaluate(one_core, profile, fixed_workload(), placement("sequential", colocated=True), steps=1)
+    assert ev.time_s["total"] == pytest.approx(5.5)
+
+
+def _lognormal_workload() -> Workload:
+    return Workload(prompts_per_step=16, group_size=4, prompt_tokens=LengthDist(kind="fixed", mean=32),
+                    response_tokens=LengthDist(kind="lognormal", mean=100, sigma=0.8, min=4, max=600))
+
+
+def test_same_seed_same_result_and_other_seed_differs() -> None:
+    node = NodeSpec(count=4, cores=8, gpus=0, kind="test-kind")
+    profile = make_profile(per_seq_s=0.001)
+    spec = PlacementSpec(runtime="linear", batcher=BatcherSpec(kind="dynamic", batch_size=8, max_wait_s=0.1),
+                         colocated=True, schedule="overlapped", replicas_per_node=2)
+    a = evaluate(node, profile, _lognormal_workload(), spec, steps=3, seed=7)
+    b = evaluate(node, profile, _lognormal_workload(), spec, steps=3, seed=7)
+    c = evaluate(node, profile, _lognormal_workload(), spec, steps=3, seed=8)
+    assert a.as_dict() == b.as_dict()
+    assert a.step_time_s != c.step_time_s
+
+
+def test_bottleneck_generation_vs_scoring(two_core_node: NodeSpec) -> None:
+    slow_gen = evaluate(two_core_node, make_profile(step_s=1.0, score_s=0.01), fixed_workload(),
+                        placement("sequential"), steps=1)
+    assert slow_gen.bottleneck == "generation"
+    slow_score = evaluate(two_core_node, make_profile(step_s=0.001, score_s=5.0), fixed_workload(),
+                          placement("sequential"), steps=1)
+    assert slow_score.bottleneck == "scoring"
+    assert "replicas" in slow_score.bottleneck_detail
+
+
+def test_stragglers_named_when_one_engine_lags() -> None:
+    node = NodeSpec(count=1, cores=8, gpus=0, kind="test-kind")
+    workload = Workload(prompts_per_step=64, group_size=1, prompt_tokens=LengthDist(kind="fixed", mean=8),
+                        response_tokens=LengthDist(kind="lognormal", mean=50, sigma=1.2, min=1, max=5000))
+    spec = PlacementSpec(runtime="const", batcher=BatcherSpec(kind="fixed", batch_size=64), colocated=False,
+                         scoring_share=0.125, engine_units=1, schedule="overlapped")
+    ev = evaluate(node, make_profile(score_s=0.001), workload, spec, steps=2)
+    assert ev.bottleneck == "generation"
+    assert "stragglers" in ev.bottleneck_detail
+
+
+def test_utilisation_by_hand(two_core_node: NodeSpec) -> None:
+    # Sequential hand case: engine busy 4.0 of 5.5 s; scorer busy 1.0 of 5.5 s; training 0.5 of 5.5.
+    ev = evaluate(two_core_node, make_profile(max_running=1), fixed_workload(), placement("sequential"), steps=1)
+    assert ev.utilisation["generation"] == pytest.approx(4.0 / 5.5)
+    assert ev.utilisation["scoring"] == pytest.approx(1.0 / 5.5)
+    assert ev.utilisation["training"] == pytest.approx(0.5 / 5.5)
