@@ -52,6 +52,7 @@ def plot_share_curves(ranked: list[Evaluation], path: Path) -> Path:
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    import matplotlib.ticker
 
     fig, ax = plt.subplots(figsize=(7, 4.2))
     runtimes = sorted({ev.spec.runtime for ev in ranked})
@@ -71,7 +72,10 @@ def plot_share_curves(ranked: list[Evaluation], path: Path) -> Path:
             ax.axhline(min(colocated), linestyle="--", color=color, alpha=0.7, label=f"{runtime} (colocated)")
     ax.set_xlabel("scoring share of each node's scorer-device units")
     ax.set_ylabel("predicted step time (s)")
-    ax.set_title("Step time vs scoring share (best over batchers, replicas, schedules)")
+    illustrative = any(ev.illustrative for ev in ranked)
+    ax.set_title("Step time vs scoring share (best over batchers, replicas, schedules)"
+                 + ("\n[ILLUSTRATIVE profile: not measured]" if illustrative else ""), fontsize=10)
+    ax.xaxis.set_major_formatter(matplotlib.ticker.PercentFormatter(1.0))
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8)
     fig.tight_layout()
@@ -106,10 +110,11 @@ def plot_plan(chosen: Evaluation, path: Path) -> Path:
 
 def _save(fig: Any, path: Path) -> Path:
     """Save through a temporary file and rename, so a reader never sees a half-written PNG."""
+    import io
+
     import matplotlib.pyplot as plt
 
     from rlsim.io import atomic_write_bytes
-    import io
 
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=110)

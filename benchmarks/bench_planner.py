@@ -1,0 +1,87 @@
+"""Planner speed: 1,000 GPUs x 100 simulated steps (< 60 s) and a 100-placement search (< 5 min).
+
+    python benchmarks/bench_planner.py            # writes benchmarks/results/bench_planner.json
+
+Uses the illustrative 8-GPU profile (speed does not depend on the numbers being measured). The
+1,000-GPU case is the costliest kind of step: colocated + overlapped, where contention is solved
+as a fixed point. The last stdout line is one JSON object.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from rlsim.io import atomic_write_json  # noqa: E402
+from rlsim.planner.cluster import BatcherSpec, NodeSpec, PlacementSpec, SearchSpec, load_plan_config  # noqa: E402
+from rlsim.planner.evaluate import evaluate  # noqa: E402
+from rlsim.planner.profile import load_profile  # noqa: E402
+from rlsim.planner.search import Candidates, candidates, run_search  # noqa: E402
+
+SIM_TARGET_S = 60.0
+SEARCH_TARGET_S = 300.0
+
+
+def bench_big_cluster(steps: int = 100) -> dict[str, object]:
+    """125 nodes x 8 GPUs, 16,384 rollouts per step, colocated + overlapped, dynamic batching."""
+    config, profile_path = load_plan_config(ROOT / "configs" / "cluster_example.yaml")
+    profile = load_profile(profile_path)
+    node = NodeSpec(count=125, cores=64, gpus=8, kind=config.nodes.kind)
+    spec = PlacementSpec(runtime="compile@cuda", batcher=BatcherSpec(kind="dynamic", batch_size=32, max_wait_s=0.05),
+                         schedule="overlapped", colocated=True, replicas_per_node=2)
+    t0 = time.perf_counter()
+    ev = evaluate(node, profile, config.workload, spec, steps=steps, seed=0)
+    elapsed = time.perf_counter() - t0
+    return {
+        "gpus": node.count * node.gpus, "steps": steps, "rollouts_per_step": config.workload.rollouts_per_step,
+        "placement": spec.label(), "seconds": elapsed, "seconds_per_step": elapsed / steps,
+        "mean_fixed_point_rounds": sum(s.rounds for s in ev.steps) / steps,
+        "predicted_step_s": ev.step_time_s, "target_s": SIM_TARGET_S, "meets_target": elapsed < SIM_TARGET_S,
+    }
+
+
+def bench_search(placements: int = 100) -> dict[str, object]:
+    """The example cluster (128 x 8 GPUs) over a grid cut to ``placements`` feasible placements."""
+    config, profile_path = load_plan_config(ROOT / "configs" / "cluster_example.yaml")
+    profile = load_profile(profile_path)
+    assert config.search is not None
+    grid = SearchSpec(**{**config.search.model_dump(), "runtimes": list(profile.runtimes),
+                         "schedules": ["sequential", "overlapped"]})
+    found = candidates(config.nodes, profile, grid)
+    chosen = Candidates(found.feasible[:placements], [])
+    t0 = time.perf_counter()
+    ranked = run_search(config.nodes, profile, config.workload, grid, chosen, seed=0)
+    elapsed = time.perf_counter() - t0
+    return {
+        "placements": len(ranked), "steps_each": grid.steps, "gpus": config.nodes.count * config.nodes.gpus,
+        "seconds": elapsed, "seconds_per_placement": elapsed / len(ranked), "best": ranked[0].spec.label(),
+        "target_s": SEARCH_TARGET_S, "meets_target": elapsed < SEARCH_TARGET_S,
+    }
+
+
+def main() -> int:
+    load_before = os.getloadavg()[0]
+    big = bench_big_cluster()
+    print(f"1,000 GPUs x 100 steps: {big['seconds']:.1f} s (target < {SIM_TARGET_S:.0f} s)", file=sys.stderr)
+    search = bench_search()
+    print(f"100-placement search: {search['seconds']:.1f} s (target < {SEARCH_TARGET_S:.0f} s)", file=sys.stderr)
+    result = {
+        "benchmark": "planner", "python": platform.python_version(), "cpus": os.cpu_count(),
+        "load_average_before": load_before,
+        "note": "load_average_before > cpus means other work shared the cores; times are then pessimistic",
+        "simulation_1000_gpus": big, "search_100_placements": search,
+    }
+    atomic_write_json(ROOT / "benchmarks" / "results" / "bench_planner.json", result)
+    print(json.dumps(result))
+    return 0 if big["meets_target"] and search["meets_target"] else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

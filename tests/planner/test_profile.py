@@ -1,0 +1,86 @@
+"""Profile files: round trip, version checks, missing runtimes/sections, and the shipped examples."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+import rlsim
+from rlsim.errors import RlsimError
+from rlsim.planner.example_profile import cpu_profile, gpu_profile
+from rlsim.planner.profile import SCHEMA_VERSION, load_profile, save_profile
+
+from planner_cases import make_profile
+
+SHIPPED = Path(__file__).resolve().parents[2] / "configs" / "profiles"
+
+
+def test_round_trip(tmp_path: Path) -> None:
+    profile = make_profile(per_seq_s=0.01)
+    path = save_profile(profile, tmp_path / "p.json")
+    assert load_profile(path) == profile
+
+
+def _edited(tmp_path: Path, **changes: object) -> Path:
+    data = make_profile().model_dump(mode="json")
+    data.update(changes)
+    path = tmp_path / "edited.json"
+    path.write_text(json.dumps(data))
+    return path
+
+
+def test_other_rlsim_version_is_refused_with_the_fix(tmp_path: Path) -> None:
+    with pytest.raises(RlsimError, match=r"rlsim '0\.0\.1'.*re-measure it") as err:
+        load_profile(_edited(tmp_path, rlsim_version="0.0.1"))
+    assert rlsim.__version__ in str(err.value)
+
+
+def test_other_schema_version_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(RlsimError, match=f"schema version 99.*reads version {SCHEMA_VERSION}"):
+        load_profile(_edited(tmp_path, schema_version=99))
+
+
+def test_missing_file_and_bad_json(tmp_path: Path) -> None:
+    with pytest.raises(RlsimError, match="does not exist.*rlsim profile"):
+        load_profile(tmp_path / "nope.json")
+    bad = tmp_path / "bad.json"
+    bad.write_text("{not json")
+    with pytest.raises(RlsimError, match="not valid JSON"):
+        load_profile(bad)
+
+
+def test_invalid_field_lists_every_error(tmp_path: Path) -> None:
+    data = make_profile().model_dump(mode="json")
+    data["runtimes"]["const"]["intercept_s"] = -1
+    data["generation"]["max_running"] = 0
+    path = tmp_path / "p.json"
+    path.write_text(json.dumps(data))
+    with pytest.raises(RlsimError, match="2 error") as err:
+        load_profile(path)
+    assert "intercept_s" in str(err.value) and "max_running" in str(err.value)
+
+
+def test_missing_runtime_names_the_ones_present() -> None:
+    with pytest.raises(RlsimError, match=r"no latency model for runtime 'native'.*const, linear"):
+        make_profile().runtime("native")
+
+
+def test_runtime_without_device_suffix_finds_the_only_match() -> None:
+    assert gpu_profile().runtime("native").device == "cpu"
+    assert gpu_profile().runtime("compile").device == "cuda"
+
+
+def test_missing_sections_are_named() -> None:
+    partial = make_profile().model_copy(update={"generation": None, "contention": None})
+    with pytest.raises(RlsimError, match="no generation, contention model"):
+        partial.require_sections()
+
+
+@pytest.mark.parametrize("name, build", [("example_cpu_2core.json", cpu_profile), ("example_gpu_8x.json", gpu_profile)])
+def test_shipped_examples_are_current_and_labelled_illustrative(name: str, build) -> None:  # type: ignore[no-untyped-def]
+    # Fails after a version bump until `python -m rlsim.planner.example_profile` rewrites them.
+    shipped = load_profile(SHIPPED / name)
+    assert shipped == build()
+    assert shipped.illustrative and any("ILLUSTRATIVE" in note for note in shipped.notes)

@@ -1,0 +1,86 @@
+"""Scorer replicas and batchers in the event loop: release times, batch shapes, every rollout scored once."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from rlsim.batching.token_budget import TokenBudgetBatcher
+from rlsim.planner.cluster import BatcherSpec
+from rlsim.planner.events import SpeedProfile
+from rlsim.planner.scorer_sim import simulate_scoring, split_sorted
+
+ONE = np.ones(1)
+
+
+def _const(seconds: float):  # type: ignore[no-untyped-def]
+    return lambda batch, padded: seconds
+
+
+def test_fixed_batches_release_when_full_and_replicas_share_the_queue() -> None:
+    # Arrivals 1..6, batches of 2 released at 2, 4, 6; two replicas, 3 s each:
+    # r0 2-5, r1 4-7, r0 6-9 -> last reward at 9.
+    out = simulate_scoring(np.arange(1.0, 7.0), np.full(6, 10), BatcherSpec(kind="fixed", batch_size=2),
+                           replicas=2, latency=_const(3.0), noise=ONE)
+    assert out.done_s == pytest.approx(9.0)
+    assert out.batches == 3
+    assert out.reward_s.tolist() == pytest.approx([5, 5, 7, 7, 9, 9])
+    assert out.busy_s() == pytest.approx(9.0)
+
+
+def test_dynamic_flushes_on_max_wait_and_grows_while_busy() -> None:
+    # Size 4, wait 0.5. Arrivals 0, 0.1, 3, 3.1, 3.2, 3.3, 3.4. One replica of 1 s:
+    # batch 1 = (0, 0.1) at 0.5 -> 1.5; batch 2: 3, 3.1, 3.2, 3.3 full at 3.3 -> 4.3;
+    # batch 3: 3.4 waits until 3.9 (the replica is free at 4.3, so it leaves then) -> 5.3.
+    arrive = np.array([0, 0.1, 3, 3.1, 3.2, 3.3, 3.4])
+    spec = BatcherSpec(kind="dynamic", batch_size=4, max_wait_s=0.5)
+    out = simulate_scoring(arrive, np.full(7, 10), spec, replicas=1, latency=_const(1.0), noise=ONE)
+    assert out.batches == 3
+    assert out.busy_starts[0] == pytest.approx([0.5, 3.3, 4.3])
+    assert out.done_s == pytest.approx(5.3)
+
+
+def test_dynamic_takes_everything_queued_up_to_the_size_when_a_replica_frees() -> None:
+    # Everything arrives while the only replica is busy with the first item: the next batch is a
+    # full 3 (size cap), then the remaining 2.
+    arrive = np.array([0.0, 0.2, 0.3, 0.4, 0.5, 0.6])
+    spec = BatcherSpec(kind="dynamic", batch_size=3, max_wait_s=0.0)
+    out = simulate_scoring(arrive, np.full(6, 10), spec, replicas=1, latency=_const(2.0), noise=ONE)
+    sizes = [int(np.sum(out.reward_s == end)) for end in out.busy_ends[0]]
+    assert sizes == [1, 3, 2]
+
+
+def test_sequential_sorted_batches_have_less_padding_than_fixed() -> None:
+    rng = np.random.default_rng(0)
+    tokens = rng.integers(10, 500, size=64)
+    at_end = np.zeros(64)
+    fixed = simulate_scoring(at_end, tokens, BatcherSpec(kind="fixed", batch_size=8), 1,
+                             lambda b, p: p * 1e-3, ONE)
+    ordered = simulate_scoring(at_end, tokens, BatcherSpec(kind="sorted", batch_size=8, window=64), 1,
+                               lambda b, p: p * 1e-3, ONE)
+    assert ordered.padded_tokens < fixed.padded_tokens
+    assert ordered.done_s == pytest.approx(ordered.padded_tokens * 1e-3)
+
+
+@pytest.mark.parametrize("budget", [600, 2048, 5000])
+def test_token_budget_split_matches_rlsim_batching(budget: int) -> None:
+    rng = np.random.default_rng(budget)
+    tokens = rng.integers(5, 600, size=200)
+    order = np.argsort(tokens, kind="stable")
+    ours = [b.tolist() for b in split_sorted(order, tokens, BatcherSpec(kind="token-budget", token_budget=budget))]
+    theirs = TokenBudgetBatcher(budget).plan(tokens.tolist())
+    assert ours == theirs
+
+
+def test_every_rollout_scored_exactly_once_under_contention() -> None:
+    rng = np.random.default_rng(3)
+    arrive = np.sort(rng.uniform(0, 10, 100))
+    speeds = [SpeedProfile([0.0, 5.0], [0.5, 1.0]), SpeedProfile.constant()]
+    spec = BatcherSpec(kind="sorted", batch_size=7, window=20)
+    out = simulate_scoring(arrive, rng.integers(1, 50, 100), spec, replicas=4, latency=_const(0.3), noise=ONE,
+                           speeds=speeds, replica_node=lambda r: r // 2)
+    assert np.all(out.reward_s >= arrive)
+    assert sum(len(s) for s in out.busy_starts) == out.batches == 15
+    # Replicas 0 and 1 (node 0) run at half speed before 5 s: a batch started at 0.. takes 0.6 s there.
+    first_node0 = [e - s for r in (0, 1) for s, e in zip(out.busy_starts[r], out.busy_ends[r]) if e <= 5.0]
+    assert first_node0 and all(d == pytest.approx(0.6) for d in first_node0)
