@@ -32,7 +32,10 @@ py::array as_c_array(const py::object& obj, const char* name) {
 rlsim::TensorView view_of(const py::array& a) {
   rlsim::TensorView v;
   v.data = a.data();
-  v.dtype = py::str(a.dtype()).cast<std::string>();
+  // The common case skips building a Python string: this runs on every call, under the GIL.
+  // EquivTypes also accepts np.longlong and rejects byte-swapped int64 (which would be misread).
+  const bool is_int64 = py::isinstance<py::array_t<int64_t>>(a);
+  v.dtype = is_int64 ? "int64" : py::str(a.dtype()).cast<std::string>();
   for (py::ssize_t d = 0; d < a.ndim(); ++d) v.shape.push_back(static_cast<int64_t>(a.shape(d)));
   return v;
 }

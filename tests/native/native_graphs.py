@@ -70,8 +70,7 @@ def reward_graph(
         helper.make_tensor("axes", TensorProto.INT64, [1], [1]),
         helper.make_tensor("half", TensorProto.FLOAT, [], [0.5]),
         helper.make_tensor("one", TensorProto.FLOAT, [], [1.0]),
-        helper.make_tensor("k1000", TensorProto.FLOAT, [], [1000.0]),
-    ]
+    ] + ([helper.make_tensor("k1000", TensorProto.FLOAT, [], [1000.0])] if token_type_ids else [])
     graph = helper.make_graph(
         nodes, "reward", inputs, [helper.make_tensor_value_info("logits", out_type, out_shape)], initializer=consts
     )

@@ -37,11 +37,19 @@ def engine(native: Any, sum_graph: Path, ort_library: Path) -> Any:
         (IDS, IDS[:1], "they must match"),
         (np.zeros((2, 0), np.int64), np.zeros((2, 0), np.int64), "sequence length is 0"),
         ("not ids", IDS, "input_ids has dtype <U7"),
+        (IDS.astype(">i8"), IDS, "input_ids has dtype >i8"),  # byte-swapped: would be misread
     ],
 )
 def test_bad_input_raises_value_error(engine: Any, ids: Any, mask: Any, message: str) -> None:
     with pytest.raises(ValueError, match=message):
         engine.run(ids, mask)
+
+
+def test_every_int64_spelling_is_accepted(engine: Any) -> None:
+    # np.longlong is a distinct NumPy type with the same layout as int64; lists convert to int64.
+    ids = np.array([[2, 4]], dtype=np.longlong)
+    np.testing.assert_array_equal(engine.run(ids, np.ones_like(ids)), [4.0])
+    np.testing.assert_array_equal(engine.run([[2, 4]], [[1, 1]]), [4.0])
 
 
 def test_empty_batch_gives_empty_rewards(engine: Any) -> None:
