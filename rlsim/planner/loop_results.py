@@ -9,7 +9,7 @@ present), as fractions (0.25 = 25 % slower). Anything a file lacks is reported, 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -28,16 +28,6 @@ class LoopSteps:
     time_s: dict[str, np.ndarray]
     tokens: np.ndarray | None
     rollouts: np.ndarray
-
-
-@dataclass
-class Harvest:
-    """What the loop files gave, and what they could not (``missing``: sentences for the report)."""
-
-    points: list[GenerationPoint] = field(default_factory=list)
-    trainer: TrainerModel | None = None
-    contention: dict[str, ContentionEntry] = field(default_factory=dict)
-    missing: list[str] = field(default_factory=list)
 
 
 def _read_json(path: Path) -> dict[str, Any]:

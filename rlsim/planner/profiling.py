@@ -21,9 +21,11 @@ from rlsim.planner.profile import (
     ContentionEntry,
     ContentionModel,
     Device,
+    GenerationModel,
     GenerationPoint,
     Profile,
     ScorerLatencyModel,
+    TrainerModel,
     new_profile_header,
 )
 
@@ -119,7 +121,9 @@ def _scorers(config: ProfileConfig, measure: bool, measured: list[str], unmeasur
     return out
 
 
-def _from_loop(config: ProfileConfig, base_dir: Path, measured: list[str], unmeasured: list[str]):  # type: ignore[no-untyped-def]
+def _from_loop(
+    config: ProfileConfig, base_dir: Path, measured: list[str], unmeasured: list[str]
+) -> tuple[GenerationModel | None, TrainerModel | None]:
     """Generation curve and trainer costs from loop runs (and given points)."""
     runs = [read_loop_steps(_path(base_dir, run.path)) for run in config.loop_runs]
     points = list(config.generation_points)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from rlsim.planner.cluster import BatcherSpec, NodeSpec, PlacementSpec
+from rlsim.planner.cluster import BatcherSpec, PlacementSpec
 from rlsim.planner.profile import (
     ContentionEntry,
     ContentionModel,
