@@ -1,0 +1,109 @@
+"""The step backend on Ray: each schedule call becomes actor calls; scoring replicas run concurrently.
+
+Scoring is fault tolerant: a scorer that dies mid-step is restarted by Ray (``max_restarts``) and
+its unfinished batches are sent again, so the step still scores every rollout exactly once. A dead
+rollout or trainer actor ends the step with an ``RlsimError`` (the run's finished steps are on disk).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Iterator, Sequence
+
+import ray
+
+from rlsim.actors.ray_actors import ActorSet, _cause
+from rlsim.errors import RlsimError
+from rlsim.loop.sync import WeightSync
+from rlsim.rollout.generator import SyncResult
+from rlsim.rollout.types import Event, Rollout, RolloutRequest
+
+
+@dataclass
+class PendingScore:
+    """A scoring call in flight: enough to send it again if its actor dies."""
+
+    ref: Any
+    replica: int
+    rollouts: list[Rollout]
+    batch: int
+    attempts: int = 1
+
+
+class RayStepBackend:
+    def __init__(self, actors: ActorSet, sync: WeightSync, max_attempts: int = 3) -> None:
+        self.actors = actors
+        self.num_scorers = len(actors.scorers)
+        self._sync = sync
+        self._max_attempts = max_attempts
+        self.faults = {"injected": 0, "survived": 0, "resubmitted_batches": 0}
+
+    def generate(self, requests: Sequence[RolloutRequest]) -> tuple[list[Rollout], list[Event]]:
+        return self._get(self.actors.rollout.generate.remote(list(requests)), "rollout")
+
+    def stream(self, requests: Sequence[RolloutRequest], micro_batch: int) -> Iterator[tuple[list[Rollout], Event]]:
+        gen = self.actors.rollout.stream.remote(list(requests), micro_batch)
+        for ref in gen:
+            yield self._get(ref, "rollout")
+
+    def submit_score(self, replica: int, rollouts: list[Rollout], batch: int) -> PendingScore:
+        return PendingScore(self.actors.scorers[replica].score.remote(rollouts, batch), replica, rollouts, batch)
+
+    def collect(self, handles: list[PendingScore]) -> list[tuple[dict[int, float], list[Event]]]:
+        """Results of every pending score, re-sending a batch whose scorer died (up to ``max_attempts``)."""
+        pending = {p.ref: p for p in handles}
+        results = []
+        while pending:
+            done, _ = ray.wait(list(pending), num_returns=1)
+            p = pending.pop(done[0])
+            try:
+                results.append(ray.get(p.ref))
+            except ray.exceptions.RayActorError as err:
+                if p.attempts >= self._max_attempts:
+                    raise RlsimError(
+                        f"scorer-{p.replica} died {p.attempts} times scoring batch {p.batch}: {_cause(err)}"
+                    ) from None
+                retry = PendingScore(
+                    self.actors.scorers[p.replica].score.remote(p.rollouts, p.batch),
+                    p.replica, p.rollouts, p.batch, p.attempts + 1,
+                )
+                self.faults["resubmitted_batches"] += 1
+                pending[retry.ref] = retry
+        return results
+
+    def train(self, rollouts: list[Rollout], rewards: dict[int, float]) -> tuple[dict[str, Any], list[Event]]:
+        return self._get(self.actors.trainer.train.remote(rollouts, rewards), "trainer")
+
+    def sync(self) -> tuple[SyncResult, list[Event]]:
+        def reload() -> tuple[SyncResult, list[Event]]:
+            # The weights go trainer -> rollout actor through the object store; the driver never holds them.
+            state_ref, event_ref = self.actors.trainer.export_weights.options(num_returns=2).remote()
+            result, events = self._get(self.actors.rollout.load_weights.remote(state_ref), "rollout")
+            return result, [self._get(event_ref, "trainer")] + events
+
+        def simulate(seconds: float, reason: str) -> tuple[SyncResult, list[Event]]:
+            return self._get(self.actors.rollout.simulate_sync.remote(seconds, reason), "rollout")
+
+        return self._sync.run(reload, simulate)
+
+    def warmup(self, requests: Sequence[RolloutRequest]) -> None:
+        """One small generate, a score on every replica and a trainer forward: first-call costs out of step 1."""
+        rollouts, _ = self.generate(requests)
+        ray.get([s.score.remote(rollouts, -1) for s in self.actors.scorers])
+        ray.get(self.actors.trainer.warmup.remote(rollouts))
+
+    def cpu_seconds(self) -> dict[str, float]:
+        values = ray.get([a.cpu_seconds.remote() for a in self.actors.all])
+        return dict(zip(self.actors.names, values))
+
+    def _get(self, ref: Any, role: str) -> Any:
+        try:
+            return ray.get(ref)
+        except ray.exceptions.RayTaskError as err:
+            if isinstance(err.cause, RlsimError):  # a user-fixable problem: show its message, not a traceback
+                raise err.cause from None
+            raise
+        except ray.exceptions.RayActorError as err:
+            raise RlsimError(
+                f"the {role} actor died: {_cause(err)}. Completed steps are saved; rerun to start again"
+            ) from None

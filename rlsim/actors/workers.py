@@ -1,0 +1,137 @@
+"""The three loop roles as process-level workers: pinned, timed, accounted. Plain Python, no Ray.
+
+Each worker pins its process to its cores, builds its inner object (a ``Generator``, a
+``RewardStage``, a ``PolicyTrainer``) from a picklable factory, and returns an ``Event`` for every
+piece of work so the driver can build the step timeline. ``rlsim.actors.ray_actors`` turns these
+classes into Ray actors; tests use them in-process with doubles as inner objects.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import time
+from pathlib import Path
+from typing import Any, Callable, Iterator, Sequence
+
+from rlsim.actors.placement import ResolvedPlacement, pin_process, process_tree_cpu_seconds, set_thread_env
+from rlsim.rollout.generator import SyncResult
+from rlsim.rollout.types import Event, Rollout, RolloutRequest
+from rlsim.rollout.weights import WeightsFolder, state_nbytes
+
+
+class _Worker:
+    def __init__(self, name: str, placement: ResolvedPlacement | None, pin: bool = True) -> None:
+        t0 = time.perf_counter()
+        self.name = name
+        self.placement = placement
+        self.cores: list[int] = sorted(os.sched_getaffinity(0))
+        if placement is not None:
+            set_thread_env(placement.threads)
+            if pin:
+                self.cores = pin_process(placement.cores)
+        self._gpu = placement.gpu if placement else 0.0
+        self._started = t0
+
+    def _event(self, phase: str, batch: int, start: float, end: float, items: int = 0) -> Event:
+        return Event(self.name, phase, batch, start, end, list(self.cores), self._gpu, items)
+
+    def ready(self) -> dict[str, Any]:
+        """Where this worker runs and how long it took to start (seconds)."""
+        return {
+            "name": self.name,
+            "host": socket.gethostname(),
+            "pid": os.getpid(),
+            "cores": self.cores,
+            "gpu": self._gpu,
+            "start_s": self._start_s,
+        }
+
+    def cpu_seconds(self) -> float:
+        """CPU seconds used so far by this process and its children (vLLM's engine processes)."""
+        return process_tree_cpu_seconds()
+
+    def _mark_started(self) -> None:
+        self._start_s = time.perf_counter() - self._started
+
+
+class RolloutWorker(_Worker):
+    """Holds the generator; also the weight-sync target (reload, or a simulated cost)."""
+
+    def __init__(self, name: str, placement: ResolvedPlacement | None, make: Callable[[], Any], pin: bool = True):
+        super().__init__(name, placement, pin)
+        self.generator = make()
+        self._weights = WeightsFolder()
+        self._mark_started()
+
+    def generate(self, requests: Sequence[RolloutRequest]) -> tuple[list[Rollout], list[Event]]:
+        t0 = time.time()
+        rollouts = self.generator.generate(requests)
+        return rollouts, [self._event("generate", 0, t0, time.time(), len(rollouts))]
+
+    def stream(self, requests: Sequence[RolloutRequest], micro_batch: int) -> Iterator[tuple[list[Rollout], Event]]:
+        """Yield (micro-batch, event) as rollouts finish; event k spans the generation since batch k-1."""
+        t0 = time.time()
+        for k, batch in enumerate(self.generator.stream(requests, micro_batch)):
+            t1 = time.time()
+            yield batch, self._event("generate", k, t0, t1, len(batch))
+            t0 = time.time()  # time spent suspended in yield is not generation
+
+    def load_weights(self, state: dict[str, Any]) -> tuple[SyncResult, list[Event]]:
+        t0 = time.time()
+        folder = self._weights.write(state)
+        result = self.generator.load_weights(Path(folder))
+        result.detail += f"; {state_nbytes(state) / 2**20:.1f} MiB"
+        return result, [self._event("sync", 0, t0, time.time())]
+
+    def simulate_sync(self, seconds: float, reason: str = "configured") -> tuple[SyncResult, list[Event]]:
+        """Block for ``seconds``, as a real weight sync would block generation."""
+        t0 = time.time()
+        time.sleep(seconds)
+        return SyncResult("simulated", seconds, reason), [self._event("sync", 0, t0, time.time())]
+
+    def close(self) -> None:
+        self.generator.close()
+        self._weights.close()
+
+
+class ScoringWorker(_Worker):
+    """Holds a ``RewardStage`` (runtime + batcher); one per scoring replica."""
+
+    def __init__(self, name: str, placement: ResolvedPlacement | None, make: Callable[[], Any], pin: bool = True):
+        super().__init__(name, placement, pin)
+        self.stage = make()
+        self._mark_started()
+
+    def score(self, rollouts: Sequence[Rollout], batch: int) -> tuple[dict[int, float], list[Event]]:
+        t0 = time.time()
+        rewards = self.stage.score(rollouts)
+        return rewards, [self._event("score", batch, t0, time.time(), len(rollouts))]
+
+    def close(self) -> None:
+        self.stage.close()
+
+
+class TrainerWorker(_Worker):
+    """Holds the ``PolicyTrainer``: the GRPO update and the export of weights for the sync."""
+
+    def __init__(self, name: str, placement: ResolvedPlacement | None, make: Callable[[], Any], pin: bool = True):
+        super().__init__(name, placement, pin)
+        self.trainer = make()
+        self._mark_started()
+
+    def train(self, rollouts: Sequence[Rollout], rewards: dict[int, float]) -> tuple[dict[str, Any], list[Event]]:
+        t0 = time.time()
+        stats = self.trainer.train_step(rollouts, rewards)
+        return stats.as_dict(), [self._event("update", 0, t0, time.time(), len(rollouts))]
+
+    def warmup(self, rollouts: Sequence[Rollout]) -> None:
+        self.trainer.warmup(rollouts)
+
+    def export_weights(self) -> tuple[dict[str, Any], Event]:
+        t0 = time.time()
+        state = self.trainer.export_weights()
+        return state, self._event("sync", 0, t0, time.time())
+
+    def close(self) -> None:
+        self.trainer.close()

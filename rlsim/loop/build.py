@@ -1,0 +1,73 @@
+"""Picklable factories that build each role's inner object inside its actor process from the config.
+
+Models are resolved by name inside the actor (``resolve_policy`` / ``resolve_reward_model`` build
+or find them in the local cache), so a config that names ``tiny-llama`` works on every node of a
+cluster without shipping folders around.
+"""
+
+from __future__ import annotations
+
+from functools import partial
+from typing import Any, Callable
+
+from rlsim.actors.placement import ResolvedPlacement
+from rlsim.loop.config import RunConfig
+from rlsim.loop.reward_stage import RewardStageSettings
+from rlsim.loop.trainer import TrainerSettings
+from rlsim.rollout.generator import GeneratorSettings
+
+
+def generator_settings(config: RunConfig, placement: ResolvedPlacement) -> GeneratorSettings:
+    p = config.policy
+    return GeneratorSettings(
+        device=p.device, dtype=p.dtype, max_model_len=p.max_model_len, enforce_eager=p.enforce_eager,
+        kv_cache_gib=p.kv_cache_gib, gpu_memory_fraction=placement.gpu or 0.5, seed=config.seed,
+        temperature=p.temperature, top_p=p.top_p, cores=placement.cores, threads=placement.threads,
+    )
+
+
+def reward_settings(config: RunConfig, placement: ResolvedPlacement) -> RewardStageSettings:
+    r = config.reward
+    return RewardStageSettings(
+        runtime=r.runtime, model=r.model, batcher=r.batcher, batch_size=r.batch_size, token_budget=r.token_budget,
+        max_length=r.max_length, device=r.device, threads=placement.threads, spinning=r.spinning,
+    )
+
+
+def trainer_settings(config: RunConfig, placement: ResolvedPlacement) -> TrainerSettings:
+    t = config.trainer
+    return TrainerSettings(
+        lr=t.lr, clip_eps=t.clip_eps, epochs=t.epochs, micro_batch=t.micro_batch, max_grad_norm=t.max_grad_norm,
+        normalize_std=t.normalize_std, device=t.device, threads=placement.threads, seed=config.seed,
+    )
+
+
+def build_generator(backend: str, policy: str, settings: GeneratorSettings) -> Any:
+    from rlsim.models import resolve_policy
+    from rlsim.rollout.generator import make_generator
+
+    return make_generator(backend, resolve_policy(policy), settings)
+
+
+def build_reward_stage(policy: str, settings: RewardStageSettings) -> Any:
+    from rlsim.loop.reward_stage import RewardStage
+    from rlsim.models import resolve_policy
+
+    return RewardStage(resolve_policy(policy), settings)
+
+
+def build_trainer(policy: str, settings: TrainerSettings) -> Any:
+    from rlsim.loop.trainer import PolicyTrainer
+    from rlsim.models import resolve_policy
+
+    return PolicyTrainer(resolve_policy(policy), settings)
+
+
+def factories(config: RunConfig, placements: dict[str, ResolvedPlacement]) -> dict[str, Callable[[], Any]]:
+    """role -> zero-argument factory, safe to send to another process."""
+    policy = config.policy.model
+    return {
+        "rollout": partial(build_generator, config.policy.backend, policy, generator_settings(config, placements["rollout"])),
+        "scorer": partial(build_reward_stage, policy, reward_settings(config, placements["scorer"])),
+        "trainer": partial(build_trainer, policy, trainer_settings(config, placements["trainer"])),
+    }

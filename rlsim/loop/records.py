@@ -1,0 +1,102 @@
+"""Per-step records from the event timeline: time per phase, idle time, busy time per actor, overhead.
+
+Phases overlap in the ``overlapped`` schedule, so each phase's time is the *union* of its events'
+intervals (wall time during which that phase was running on some actor), not their sum. ``idle`` is
+the step time covered by no event at all: Ray calls, object transfers, the driver's own logic.
+That is the orchestration overhead; ``overhead_fraction`` = idle / step time.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterable, Sequence
+
+from rlsim.rollout.types import Event
+
+PHASES = ("generate", "score", "update", "sync")
+
+
+def union_length(intervals: Iterable[tuple[float, float]]) -> float:
+    """Total length (seconds) covered by the intervals, overlaps counted once."""
+    total, cur_start, cur_end = 0.0, None, None
+    for start, end in sorted((s, e) for s, e in intervals if e > s):
+        if cur_end is None or start > cur_end:
+            if cur_end is not None:
+                total += cur_end - cur_start
+            cur_start, cur_end = start, end
+        else:
+            cur_end = max(cur_end, end)
+    if cur_end is not None:
+        total += cur_end - cur_start
+    return total
+
+
+def _clipped(events: Sequence[Event], start: float, end: float) -> list[tuple[float, float]]:
+    return [(max(e.start, start), min(e.end, end)) for e in events]
+
+
+def breakdown(events: Sequence[Event], start: float, end: float) -> dict[str, float]:
+    """Seconds per phase (union of its events), ``idle`` (covered by none) and ``total``, within [start, end]."""
+    out = {p: union_length(_clipped([e for e in events if e.phase == p], start, end)) for p in PHASES}
+    busy = union_length(_clipped(events, start, end))
+    out["idle"] = max(0.0, (end - start) - busy)
+    out["total"] = end - start
+    return out
+
+
+def busy_by_actor(events: Sequence[Event], start: float, end: float) -> dict[str, float]:
+    """Seconds each actor spent working within [start, end] (its events' union)."""
+    actors = sorted({e.actor for e in events})
+    return {a: union_length(_clipped([e for e in events if e.actor == a], start, end)) for a in actors}
+
+
+def busiest_actor_gap(events: Sequence[Event], start: float, end: float) -> float:
+    """Step time minus the busiest actor's busy time, as a fraction of step time.
+
+    With stages that depend on each other (generate -> score -> update -> sync) no single actor is
+    busy the whole step, so this counts the other stages' work too; it is reported next to
+    ``overhead_fraction`` for comparison, not as the overhead.
+    """
+    busy = busy_by_actor(events, start, end)
+    total = end - start
+    return (total - max(busy.values(), default=0.0)) / total if total > 0 else 0.0
+
+
+def timeline_rows(step: int, events: Sequence[Event], start: float) -> list[dict[str, Any]]:
+    """Events as JSON rows with times relative to the step start (seconds)."""
+    rows = []
+    for e in sorted(events, key=lambda e: (e.start, e.actor)):
+        row = e.as_dict()
+        row.update(step=step, start=round(e.start - start, 6), end=round(e.end - start, 6))
+        rows.append(row)
+    return rows
+
+
+def step_record(
+    step: int,
+    schedule: str,
+    outcome: Any,
+    cpu_s: dict[str, float],
+    tokens: dict[str, int],
+) -> dict[str, Any]:
+    """The ``results.json`` entry of one step (see the issue's schema; extra keys add detail)."""
+    times = breakdown(outcome.events, outcome.start, outcome.end)
+    return {
+        "step": step,
+        "schedule": schedule,
+        "time_s": {k: round(v, 6) for k, v in times.items()},
+        "rollouts": {k: outcome.counts[k] for k in ("generated", "scored", "trained")},
+        "cpu_s": {k: round(v, 4) for k, v in cpu_s.items()},
+        "busy_s": {k: round(v, 6) for k, v in busy_by_actor(outcome.events, outcome.start, outcome.end).items()},
+        "tokens": tokens,
+        "overhead_fraction": round(times["idle"] / times["total"], 6) if times["total"] > 0 else 0.0,
+        "busiest_actor_gap_fraction": round(busiest_actor_gap(outcome.events, outcome.start, outcome.end), 6),
+        "sync": {"method": outcome.sync.method, "seconds": round(outcome.sync.seconds, 6), "detail": outcome.sync.detail},
+        "train": outcome.train,
+    }
+
+
+def overall_overhead(steps: Sequence[dict[str, Any]]) -> float:
+    """Idle time over step time, summed over steps (so long steps weigh more)."""
+    idle = sum(s["time_s"]["idle"] for s in steps)
+    total = sum(s["time_s"]["total"] for s in steps)
+    return idle / total if total > 0 else 0.0

@@ -1,0 +1,125 @@
+"""``report.md`` and its PNGs: a Gantt chart of one step per actor and the step-time breakdown.
+
+Figures are rendered to bytes and written atomically, like every result file.
+"""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+from typing import Any, Sequence
+
+from rlsim.io import atomic_write_bytes
+from rlsim.loop.records import PHASES
+
+COLORS = {"generate": "#4C72B0", "score": "#DD8452", "update": "#55A868", "sync": "#C44E52", "idle": "#BBBBBB"}
+
+
+def render_markdown(results: dict[str, Any], figures: Sequence[str] = ()) -> str:
+    """The report text from ``results`` (the ``results.json`` content); ``figures`` are PNG file names."""
+    steps = results.get("steps", [])
+    cfg = results.get("config", {})
+    lines = [
+        "# rlsim run",
+        "",
+        f"Schedule `{cfg.get('schedule')}`, policy `{cfg.get('policy', {}).get('model')}` on "
+        f"`{cfg.get('policy', {}).get('backend')}`, reward `{cfg.get('reward', {}).get('model')}` on "
+        f"`{cfg.get('reward', {}).get('runtime')}` x {cfg.get('reward', {}).get('replicas')}, placement "
+        f"`{cfg.get('placement', {}).get('preset')}`. {len(steps)} of {cfg.get('steps')} steps done"
+        + ("." if results.get("complete") else " (run not finished)."),
+        "",
+        "Times in seconds. Phases overlap under `overlapped`, so each is the wall time during which it ran "
+        "somewhere; `idle` is step time when no actor was working (orchestration overhead).",
+        "",
+        "| step | total | generate | score | update | sync | idle | overhead | rollouts gen/scored/trained | tokens | sync |",
+        "|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|---|",
+    ]
+    for s in steps:
+        t, r = s["time_s"], s["rollouts"]
+        lines.append(
+            f"| {s['step']} | {t['total']:.2f} | {t['generate']:.2f} | {t['score']:.2f} | {t['update']:.2f} | "
+            f"{t['sync']:.2f} | {t['idle']:.3f} | {100 * s['overhead_fraction']:.1f}% | "
+            f"{r['generated']}/{r['scored']}/{r['trained']} | {s['tokens']['generated']} | {s['sync']['method']} |"
+        )
+    lines += ["", "CPU seconds per actor and step (process accounting, children included):", ""]
+    actors = sorted({a for s in steps for a in s["cpu_s"]})
+    lines.append("| step | " + " | ".join(actors) + " |")
+    lines.append("|---:|" + "---:|" * len(actors))
+    for s in steps:
+        lines.append(f"| {s['step']} | " + " | ".join(f"{s['cpu_s'].get(a, 0):.2f}" for a in actors) + " |")
+    lines += ["", f"Overall orchestration overhead (idle / step time): {100 * results.get('overhead_fraction', 0):.2f}%."]
+    startup = results.get("startup_s", {})
+    if startup:
+        lines.append("Start-up, not in any step: " + ", ".join(f"{k} {v:.1f} s" for k, v in startup.items()) + ".")
+    lines.append("")
+    lines += [f"![{name}]({name})" for name in figures]
+    return "\n".join(lines) + "\n"
+
+
+def gantt_png(rows: Sequence[dict[str, Any]], step: int) -> bytes:
+    """A Gantt chart of ``step``'s events (timeline rows), one lane per actor, coloured by phase."""
+    plt = _pyplot()
+    events = [r for r in rows if r["step"] == step]
+    actors = sorted({r["actor"] for r in events}, key=_actor_order)
+    fig, ax = plt.subplots(figsize=(10, 1 + 0.6 * max(1, len(actors))))
+    for lane, actor in enumerate(actors):
+        for r in (r for r in events if r["actor"] == actor):
+            ax.barh(lane, r["end"] - r["start"], left=r["start"], color=COLORS.get(r["phase"], "k"), edgecolor="white")
+    ax.set_yticks(range(len(actors)), actors)
+    ax.invert_yaxis()
+    ax.set_xlabel("seconds since step start")
+    ax.set_title(f"step {step}: work per actor")
+    handles = [plt.Rectangle((0, 0), 1, 1, color=COLORS[p]) for p in PHASES]
+    ax.legend(handles, PHASES, loc="upper center", bbox_to_anchor=(0.5, -0.35), ncol=4, frameon=False)
+    return _png(fig)
+
+
+def breakdown_png(steps: Sequence[dict[str, Any]]) -> bytes:
+    """Per step: stacked bars of phase times (union) and idle, next to the step time."""
+    plt = _pyplot()
+    fig, ax = plt.subplots(figsize=(max(6, 2.5 + 0.8 * len(steps)), 4))
+    xs = [s["step"] for s in steps]
+    bottom = [0.0] * len(steps)
+    for phase in (*PHASES, "idle"):
+        vals = [s["time_s"][phase] for s in steps]
+        ax.bar(xs, vals, bottom=bottom, color=COLORS[phase], label=phase, width=0.35, align="edge")
+        bottom = [b + v for b, v in zip(bottom, vals)]
+    ax.bar([x - 0.35 for x in xs], [s["time_s"]["total"] for s in steps], width=0.35, align="edge",
+           color="#333333", label="step time")
+    ax.set_xticks(xs)
+    ax.set_xlabel("step")
+    ax.set_ylabel("seconds")
+    ax.set_title("step time and its phases (phases may overlap)")
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
+    return _png(fig)
+
+
+def write_figures(out: Path, results: dict[str, Any], rows: Sequence[dict[str, Any]]) -> list[str]:
+    """Write ``gantt.png`` (last step) and ``breakdown.png``; returns their file names."""
+    steps = results.get("steps", [])
+    if not steps:
+        return []
+    atomic_write_bytes(out / "gantt.png", gantt_png(rows, steps[-1]["step"]))
+    atomic_write_bytes(out / "breakdown.png", breakdown_png(steps))
+    return ["gantt.png", "breakdown.png"]
+
+
+def _actor_order(name: str) -> tuple[int, str]:
+    return ({"rollout": 0, "trainer": 2}.get(name, 1), name)
+
+
+def _pyplot():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def _png(fig: Any) -> bytes:
+    buf = io.BytesIO()
+    fig.tight_layout()
+    fig.savefig(buf, format="png", dpi=110)
+    _pyplot().close(fig)
+    return buf.getvalue()

@@ -1,0 +1,120 @@
+"""``run_loop``: a ``LoopSession`` with a progress bar, and every output rewritten after each step.
+
+``results.json``, ``timeline.json`` and ``report.md`` are replaced atomically after every step, so
+Ctrl-C (or a failed step) leaves every completed step readable; the PNGs are drawn at the end, and
+also when the run stops early.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+import rlsim
+from rlsim.io import atomic_write_json, atomic_write_text
+from rlsim.loop.config import RunConfig
+from rlsim.loop.driver import LoopSession
+from rlsim.loop.records import overall_overhead
+from rlsim.loop.report import render_markdown, write_figures
+
+
+class RunOutputs:
+    """The files of one run in ``out``; ``results`` is the ``results.json`` content."""
+
+    def __init__(self, out: Path, config: RunConfig) -> None:
+        self.out = Path(out)
+        self.out.mkdir(parents=True, exist_ok=True)
+        self.rows: list[dict[str, Any]] = []
+        self.results: dict[str, Any] = {
+            "rlsim_version": rlsim.__version__,
+            "config": config.model_dump(mode="json"),
+            "complete": False,
+            "steps": [],
+            "overhead_fraction": 0.0,
+            "faults": {"injected": 0, "survived": 0},
+        }
+        self.flush()
+
+    def update(self, **fields: Any) -> None:
+        self.results.update(fields)
+        self.flush()
+
+    def add_step(self, record: dict[str, Any], rows: list[dict[str, Any]]) -> None:
+        steps = self.results["steps"]
+        steps.append(record)
+        self.rows += rows
+        self.results["overhead_fraction"] = round(overall_overhead(steps), 6)
+        # Step 1 carries first-step costs (optimizer state, allocator growth) even after warm-up.
+        self.results["overhead_fraction_after_step1"] = round(overall_overhead(steps[1:]), 6) if len(steps) > 1 else None
+        self.flush()
+
+    def flush(self, figures: list[str] | None = None) -> None:
+        atomic_write_json(self.out / "results.json", self.results)
+        atomic_write_json(self.out / "timeline.json", {"events": self.rows})
+        atomic_write_text(self.out / "report.md", render_markdown(self.results, figures or []))
+
+    def finish(self) -> None:
+        self.flush(write_figures(self.out, self.results, self.rows))
+
+
+def run_loop(config: RunConfig, out: Path, console: Console | None = None, show_progress: bool = True) -> dict[str, Any]:
+    """Run ``config.steps`` steps; returns the final ``results.json`` content."""
+    console = console or Console(stderr=True)
+    outputs = RunOutputs(out, config)
+    session = LoopSession(config)
+    try:
+        with console.status("starting Ray and the actors (vLLM's engine takes ~35 s on 2 cores)..."):
+            session.start()
+        outputs.update(startup_s={k: round(v, 3) for k, v in session.startup_s.items()}, **session.describe())
+        _steps(session, outputs, console, show_progress)
+        outputs.update(complete=True, faults=_faults(session))
+    finally:
+        try:
+            outputs.results["faults"] = _faults(session)
+            outputs.finish()
+        finally:
+            session.close()
+    return outputs.results
+
+
+def _steps(session: LoopSession, outputs: RunOutputs, console: Console, show_progress: bool) -> None:
+    cfg = session.config
+    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
+    with Progress(*columns, console=console, disable=not show_progress, transient=False) as bar:
+        steps_task = bar.add_task("steps", total=cfg.steps)
+        for step in range(1, cfg.steps + 1):
+            total = cfg.workload.prompts_per_step * cfg.workload.group_size
+            task = bar.add_task(f"step {step}: generate", total=total)
+
+            def note(phase: str, done: int, of: int, task: Any = task, step: int = step) -> None:
+                bar.update(task, description=f"step {step}: {phase}", completed=done if phase != "update" else of)
+
+            record, rows = session.step(step, progress=note)
+            bar.update(task, completed=total, description=f"step {step}: {record['time_s']['total']:.1f} s")
+            outputs.add_step(record, rows)
+            bar.advance(steps_task)
+
+
+def _faults(session: LoopSession) -> dict[str, int]:
+    faults = dict(session.backend.faults) if session.backend else {}
+    return {"injected": faults.get("injected", 0), "survived": faults.get("survived", 0), **faults}
+
+
+def summary_lines(results: dict[str, Any]) -> list[str]:
+    """A few lines for the terminal: steps, mean step time and phases, overhead, where the files are."""
+    steps = results.get("steps", [])
+    if not steps:
+        return ["no step completed"]
+    n = len(steps)
+    mean = {k: sum(s["time_s"][k] for s in steps) / n for k in ("total", "generate", "score", "update", "sync", "idle")}
+    rollouts = sum(s["rollouts"]["trained"] for s in steps)
+    return [
+        f"{n} steps ({results['config']['schedule']}), {rollouts} rollouts generated = scored = trained",
+        "mean step {total:.2f} s: generate {generate:.2f}, score {score:.2f}, update {update:.2f}, "
+        "sync {sync:.2f}, idle {idle:.3f}".format(**mean),
+        f"orchestration overhead {100 * results['overhead_fraction']:.2f}% of step time; "
+        f"weight sync: {steps[-1]['sync']['method']}",
+    ]

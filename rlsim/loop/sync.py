@@ -1,0 +1,43 @@
+"""Which weight sync a step does: a real reload into the engine, or a configured simulated cost.
+
+``auto`` tries the reload and, if the engine refuses (an engine version without in-place reload, a
+backend that cannot), falls back to the simulated cost for the rest of the run and records why.
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+from rlsim.errors import RlsimError
+from rlsim.rollout.generator import SyncResult
+from rlsim.rollout.types import Event
+
+SyncCall = Callable[[], tuple[SyncResult, list[Event]]]
+SimulateCall = Callable[[float, str], tuple[SyncResult, list[Event]]]
+
+
+class WeightSync:
+    """``mode``: ``auto``, ``reload`` or ``simulated``; ``simulated_s``: seconds the simulated sync blocks."""
+
+    def __init__(self, mode: str, simulated_s: float) -> None:
+        if mode not in ("auto", "reload", "simulated"):
+            raise ValueError(f"unknown sync mode {mode!r}; valid: auto, reload, simulated")
+        self.mode = mode
+        self.simulated_s = simulated_s
+        self.fallback_reason: str | None = None
+
+    def run(self, reload: SyncCall, simulate: SimulateCall) -> tuple[SyncResult, list[Event]]:
+        if self.mode == "simulated":
+            return simulate(self.simulated_s, "trainer.sync: simulated")
+        if self.fallback_reason is not None:
+            return simulate(self.simulated_s, self.fallback_reason)
+        try:
+            return reload()
+        except Exception as err:  # noqa: BLE001  (any engine failure; the message is recorded)
+            if self.mode == "reload":
+                raise RlsimError(
+                    f"weight reload into the generator failed: {err}; set trainer.sync: auto (fall back to a "
+                    "simulated cost) or simulated"
+                ) from err
+            self.fallback_reason = f"reload failed ({type(err).__name__}: {str(err)[:200]}); simulated instead"
+            return simulate(self.simulated_s, self.fallback_reason)

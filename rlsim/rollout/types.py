@@ -1,0 +1,62 @@
+"""What flows through a step: requests to the policy, the rollouts it returns, and timed events.
+
+These are plain dataclasses so they pickle cheaply between Ray actors and stay testable without Ray.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True)
+class RolloutRequest:
+    """One sample to generate. ``uid`` is unique within a step; ``group`` is the prompt index.
+
+    ``response_tokens`` is enforced exactly (``min_tokens == max_tokens``), so a length mix drawn from
+    a workload holds even with random policy weights.
+    """
+
+    uid: int
+    group: int
+    prompt: str
+    response_tokens: int
+
+
+@dataclass
+class Rollout:
+    """A generated sample: token ids of prompt and response (policy tokenizer)."""
+
+    uid: int
+    group: int
+    prompt_ids: list[int]
+    response_ids: list[int]
+
+    @property
+    def num_tokens(self) -> int:
+        return len(self.prompt_ids) + len(self.response_ids)
+
+
+@dataclass
+class Event:
+    """One span of work by one actor. Times are wall-clock seconds (``time.time()``), cores a list of ids.
+
+    ``phase`` is one of ``generate``, ``score``, ``update``, ``sync``; ``batch`` numbers the
+    micro-batch within the phase (0 when the phase runs as one piece).
+    """
+
+    actor: str
+    phase: str
+    batch: int
+    start: float
+    end: float
+    cores: list[int] = field(default_factory=list)
+    gpu: float = 0.0
+    items: int = 0
+
+    @property
+    def duration(self) -> float:
+        return self.end - self.start
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
