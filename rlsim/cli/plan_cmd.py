@@ -57,9 +57,9 @@ def run(args: argparse.Namespace) -> int:
     if outcome.ranked:
         out.print(ranked_table(outcome.ranked, f"{config.name}: {len(outcome.ranked)} placements, "
                                f"{config.search.objective if config.search else ''}", args.top, config.target_step_s))
-    if outcome.baseline is not None:
+    if outcome.baseline is not None and outcome.ranked:
         print_plan(out, outcome.baseline, "given placement")
-    print_plan(out, outcome.chosen, "chosen plan")
+    print_plan(out, outcome.chosen, "chosen plan" if outcome.ranked else "given placement")
     json_path = args.json or (args.out / "plan.json" if args.out else None)
     if args.out:
         if outcome.ranked:

@@ -115,7 +115,7 @@ def bottleneck(steps: list[StepResult], time_s: dict[str, float], res: Resources
         if ratio >= STRAGGLER_RATIO:
             return name, (f"generation is {share:.0%} of the step; long-tail stragglers: the slowest engine "
                           f"takes {ratio:.2f}x the mean engine, so more engines help less than shorter tails")
-        return name, f"generation is {share:.0%} of the step with {res.engines} engines evenly loaded"
+        return name, f"generation is {share:.0%} of the step with {res.engines} engine(s) evenly loaded"
     if name == "scoring":
         return name, (f"rewards arrive {time_s['score']:.2f} s after the last rollout ({share:.0%} of the step); "
                       f"{res.replicas} replicas of {res.replica_units:g} {_units(res.scorer_device)} fall behind")

@@ -97,9 +97,12 @@ def execute(prep: Prepared, on_progress: Callable[[str], None] | None = None) ->
         from rlsim.planner.report import ILLUSTRATIVE_WARNING
 
         warnings.append(ILLUSTRATIVE_WARNING)
-    if meets is False:
+    if meets is False and ranked:
         warnings.append(f"no placement meets the {target:g} s step-time target; the fastest is shown "
                         f"({chosen.step_time_s:.2f} s): add nodes or relax the target")
+    elif meets is False:
+        warnings.append(f"the placement misses the {target:g} s step-time target ({chosen.step_time_s:.2f} s); "
+                        "add a search section to look for one that meets it")
     return PlanOutcome(prep, baseline, ranked, chosen, meets, search_s, warnings)
 
 

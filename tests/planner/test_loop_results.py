@@ -105,3 +105,24 @@ def test_profile_measures_a_real_scorer(tmp_path: Path) -> None:
     assert len(by_cell) == 4
     model = fit_latency_model(samples, "cpu", max_length)
     assert model.latency_s(4, 4 * 48, 1) > model.latency_s(1, 16, 1) > 0
+
+
+def test_validation_entry_and_report(tmp_path: Path) -> None:
+    from rlsim.planner.cluster import NodeSpec
+    from rlsim.planner.evaluate import evaluate
+    from rlsim.planner.validation import validation_entry, validation_report
+
+    from planner_cases import fixed_workload, placement
+
+    node = NodeSpec(count=1, cores=2, gpus=0, kind="test-kind")
+    # Hand case of test_simulate: predicted step 5.5 s for 4 rollouts.
+    predicted = evaluate(node, make_profile(max_running=1), fixed_workload(), placement("sequential"), steps=1)
+    run = read_loop_steps(write_run(tmp_path / "r.json", [0, 5000, 5000, 5000], gen_tps=1000.0, update_per_token=0.0))
+    # Measured steps: generate 5, score 0.5, update 0.2, sync 0.1, idle 0.05 -> 5.85 s.
+    entry = validation_entry("hand", predicted, run)
+    assert entry["measured_step_s"] == pytest.approx(5.85)
+    assert entry["error"] == pytest.approx(5.5 / 5.85 - 1)
+    assert entry["measured_rollouts_per_hour"] == pytest.approx(8 * 3600 / 5.85)
+    report = validation_report([entry, {**entry, "error": 0.2}, {**entry, "error": -0.01}])
+    assert report["median_abs_error"] == pytest.approx(abs(5.5 / 5.85 - 1))
+    assert report["max_abs_error"] == pytest.approx(0.2)

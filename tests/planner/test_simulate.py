@@ -109,3 +109,16 @@ def test_utilisation_by_hand(two_core_node: NodeSpec) -> None:
     assert ev.utilisation["generation"] == pytest.approx(4.0 / 5.5)
     assert ev.utilisation["scoring"] == pytest.approx(1.0 / 5.5)
     assert ev.utilisation["training"] == pytest.approx(0.5 / 5.5)
+
+
+def test_predict_step_maps_loop_knobs_onto_the_hand_case() -> None:
+    from rlsim.planner.predict import LoopKnobs, predict_step
+
+    knobs = LoopKnobs(prompts_per_step=1, group_size=4, prompt_tokens=LengthDist(kind="fixed", mean=5),
+                      response_tokens=LengthDist(kind="fixed", mean=10), schedule="overlapped", placement="split",
+                      cores=2, scoring_cores=1, runtime="const", batcher=BatcherSpec(kind="fixed", batch_size=2),
+                      max_num_seqs=1, steps=2)
+    # Same as test_overlapped_step_by_hand: one core generates, one scores -> 5.0 s.
+    assert predict_step(knobs, make_profile(step_s=0.1)).step_time_s == pytest.approx(5.0)
+    shared = knobs.model_copy(update={"placement": "shared", "cores": 1, "scoring_cores": None})
+    assert predict_step(shared, make_profile(gen_slowdown=1.0, score_slowdown=1.0)).step_time_s == pytest.approx(5.5)
