@@ -9,6 +9,7 @@
 // when something is wrong.
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <iostream>
@@ -82,6 +83,14 @@ std::string json_string(const std::string& s) {
   return o.str() + '"';
 }
 
+// JSON has no NaN or infinity: a model that produces one reports null.
+std::string json_number(double x) {
+  if (!std::isfinite(x)) return "null";
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.9g", x);
+  return buf;
+}
+
 double percentile(std::vector<double> v, double q) {
   std::sort(v.begin(), v.end());
   const double pos = q * static_cast<double>(v.size() - 1);
@@ -125,12 +134,12 @@ int bench(const Args& a) {
       "\"optimization\": %s, \"device\": %s, \"warmup\": %ld, \"iterations\": %ld, "
       "\"load_s\": %.6f, \"seq_per_s\": %.6f, \"mean_latency_ms\": %.6f, "
       "\"p50_latency_ms\": %.6f, \"min_latency_ms\": %.6f, \"max_latency_ms\": %.6f, "
-      "\"first_reward\": %.9g}\n",
+      "\"first_reward\": %s}\n",
       json_string(a.model).c_str(), json_string(engine.ort_version()).c_str(), a.batch, a.seq,
       a.threads, a.inter_op, a.spinning ? "true" : "false", json_string(a.optimization).c_str(),
       json_string(a.device).c_str(), a.warmup, a.iterations, load_s, a.batch * 1000.0 / mean_ms,
       mean_ms, percentile(lat_ms, 0.5), *std::min_element(lat_ms.begin(), lat_ms.end()),
-      *std::max_element(lat_ms.begin(), lat_ms.end()), static_cast<double>(out[0]));
+      *std::max_element(lat_ms.begin(), lat_ms.end()), json_number(out[0]).c_str());
   return 0;
 }
 
