@@ -104,3 +104,15 @@ def test_engine_describes_itself(tiny_bert_engine: Any, tiny_bert: Path, ort_lib
     assert Path(tiny_bert_engine.model_path) == tiny_bert
     assert tiny_bert_engine.active_runs == 0
     assert "tiny_bert.onnx" in repr(tiny_bert_engine)
+
+
+@pytest.mark.gpu
+def test_cuda_engine_matches_cpu(native: Any, tiny_bert: Path, ort_library: Path) -> None:
+    import onnxruntime
+
+    if "CUDAExecutionProvider" not in onnxruntime.get_available_providers():
+        pytest.skip("needs onnxruntime-gpu (CUDAExecutionProvider) and a CUDA GPU")
+    ids, mask = random_batch(4, 32, seed=9)
+    cpu = native.Engine(tiny_bert, ort_library).run(ids, mask)
+    cuda = native.Engine(tiny_bert, ort_library, device="cuda").run(ids, mask)
+    assert np.abs(cuda - cpu).max() <= 1e-4  # different kernels: float32 rounding differs
