@@ -72,6 +72,10 @@ class PlacementSpec(_Cfg):
     cores/GPUs per generation engine (None: the profile's, or every generation core of a CPU node).
     ``nodes``: how many of the cluster's nodes the plan uses (None: all). ``max_running``: vLLM's
     ``max_num_seqs`` per engine (None: what the profile's engine holds, scaled by its units).
+    ``dispatch``: ``pull`` (an idle replica takes the next batch) or ``round_robin`` (rlsim's loop:
+    micro-batches of ``batcher.window`` rollouts dealt to replicas in turn). ``train_on``: the units
+    the update runs on (``scoring``: the loop's split preset puts the trainer beside the scorers).
+    ``max_length``: reward-model truncation in tokens (None: the profile's).
     """
 
     schedule: Schedule = "overlapped"
@@ -83,6 +87,9 @@ class PlacementSpec(_Cfg):
     engine_units: float | None = Field(default=None, gt=0)
     nodes: int | None = Field(default=None, ge=1)
     max_running: int | None = Field(default=None, ge=1)
+    dispatch: Literal["pull", "round_robin"] = "pull"
+    train_on: Literal["generation", "scoring"] = "generation"
+    max_length: int | None = Field(default=None, ge=1)
 
     def label(self) -> str:
         where = "colocated" if self.colocated else f"split {self.scoring_share:.0%}"

@@ -25,7 +25,7 @@ class Resources:
 
     ``shared``: scorers run on the generation engines' units (colocated), so they slow each other
     down while both run. ``train_units``: units the update runs on (the generation units, as in a
-    hybrid engine that trains where it generates).
+    hybrid engine that trains where it generates, unless ``train_on_scoring``).
     """
 
     nodes: int
@@ -40,6 +40,7 @@ class Resources:
     shared: bool
     gpus_per_node: int
     cores_per_node: int
+    train_on_scoring: bool = False
 
     @property
     def engines(self) -> int:
@@ -59,7 +60,7 @@ class Resources:
 
     @property
     def train_units(self) -> float:
-        return self.gen_units
+        return self.scoring_units if self.train_on_scoring else self.gen_units
 
     def units_used(self) -> dict[str, float]:
         """GPUs and cores the plan occupies (shared units counted once); whole nodes in ``nodes``."""
@@ -134,7 +135,7 @@ def resolve(node: NodeSpec, profile: Profile, spec: PlacementSpec) -> Resources:
         nodes=nodes, gen_device=gen.device, engines_per_node=engines, engine_units=engine_units,
         max_running=max_running, scorer_device=scorer.device, replicas_per_node=spec.replicas_per_node,
         replica_units=replica_units, scoring_units_per_node=scoring_units, shared=spec.colocated,
-        gpus_per_node=node.gpus, cores_per_node=node.cores,
+        gpus_per_node=node.gpus, cores_per_node=node.cores, train_on_scoring=spec.train_on == "scoring",
     )
 
 

@@ -1,26 +1,34 @@
 """``predict_step``: the planner's prediction for one real-loop configuration (for ``plan --validate``).
 
-``LoopKnobs`` carries the knobs a loop config has (issue 4: workload, schedule, the ``shared`` /
-``split`` placement presets, cores, scorer runtime, batcher, replicas, vLLM's ``max_num_seqs``), so a
-validation run can hand the same settings to the real loop and to the simulation and compare step
-times. The machine is one node with ``cores`` cores and ``gpus`` GPUs.
+``LoopKnobs`` carries the knobs of ``rlsim run``'s config (``rlsim.loop.config.RunConfig``): the
+workload, schedule and micro-batch, the ``shared`` / ``split`` placement presets over a pool of
+cores, the scorer runtime, replicas, batcher and truncation. ``knobs_from_run_config`` reads them
+from a ``RunConfig``, so a validation run hands the very same config to the loop and to the
+simulation. The simulation then uses the loop's own dispatch (micro-batches dealt to the scoring
+replicas in turn; in ``split`` the trainer shares the scorers' cores, as ``rlsim.actors.placement``
+does).
 """
 
 from __future__ import annotations
 
-from typing import Literal
+import os
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from rlsim.errors import RlsimError
 from rlsim.planner.cluster import BatcherSpec, NodeSpec, PlacementSpec, Schedule
 from rlsim.planner.evaluate import Evaluation, evaluate
 from rlsim.planner.profile import Profile
 from rlsim.planner.workload import LengthDist, Workload
 
+if TYPE_CHECKING:
+    from rlsim.loop.config import RunConfig
+
 
 class LoopKnobs(BaseModel):
-    """One loop configuration. ``scoring_cores``: cores the scorers get under ``split`` (the rest
-    generate); ``shared`` puts every actor on all ``cores``."""
+    """One loop configuration on one machine of ``cores`` cores. ``scoring_cores``: what the scorers
+    (and the trainer) get under ``split``; ``shared`` puts every actor on all ``cores``."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -29,6 +37,7 @@ class LoopKnobs(BaseModel):
     prompt_tokens: LengthDist = LengthDist(kind="fixed", mean=64)
     response_tokens: LengthDist
     schedule: Schedule = "sequential"
+    micro_batch: int = Field(default=8, ge=1, description="overlapped: rollouts per call to a scorer")
     placement: Literal["shared", "split"] = "shared"
     cores: int = Field(ge=1)
     gpus: int = Field(default=0, ge=0)
@@ -36,6 +45,7 @@ class LoopKnobs(BaseModel):
     runtime: str
     batcher: BatcherSpec
     scorer_replicas: int = Field(default=1, ge=1)
+    max_length: int | None = Field(default=None, ge=1, description="reward-model truncation (tokens)")
     max_num_seqs: int | None = Field(default=None, ge=1)
     steps: int = Field(default=10, ge=1)
     seed: int = 0
@@ -47,17 +57,52 @@ class LoopKnobs(BaseModel):
         return self
 
 
-def predict_step(knobs: LoopKnobs, profile: Profile, noise: bool = False) -> Evaluation:
-    """Simulate ``knobs.steps`` steps of this loop configuration; ``.time_s`` has the loop's breakdown.
+def _length_dist(dist: Any) -> LengthDist:
+    """rlsim.workloads' Fixed/Lognormal/UniformLengths as the planner's ``LengthDist``."""
+    if dist.kind == "fixed":
+        return LengthDist(kind="fixed", mean=dist.tokens)
+    if dist.kind == "uniform":
+        return LengthDist(kind="uniform", mean=(dist.min + dist.max) / 2, min=dist.min, max=dist.max)
+    return LengthDist(kind="lognormal", mean=dist.mean, sigma=dist.sigma, min=dist.min, max=dist.max)
+
+
+def knobs_from_run_config(config: "RunConfig", cores: int | None = None) -> LoopKnobs:
+    """The knobs of an ``rlsim run`` config. ``cores``: the pool size when the config leaves it unset
+    (default: the cores this process may run on, as the loop itself would use)."""
+    spec = config.workload.spec
+    if spec.path is not None:
+        raise RlsimError("predict_step needs a synthetic workload (prompt/response length distributions); "
+                         f"{spec.path} is a file workload, whose lengths the planner cannot know")
+    pool = len(config.placement.pool) if config.placement.pool else (cores or len(os.sched_getaffinity(0)))
+    reward = config.reward
+    window = config.micro_batch if config.schedule == "overlapped" else 128
+    batcher = BatcherSpec(kind=reward.batcher, batch_size=reward.batch_size,  # type: ignore[arg-type]
+                          token_budget=reward.token_budget, window=window)
+    return LoopKnobs(
+        prompts_per_step=config.workload.prompts_per_step, group_size=config.workload.group_size,
+        prompt_tokens=_length_dist(spec.prompt), response_tokens=_length_dist(spec.response),
+        schedule=config.schedule, micro_batch=config.micro_batch, placement=config.placement.preset,
+        cores=pool, gpus=1 if config.policy.device == "cuda" else 0,
+        scoring_cores=pool - (pool + 1) // 2 if config.placement.preset == "split" else None,
+        runtime=reward.runtime, batcher=batcher, scorer_replicas=reward.replicas, max_length=reward.max_length,
+        steps=config.steps, seed=config.seed,
+    )
+
+
+def predict_step(config: "LoopKnobs | RunConfig", profile: Profile, noise: bool = False) -> Evaluation:
+    """Simulate the steps of a loop configuration; ``.time_s`` has the loop's breakdown.
 
     ``noise`` is off by default: a validation compares the *expected* step time with the measured one.
     """
+    knobs = config if isinstance(config, LoopKnobs) else knobs_from_run_config(config)
     node = NodeSpec(count=1, cores=knobs.cores, gpus=knobs.gpus, kind=profile.hardware_kind)
-    share = (knobs.scoring_cores or 0) / knobs.cores
+    split = knobs.placement == "split"
     spec = PlacementSpec(
-        schedule=knobs.schedule, colocated=knobs.placement == "shared", runtime=knobs.runtime,
-        batcher=knobs.batcher, scoring_share=min(share, 1.0), replicas_per_node=knobs.scorer_replicas,
-        max_running=knobs.max_num_seqs,
+        schedule=knobs.schedule, colocated=not split, runtime=knobs.runtime,
+        batcher=knobs.batcher.model_copy(update={"window": knobs.micro_batch}),
+        scoring_share=min((knobs.scoring_cores or 0) / knobs.cores, 1.0), replicas_per_node=knobs.scorer_replicas,
+        max_running=knobs.max_num_seqs, dispatch="round_robin", train_on="scoring" if split else "generation",
+        max_length=knobs.max_length,
     )
     workload = Workload(prompts_per_step=knobs.prompts_per_step, group_size=knobs.group_size,
                         prompt_tokens=knobs.prompt_tokens, response_tokens=knobs.response_tokens)

@@ -12,6 +12,11 @@ is idle). The batchers follow ``rlsim.batching``:
 
 When generation has finished (or in the sequential schedule, where scoring starts after it) every
 pending rollout is released at once. One event per batch, so scoring costs O(batches).
+
+``simulate_round_robin`` models rlsim's own loop instead (``rlsim.loop.schedules``): finished
+rollouts leave the generator in micro-batches (``window`` of them), micro-batch k goes to replica
+k mod R, and each replica works through its calls in order, batching each call with its batcher;
+the sequential schedule gives each replica one contiguous slice of the step.
 """
 
 from __future__ import annotations
@@ -106,6 +111,14 @@ class BatchSource:
             self._ready.append((batch, release))
 
 
+def split_call(items: np.ndarray, tokens: np.ndarray, spec: BatcherSpec) -> list[np.ndarray]:
+    """Batches of one scorer call: ``fixed``/``dynamic`` keep the call's order, the others sort first."""
+    if spec.kind in ("fixed", "dynamic"):
+        size = spec.batch_size or 1
+        return [items[i : i + size] for i in range(0, len(items), size)]
+    return split_sorted(items[np.argsort(tokens[items], kind="stable")], tokens, spec)
+
+
 def split_sorted(order: np.ndarray, tokens: np.ndarray, spec: BatcherSpec) -> list[np.ndarray]:
     """Cut length-sorted indices into batches: ``batch_size`` each, or by ``token_budget``.
 
@@ -182,4 +195,53 @@ def simulate_scoring(
     rewards = np.empty_like(out.reward_s)
     rewards[order] = out.reward_s
     out.reward_s = rewards
+    return out
+
+
+def simulate_round_robin(
+    arrive: np.ndarray,
+    tokens: np.ndarray,
+    spec: BatcherSpec,
+    replicas: int,
+    latency: LatencyFn,
+    noise: np.ndarray,
+    speeds: list[SpeedProfile] | None = None,
+    replica_node: Callable[[int], int] = lambda r: 0,
+    start_s: float = 0.0,
+    sequential: bool = False,
+) -> ScoringOutcome:
+    """Like ``simulate_scoring`` but with the loop's dispatch: calls dealt round robin (see module doc).
+
+    ``sequential``: one call per replica holding a contiguous slice (sizes differ by at most one);
+    otherwise calls of ``spec.window`` rollouts in finish order, released when their last one
+    finishes. Each replica runs its calls first come, first served.
+    """
+    order = np.argsort(arrive, kind="stable")
+    n = len(order)
+    if sequential:
+        bounds = [round(i * n / replicas) for i in range(replicas + 1)]
+        calls = [order[bounds[i]:bounds[i + 1]] for i in range(replicas)]
+    else:
+        calls = [order[i:i + spec.window] for i in range(0, n, spec.window)]
+    out = ScoringOutcome(done_s=start_s, batches=0, padded_tokens=0, real_tokens=int(tokens.sum()),
+                         busy_starts=[[] for _ in range(replicas)], busy_ends=[[] for _ in range(replicas)],
+                         reward_s=np.zeros(n))
+    free_at = [start_s] * replicas
+    for k, call in enumerate(calls):
+        if not len(call):
+            continue
+        replica = k % replicas
+        now = max(free_at[replica], float(arrive[call].max()), start_s)
+        for batch in split_call(call, tokens, spec):
+            padded = int(len(batch) * tokens[batch].max())
+            work = latency(len(batch), padded) * float(noise[out.batches % len(noise)])
+            end = speeds[replica_node(replica)].end_time(now, work) if speeds else now + work
+            out.batches += 1
+            out.padded_tokens += padded
+            out.busy_starts[replica].append(now)
+            out.busy_ends[replica].append(end)
+            out.reward_s[batch] = end
+            now = end
+        free_at[replica] = now
+        out.done_s = max(out.done_s, now)
     return out

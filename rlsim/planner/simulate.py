@@ -23,7 +23,7 @@ from rlsim.planner.events import SpeedProfile
 from rlsim.planner.generation import EngineBatch, completion_work_s, deal
 from rlsim.planner.placement import Resources
 from rlsim.planner.profile import ContentionEntry, Profile, ScorerLatencyModel
-from rlsim.planner.scorer_sim import ScoringOutcome, simulate_scoring
+from rlsim.planner.scorer_sim import ScoringOutcome, simulate_round_robin, simulate_scoring
 from rlsim.planner.workload import Workload
 
 PHASES = ("generate", "score", "update", "sync", "idle")
@@ -74,7 +74,7 @@ def simulate_step(inputs: StepInputs, seed: int, step: int) -> StepResult:
     batch = deal(prompts, responses, res.engines)
     work = completion_work_s(batch, profile.generation, res.engine_units, res.max_running)
     scorer = inputs.scorer
-    score_tokens = np.minimum(prompts + responses, scorer.max_length)
+    score_tokens = np.minimum(prompts + responses, spec.max_length or scorer.max_length)
     noise = _noise(inputs, seed, step, len(responses))
     contended = res.shared and spec.schedule == "overlapped"
     gen_speeds = [SpeedProfile.constant()] * res.nodes
@@ -131,11 +131,17 @@ def _score(inputs: StepInputs, batch: EngineBatch, finish: np.ndarray, engine_en
             for n in range(res.nodes)
         ]
     per_node = res.replicas_per_node
-    return simulate_scoring(
-        arrive, tokens, spec.batcher, res.replicas,
-        latency=lambda b, p: scorer.latency_s(b, p, res.replica_units),
-        noise=noise, speeds=speeds, replica_node=lambda r: r // per_node, start_s=start,
-    )
+
+    def latency(batch: int, padded: int) -> float:
+        return scorer.latency_s(batch, padded, res.replica_units)
+
+    def node_of(replica: int) -> int:
+        return replica // per_node
+
+    if spec.dispatch == "round_robin":
+        return simulate_round_robin(arrive, tokens, spec.batcher, res.replicas, latency, noise, speeds, node_of,
+                                    start, sequential=spec.schedule == "sequential")
+    return simulate_scoring(arrive, tokens, spec.batcher, res.replicas, latency, noise, speeds, node_of, start)
 
 
 def _generation_speeds(outcome: ScoringOutcome, res: Resources, slowdown: float) -> list[SpeedProfile]:

@@ -52,5 +52,7 @@ def fixed_workload(prompts: int = 1, group: int = 4, response: int = 10, prompt:
 
 def placement(schedule: str = "sequential", colocated: bool = False, batch: int = 2, **kw: object) -> PlacementSpec:
     """One engine on one core and one scorer replica on the other (split 50 %), unless colocated."""
-    return PlacementSpec(runtime=kw.pop("runtime", "const"), batcher=BatcherSpec(kind="fixed", batch_size=batch),
+    window = int(kw.pop("batcher_window", 128))  # type: ignore[call-overload]
+    return PlacementSpec(runtime=kw.pop("runtime", "const"),
+                         batcher=BatcherSpec(kind="fixed", batch_size=batch, window=window),
                          schedule=schedule, colocated=colocated, scoring_share=0.5, **kw)  # type: ignore[arg-type]

@@ -84,3 +84,26 @@ def test_every_rollout_scored_exactly_once_under_contention() -> None:
     # Replicas 0 and 1 (node 0) run at half speed before 5 s: a batch started at 0.. takes 0.6 s there.
     first_node0 = [e - s for r in (0, 1) for s, e in zip(out.busy_starts[r], out.busy_ends[r]) if e <= 5.0]
     assert first_node0 and all(d == pytest.approx(0.6) for d in first_node0)
+
+
+def test_round_robin_sequential_gives_each_replica_one_slice_like_the_loop() -> None:
+    from rlsim.loop.schedules import split_evenly
+    from rlsim.planner.scorer_sim import simulate_round_robin
+
+    # Five rollouts at 0 over two replicas: slices as the loop's split_evenly cuts them (2 and 3);
+    # batches of 2 at 1 s: replica 0 ends at 1, replica 1 runs 2 + 1 -> ends at 2.
+    assert [len(p) for p in split_evenly(list(range(5)), 2)] == [2, 3]
+    out = simulate_round_robin(np.zeros(5), np.full(5, 10), BatcherSpec(kind="fixed", batch_size=2), 2,
+                               _const(1.0), ONE, sequential=True)
+    assert out.busy_ends == [[1.0], [1.0, 2.0]]
+    assert out.reward_s.tolist() == [1.0, 1.0, 1.0, 1.0, 2.0]
+
+
+def test_round_robin_overlapped_deals_micro_batches_in_turn() -> None:
+    from rlsim.planner.scorer_sim import simulate_round_robin
+
+    # Micro-batches of 2 finishing at 2, 4, 6 go to replicas 0, 1, 0; each call is one 3 s batch.
+    out = simulate_round_robin(np.arange(1.0, 7.0), np.full(6, 10), BatcherSpec(kind="sorted", batch_size=8, window=2),
+                               2, _const(3.0), ONE)
+    assert out.busy_starts == [[2.0, 6.0], [4.0]]
+    assert out.done_s == pytest.approx(9.0)

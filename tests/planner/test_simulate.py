@@ -117,8 +117,39 @@ def test_predict_step_maps_loop_knobs_onto_the_hand_case() -> None:
     knobs = LoopKnobs(prompts_per_step=1, group_size=4, prompt_tokens=LengthDist(kind="fixed", mean=5),
                       response_tokens=LengthDist(kind="fixed", mean=10), schedule="overlapped", placement="split",
                       cores=2, scoring_cores=1, runtime="const", batcher=BatcherSpec(kind="fixed", batch_size=2),
-                      max_num_seqs=1, steps=2)
-    # Same as test_overlapped_step_by_hand: one core generates, one scores -> 5.0 s.
+                      micro_batch=2, max_num_seqs=1, steps=2)
+    # As test_overlapped_step_by_hand: one core generates, one scores; micro-batches of 2 reach the
+    # scorer at 2 and 4 s -> 5.0 s.
     assert predict_step(knobs, make_profile(step_s=0.1)).step_time_s == pytest.approx(5.0)
     shared = knobs.model_copy(update={"placement": "shared", "cores": 1, "scoring_cores": None})
     assert predict_step(shared, make_profile(gen_slowdown=1.0, score_slowdown=1.0)).step_time_s == pytest.approx(5.5)
+
+
+def test_round_robin_dispatch_waits_for_whole_micro_batches(two_core_node: NodeSpec) -> None:
+    # The loop's dispatch with micro-batches of 4: one call released at 4 s, two batches of 0.5 s
+    # -> rewards at 5.0, step 5.5 s (the pull model scores the first pair at 2 s and ends at 5.0).
+    spec = placement("overlapped", dispatch="round_robin", batcher_window=4)
+    ev = evaluate(two_core_node, make_profile(max_running=1), fixed_workload(), spec, steps=1)
+    assert ev.time_s["score"] == pytest.approx(1.0)
+    assert ev.time_s["total"] == pytest.approx(5.5)
+
+
+def test_knobs_from_the_loops_default_config() -> None:
+    from pathlib import Path
+
+    from rlsim.config_loader import load_config
+    from rlsim.loop.config import RunConfig
+    from rlsim.planner.example_profile import cpu_profile
+    from rlsim.planner.predict import knobs_from_run_config, predict_step
+
+    # load_config skips the loop's check that cores 0-2 exist here: the planner only reads the knobs.
+    config = load_config(RunConfig, Path(__file__).resolve().parents[2] / "configs" / "default.yaml",
+                         ["placement.preset=split", "placement.pool=[0, 1, 2]"])
+    knobs = knobs_from_run_config(config)
+    assert (knobs.prompts_per_step, knobs.group_size, knobs.schedule) == (8, 4, "overlapped")
+    assert knobs.response_tokens == LengthDist(kind="lognormal", mean=64, sigma=0.6, min=16, max=192)
+    assert (knobs.cores, knobs.scoring_cores) == (3, 1)  # split: rollout gets the first half, rounded up
+    assert (knobs.runtime, knobs.batcher.kind, knobs.batcher.window, knobs.max_length) == ("native", "sorted", 8, 256)
+    ev = predict_step(config, cpu_profile())
+    assert ev.resources.train_on_scoring and ev.resources.replica_units == 1
+    assert len(ev.steps) == config.steps and ev.step_time_s > 0
