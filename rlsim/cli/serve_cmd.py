@@ -1,0 +1,73 @@
+"""``rlsim serve``: the reward-scoring HTTP server (FastAPI/uvicorn) around any runtime.
+
+Example: ``rlsim serve --runtime ort --model minilm-rm --port 8000`` then
+``curl -s localhost:8000/score -d '{"texts": ["hello"]}' -H 'content-type: application/json'``.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from rlsim.cli.common import add_model_arg, add_settings_args
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("serve", help="serve a reward model over HTTP with dynamic batching (loopback by default)")
+    p.add_argument("--runtime", default="ort", help="runtime the server wraps: eager, compile, ort, native, ... (default ort)")
+    add_model_arg(p)
+    p.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1; others expose the server)")
+    p.add_argument("--port", type=int, default=8000, help="TCP port (default 8000; 0 picks a free one)")
+    p.add_argument("--port-file", default=None, help="write the bound port here once listening (for port 0)")
+    g = p.add_argument_group("batching and limits")
+    g.add_argument("--max-batch-size", type=int, default=32, help="sequences per forward pass (default 32)")
+    g.add_argument("--max-wait-ms", type=float, default=2.0, help="longest wait for a fuller batch, ms (default 2)")
+    g.add_argument("--max-queue", type=int, default=512, help="queued sequences before answering 503 (default 512)")
+    g.add_argument("--timeout-s", type=float, default=30.0, help="per-request timeout before 504, s (default 30)")
+    g.add_argument("--max-texts", type=int, default=256, help="inputs per request (default 256)")
+    g.add_argument("--max-text-chars", type=int, default=100_000, help="characters per text (default 100000)")
+    g.add_argument("--shutdown-grace-s", type=float, default=30.0, help="time to finish requests on SIGTERM, s")
+    g.add_argument("--no-warmup", action="store_true", help="report ready without a warm-up forward pass")
+    add_settings_args(p)
+    p.add_argument("--parent-pid", type=int, default=None, help=argparse.SUPPRESS)  # set by the http runtime
+    p.add_argument(
+        "--import",
+        dest="imports",
+        action="append",
+        default=[],
+        metavar="MODULE",
+        help="import MODULE first (it may register extra runtimes with @register_scorer)",
+    )
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    import importlib
+
+    from rlsim.cli.common import settings_from_args
+    from rlsim.errors import RlsimError
+    from rlsim.scoring import SCORERS
+    from rlsim.serve.runner import run_server
+    from rlsim.serve.settings import ServeSettings
+
+    for module in args.imports:
+        try:
+            importlib.import_module(module)
+        except ImportError as err:
+            raise RlsimError(f"--import {module}: {err}; check the module name and PYTHONPATH") from None
+    SCORERS.get(args.runtime)  # an unknown runtime fails now, listing the valid ones, before binding a port
+    settings = ServeSettings(
+        runtime=args.runtime,
+        model=args.model,
+        host=args.host,
+        port=args.port,
+        scorer=settings_from_args(args),
+        max_batch_size=args.max_batch_size,
+        max_wait_s=args.max_wait_ms / 1000.0,
+        max_queue=args.max_queue,
+        request_timeout_s=args.timeout_s,
+        max_texts=args.max_texts,
+        max_text_chars=args.max_text_chars,
+        warmup=not args.no_warmup,
+        shutdown_grace_s=args.shutdown_grace_s,
+    ).check()
+    return run_server(settings, port_file=args.port_file, parent_pid=args.parent_pid)

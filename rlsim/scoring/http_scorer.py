@@ -1,0 +1,284 @@
+"""The ``http`` runtime: score over real HTTP against ``rlsim serve`` on loopback.
+
+Either it starts ``python -m rlsim serve`` wrapping ``settings.server_runtime`` on a free loopback
+port (the server tokenizes, batches and runs the model), or it uses a running server at
+``settings.url``. Requests go through one keep-alive ``httpx`` connection pool. Connection errors,
+503 (queue full, loading) and 504 (timed out) are retried with exponential backoff until a
+deadline, then an ``RlsimError`` says what failed; scoring is idempotent, so a retry is safe.
+
+No orphan servers: ``close()`` stops the child (SIGTERM, then SIGKILL), an ``atexit`` hook stops
+any left at interpreter exit, and the child watches its parent and exits when the parent dies.
+"""
+
+from __future__ import annotations
+
+import atexit
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Sequence
+
+import numpy as np
+
+from rlsim.errors import RlsimError
+from rlsim.scoring.base import SCORERS, ScorerSettings, ScorerStats, register_scorer
+
+if TYPE_CHECKING:
+    from rlsim.models.reward import RewardModelSpec
+
+_LIVE: set[subprocess.Popen[bytes]] = set()  # servers this process started and has not stopped yet
+
+
+@atexit.register
+def _stop_all() -> None:
+    for proc in list(_LIVE):
+        _stop(proc, timeout_s=5.0)
+
+
+@register_scorer("http")
+class HttpScorer:
+    """``score_batch(texts)`` is one POST /score (chunked only past the server's ``max_texts``).
+
+    Timing knobs are class attributes (seconds) so tests and callers can tune them:
+    ``start_timeout_s`` for the server to load and warm up, ``deadline_s`` for one batch including
+    retries, ``stop_timeout_s`` for a graceful stop before SIGKILL.
+    """
+
+    name = "http"
+    start_timeout_s = 300.0  # a first use may export the ONNX graph before serving
+    deadline_s = 60.0
+    stop_timeout_s = 30.0
+    backoff_s = (0.05, 2.0)  # first and longest wait between retries
+
+    def __init__(self, model: "RewardModelSpec", settings: ScorerSettings) -> None:
+        import httpx
+
+        self.model, self.settings, self.stats = model, settings, ScorerStats()
+        self._proc: subprocess.Popen[bytes] | None = None
+        self._workdir = Path(tempfile.mkdtemp(prefix="rlsim-http-"))
+        self._lock = threading.Lock()
+        self._client: Any = None
+        try:
+            url = settings.url.rstrip("/") if settings.url else self._start_server()
+            self.url = url
+            timeout = httpx.Timeout(self.deadline_s, connect=5.0)
+            self._client = httpx.Client(base_url=url, timeout=timeout, limits=httpx.Limits(max_keepalive_connections=8))
+            self._max_texts = self._wait_ready()
+        except BaseException:
+            self.close()
+            raise
+
+    # ---- server process ------------------------------------------------------------------------------
+    def _start_server(self) -> str:
+        runtime = self.settings.server_runtime
+        if runtime == "http":
+            raise RlsimError("server_runtime 'http' would start servers recursively; use eager, compile, ort or native")
+        cls = SCORERS.get(runtime)  # unknown names fail here, listing the valid ones
+        port_file = self._workdir / "port"
+        cmd = [sys.executable, "-m", "rlsim", "serve", "--runtime", runtime, "--model", self._model_arg()]
+        cmd += ["--host", "127.0.0.1", "--port", "0", "--port-file", str(port_file), "--parent-pid", str(os.getpid())]
+        # score_batch is one request: let the server take any batch a caller may send in one go.
+        cmd += ["--max-texts", "8192", "--max-queue", "16384", "--max-text-chars", "10000000"]
+        cmd += _settings_flags(self.settings)
+        env = dict(os.environ)
+        paths = [_package_root()]
+        if not cls.__module__.startswith("rlsim."):  # a runtime registered outside rlsim (a plug-in)
+            cmd += ["--import", cls.__module__]
+            paths.append(_module_root(cls.__module__, runtime))
+        env["PYTHONPATH"] = os.pathsep.join(paths + [p for p in [env.get("PYTHONPATH")] if p])
+        with open(self._log_path, "wb") as log:
+            self._proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, env=env)
+        _LIVE.add(self._proc)
+        deadline = time.monotonic() + self.start_timeout_s
+        while not port_file.is_file():
+            self._check_alive("before listening")
+            if time.monotonic() > deadline:
+                raise self._not_ready("it never opened a port")
+            time.sleep(0.05)
+        return f"http://127.0.0.1:{int(port_file.read_text().strip())}"
+
+    def _model_arg(self) -> str:
+        from rlsim.models.builtin import BUILTIN_REWARD_MODELS
+
+        return self.model.name if self.model.name in BUILTIN_REWARD_MODELS else str(self.model.path)
+
+    @property
+    def _log_path(self) -> Path:
+        return self._workdir / "server.log"
+
+    def _wait_ready(self) -> int:
+        """Poll ``/health`` until ready; returns the server's ``max_texts`` per request."""
+        import httpx
+
+        deadline = time.monotonic() + self.start_timeout_s
+        last = "no answer yet"
+        while True:
+            self._check_alive("before becoming ready")
+            try:
+                r = self._client.get("/health", timeout=5.0)
+                body = r.json()
+                if r.status_code == 200 and body.get("status") == "ready":
+                    return int(body.get("max_texts") or 1 << 30)
+                last = f"/health said {body.get('status')!r}: {body.get('detail')}"
+                if body.get("status") == "failed" and self._proc is None:
+                    raise RlsimError(f"the scoring server at {self.url} failed: {body.get('detail')}")
+            except (httpx.TransportError, ValueError) as err:
+                last = f"{type(err).__name__}: {err}"
+            if time.monotonic() > deadline:
+                raise self._not_ready(last)
+            time.sleep(0.1)
+
+    def _check_alive(self, when: str) -> None:
+        if self._proc is not None and self._proc.poll() is not None:
+            raise RlsimError(
+                f"the scoring server ({self.settings.server_runtime}) exited with status {self._proc.returncode} "
+                f"{when}; its output ends with:\n{self._log_tail()}"
+            )
+
+    def _not_ready(self, last: str) -> RlsimError:
+        where = getattr(self, "url", "(no port yet)")
+        tail = f"; its output ends with:\n{self._log_tail()}" if self._proc is not None else ""
+        return RlsimError(
+            f"the scoring server at {where} did not become ready within {self.start_timeout_s:g} s ({last}); "
+            f"check that it starts with `rlsim serve`, or raise HttpScorer.start_timeout_s{tail}"
+        )
+
+    def _log_tail(self, chars: int = 2000) -> str:
+        try:
+            text = self._log_path.read_text(errors="replace")
+        except OSError:
+            return "(no output)"
+        return text[-chars:].strip() or "(no output)"
+
+    # ---- scoring -----------------------------------------------------------------------------------
+    def score_batch(self, texts: Sequence[str]) -> np.ndarray:
+        """POST the texts; float32 rewards ``(len(texts),)``. Raises ``RlsimError`` past the deadline."""
+        if len(texts) == 0:
+            return np.zeros((0,), dtype=np.float32)
+        _check_texts(texts)
+        rewards: list[float] = []
+        truncated = 0
+        for start in range(0, len(texts), self._max_texts):
+            body = self._post({"texts": list(texts[start : start + self._max_texts])})
+            rewards += body["rewards"]
+            truncated += int(body.get("truncated", 0))
+        with self._lock:
+            self.stats.batches += 1
+            self.stats.sequences += len(texts)
+            self.stats.truncated += truncated
+        return np.asarray(rewards, dtype=np.float32).reshape(len(texts))
+
+    def _post(self, payload: dict[str, Any]) -> dict[str, Any]:
+        import httpx
+
+        data = json.dumps(payload, ensure_ascii=False).encode("utf-8")
+        headers = {"content-type": "application/json"}
+        deadline = time.monotonic() + self.deadline_s
+        first, longest = self.backoff_s
+        attempt, last = 0, ""
+        while True:
+            remaining = max(0.1, deadline - time.monotonic())
+            wait_hint = 0.0
+            try:
+                r = self._client.post("/score", content=data, headers=headers, timeout=httpx.Timeout(remaining, connect=min(5.0, remaining)))
+            except httpx.TransportError as err:
+                last = f"{type(err).__name__}: {err or 'no details'}"
+            else:
+                if r.status_code == 200:
+                    return r.json()
+                detail = _detail(r)
+                if r.status_code not in (503, 504):
+                    raise RlsimError(f"the scoring server at {self.url} refused the batch (HTTP {r.status_code}): {detail}")
+                last = f"HTTP {r.status_code}: {detail}"
+                wait_hint = _retry_after(r)
+            self._check_alive("while scoring")
+            delay = max(min(longest, first * 2**attempt), min(wait_hint, longest))
+            attempt += 1
+            if time.monotonic() + delay > deadline:
+                raise RlsimError(
+                    f"the scoring server at {self.url} did not score the batch within {self.deadline_s:g} s "
+                    f"({attempt} attempts; last: {last}); check that it is running and not overloaded, "
+                    "or raise HttpScorer.deadline_s"
+                )
+            time.sleep(delay)
+
+    def close(self) -> None:
+        """Close the connection pool and stop the server this scorer started (idempotent)."""
+        if self._client is not None:
+            self._client.close()
+            self._client = None
+        if self._proc is not None:
+            _stop(self._proc, self.stop_timeout_s)
+        shutil.rmtree(self._workdir, ignore_errors=True)
+
+
+def _stop(proc: subprocess.Popen[bytes], timeout_s: float) -> None:
+    """SIGTERM (the server finishes accepted requests), then SIGKILL if it does not exit in time."""
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(timeout_s)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+    _LIVE.discard(proc)
+
+
+def _settings_flags(s: ScorerSettings) -> list[str]:
+    flags = ["--device", s.device, "--truncation", s.truncation]
+    if s.threads:
+        flags += ["--threads", str(s.threads)]
+    if not s.spinning:
+        flags.append("--no-spinning")
+    if s.max_length:
+        flags += ["--max-length", str(s.max_length)]
+    if s.ort_path:
+        flags += ["--ort-lib", s.ort_path]
+    return flags
+
+
+def _package_root() -> str:
+    """The folder holding this ``rlsim`` package, so the child runs the very same code."""
+    return str(Path(__file__).resolve().parents[2])
+
+
+def _module_root(module: str, runtime: str) -> str:
+    mod = sys.modules.get(module)
+    path = getattr(mod, "__file__", None)
+    if module == "__main__" or path is None:
+        raise RlsimError(
+            f"runtime {runtime!r} is defined in {module}, which a server process cannot import; "
+            "move it into an importable module"
+        )
+    return str(Path(path).resolve().parents[module.count(".")])
+
+
+def _check_texts(texts: Sequence[str]) -> None:
+    for i, text in enumerate(texts):
+        if not isinstance(text, str):
+            raise RlsimError(f"text {i} is {type(text).__name__}, not str; pass a list of strings")
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError as err:
+            raise RlsimError(f"text {i} holds an unpaired surrogate at character {err.start}; pass valid text") from None
+
+
+def _detail(response: Any) -> str:
+    try:
+        return str(response.json().get("detail", response.text))[:2000]
+    except ValueError:
+        return response.text[:2000] or "(empty body)"
+
+
+def _retry_after(response: Any) -> float:
+    try:
+        return max(0.0, float(response.headers.get("retry-after", 0)))
+    except ValueError:
+        return 0.0

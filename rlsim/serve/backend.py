@@ -1,0 +1,196 @@
+"""The model side of the server: one scorer behind one dynamic batcher.
+
+Requests become ``ScoreJob``s; the batcher groups jobs from many requests into one forward pass
+(texts with texts, token-id rows with token-id rows) in its worker thread, so the event loop keeps
+answering while the model runs. Rewards and truncation counts go back to each job's own future.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from concurrent.futures import Future
+from dataclasses import dataclass
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from rlsim.batching.dynamic import DynamicBatcher
+from rlsim.scoring.base import EncodedBatch, Scorer
+
+WARMUP_TEXTS = ["warm-up", "a longer warm-up text, so the first real request does not pay for first-call set-up"]
+
+
+@dataclass(eq=False)
+class ScoreJob:
+    """One request's inputs: exactly one of ``texts`` or ``token_ids`` is set."""
+
+    texts: list[str] | None = None
+    token_ids: list[list[int]] | None = None
+
+    @property
+    def size(self) -> int:
+        """Sequences in this job (the batcher's size unit)."""
+        return len(self.texts if self.texts is not None else self.token_ids or [])
+
+
+@dataclass
+class JobResult:
+    rewards: list[float]
+    truncated: int
+
+
+class ScoringBackend:
+    """A scorer, its batcher and warm-up. ``on_batch(sequences, seconds)`` feeds metrics."""
+
+    def __init__(
+        self,
+        scorer: Scorer,
+        *,
+        max_batch_size: int,
+        max_wait_s: float,
+        max_queue: int,
+        on_batch: Callable[[int, float], None] | None = None,
+    ) -> None:
+        self.scorer = scorer
+        self.warmup_s = 0.0
+        self._batcher: DynamicBatcher[ScoreJob, JobResult] = DynamicBatcher(
+            self._process,
+            max_batch_size=max_batch_size,
+            max_wait_s=max_wait_s,
+            max_queue=max_queue,
+            size_of=lambda job: job.size,
+            on_batch=on_batch,
+            name=f"rlsim-serve-{scorer.name}",
+        )
+
+    # ---- what the app asks -----------------------------------------------------------------------
+    @property
+    def vocab_size(self) -> int | None:
+        """Token ids must lie in ``[0, vocab_size)``; None when the runtime takes texts only."""
+        model = getattr(self.scorer, "model", None)
+        if not hasattr(self.scorer, "_forward") or model is None:
+            return None
+        return int(getattr(model, "vocab_size", 0)) or None
+
+    @property
+    def queued_sequences(self) -> int:
+        return self._batcher.queued_size
+
+    @property
+    def queued_requests(self) -> int:
+        return self._batcher.queued_items
+
+    def retry_after_s(self) -> int:
+        """Seconds a rejected client should wait: time to drain the queue at the rate seen so far."""
+        stats = self._batcher.stats
+        rate = stats.batched_size / stats.busy_s if stats.busy_s > 0 else 0.0
+        if rate <= 0:
+            return 1
+        return int(min(30, max(1, math.ceil(self._batcher.queued_size / rate))))
+
+    def warm_up(self) -> None:
+        """One forward pass before the server reports ready, so first-call costs are not a request's."""
+        t0 = time.perf_counter()
+        self.scorer.score_batch(WARMUP_TEXTS)
+        self.warmup_s = time.perf_counter() - t0
+
+    def submit(self, job: ScoreJob) -> "Future[JobResult]":
+        """Queue a job; raises ``QueueFull`` (answer 503) or ``BatcherClosed`` (shutting down)."""
+        return self._batcher.submit(job)
+
+    def close(self, timeout_s: float | None = None) -> None:
+        """Finish accepted jobs (up to ``timeout_s`` seconds), then release the model."""
+        self._batcher.close(timeout_s)
+        self.scorer.close()
+
+    # ---- the batcher's worker thread ---------------------------------------------------------------
+    def _process(self, jobs: list[ScoreJob]) -> list[JobResult]:
+        results: dict[int, JobResult] = {}
+        text_jobs = [(i, j) for i, j in enumerate(jobs) if j.texts is not None]
+        row_jobs = [(i, j) for i, j in enumerate(jobs) if j.token_ids is not None]
+        if text_jobs:
+            results.update(zip([i for i, _ in text_jobs], self._score_texts([j for _, j in text_jobs])))
+        if row_jobs:
+            results.update(zip([i for i, _ in row_jobs], self._score_rows([j for _, j in row_jobs])))
+        return [results[i] for i in range(len(jobs))]
+
+    def _score_texts(self, jobs: list[ScoreJob]) -> list[JobResult]:
+        flat = [t for job in jobs for t in job.texts or ()]
+        before = self.scorer.stats.truncated
+        rewards = _checked(self.scorer.score_batch(flat), len(flat))
+        batch_truncated = self.scorer.stats.truncated - before
+        per_job = self._attribute_truncation(jobs, batch_truncated)
+        return [JobResult(r, n) for r, n in zip(_split(rewards, jobs), per_job)]
+
+    def _attribute_truncation(self, jobs: list[ScoreJob], batch_truncated: int) -> list[int]:
+        # Cheap in the common case (nothing truncated); only a mixed batch with truncation pays for
+        # re-measuring lengths, so each request learns exactly how many of *its* texts were cut.
+        if batch_truncated == 0:
+            return [0] * len(jobs)
+        if len(jobs) == 1:
+            return [batch_truncated]
+        lengths = getattr(self.scorer, "token_lengths", None)
+        limit = getattr(self.scorer, "max_length", None)
+        if lengths is None or limit is None:
+            return [batch_truncated] + [0] * (len(jobs) - 1)  # runtime cannot say whose: report on the first
+        return [sum(n > limit for n in lengths(job.texts)) for job in jobs]
+
+    def _score_rows(self, jobs: list[ScoreJob]) -> list[JobResult]:
+        rows = [row for job in jobs for row in job.token_ids or ()]
+        rewards, cut = score_token_rows(self.scorer, rows)
+        per_job, start = [], 0
+        for job in jobs:
+            per_job.append(int(sum(cut[start : start + job.size])))
+            start += job.size
+        return [JobResult(r, n) for r, n in zip(_split(_checked(rewards, len(rows)), jobs), per_job)]
+
+
+def score_token_rows(scorer: Any, rows: Sequence[Sequence[int]]) -> tuple[np.ndarray, list[bool]]:
+    """Score pre-tokenized rows in one forward pass of a ``TokenizingScorer``.
+
+    Rows longer than the scorer's ``max_length`` are cut by its truncation side (``left`` keeps the
+    end); rows are padded with the tokenizer's pad id on its padding side, to the backend's length
+    (``compile`` buckets). Returns float32 rewards ``(len(rows),)`` and which rows were cut.
+    """
+    # TokenizingScorer has no public "score ids" entry point yet; these are its documented parts.
+    limit = int(scorer.max_length)
+    keep_end = scorer.settings.truncation == "left"
+    cut = [len(r) > limit for r in rows]
+    kept = [list(r[-limit:]) if keep_end else list(r[:limit]) for r in rows]
+    width = int(scorer._pad_length(max(len(r) for r in kept)))
+    tokenizer = scorer._tokenizer
+    ids = np.full((len(kept), width), int(tokenizer.pad_token_id), dtype=np.int64)
+    mask = np.zeros((len(kept), width), dtype=np.int64)
+    pad_left = getattr(tokenizer, "padding_side", "right") == "left"
+    for i, row in enumerate(kept):
+        span = slice(width - len(row), width) if pad_left else slice(0, len(row))
+        ids[i, span] = row
+        mask[i, span] = 1
+    batch = EncodedBatch(ids, mask, real_tokens=int(mask.sum()), truncated=sum(cut))
+    rewards = np.asarray(scorer._forward(batch), dtype=np.float32).reshape(len(rows))
+    stats = scorer.stats
+    stats.batches += 1
+    stats.sequences += len(rows)
+    stats.tokens += batch.real_tokens
+    stats.padded_tokens += int(ids.size)
+    stats.truncated += batch.truncated
+    return rewards, cut
+
+
+def _checked(rewards: np.ndarray, n: int) -> np.ndarray:
+    values = np.asarray(rewards, dtype=np.float32).reshape(-1)
+    if values.shape != (n,):
+        raise RuntimeError(f"the runtime returned {values.shape[0]} rewards for {n} inputs")
+    if not np.all(np.isfinite(values)):
+        # A server-side fault (bad weights), not the client's: surfaces as a 500.
+        raise RuntimeError("the runtime returned a non-finite reward (NaN or inf); check the model's weights")
+    return values
+
+
+def _split(rewards: np.ndarray, jobs: list[ScoreJob]) -> list[list[float]]:
+    out, start = [], 0
+    for job in jobs:
+        out.append([float(x) for x in rewards[start : start + job.size]])
+        start += job.size
+    return out

@@ -1,0 +1,133 @@
+"""Run the scoring server with uvicorn: bind, announce the port, watch the parent, shut down gracefully.
+
+The socket is bound here (not by uvicorn) so ``port=0`` can pick a free port and the real one is
+known before serving starts: it is written to ``port_file`` for a parent process to read, which
+avoids the race of "find a free port, close it, hope nobody takes it".
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from rlsim.errors import RlsimError
+from rlsim.io import atomic_write_text
+from rlsim.serve.app import BackendFactory, create_app, log
+from rlsim.serve.backend import ScoringBackend
+from rlsim.serve.metrics import ServerMetrics
+from rlsim.serve.settings import ServeSettings, is_loopback
+
+PARENT_POLL_S = 0.5
+
+
+def registry_backend_factory(settings: ServeSettings) -> BackendFactory:
+    """Build the runtime named in ``settings`` from the scorer registry (the normal case)."""
+
+    def build(metrics: ServerMetrics) -> ScoringBackend:
+        from rlsim.models import resolve_reward_model
+        from rlsim.scoring import make_scorer
+
+        scorer = make_scorer(settings.runtime, resolve_reward_model(settings.model), settings.scorer)
+        return ScoringBackend(
+            scorer,
+            max_batch_size=settings.max_batch_size,
+            max_wait_s=settings.max_wait_s,
+            max_queue=settings.max_queue,
+            on_batch=metrics.observe_batch,
+        )
+
+    return build
+
+
+def bind_socket(host: str, port: int) -> socket.socket:
+    """A listening-ready TCP socket on ``host:port`` (``port=0``: any free port)."""
+    try:
+        family, kind, proto, _, address = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0]
+        sock = socket.socket(family, kind, proto)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind(address)
+    except OSError as err:
+        raise RlsimError(
+            f"cannot listen on {host}:{port} ({err.strerror or err}); pick another --port (0 = any free port)"
+        ) from None
+    return sock
+
+
+def make_server(
+    settings: ServeSettings, factory: BackendFactory | None = None, sock: socket.socket | None = None
+) -> tuple[Any, socket.socket]:
+    """A configured ``uvicorn.Server`` and its bound socket; ``server.run(sockets=[sock])`` serves."""
+    import uvicorn
+
+    settings.check()
+    sock = sock or bind_socket(settings.host, settings.port)
+    holder: dict[str, Any] = {}
+    app = create_app(settings, factory or registry_backend_factory(settings), lambda: _stop(holder))
+    config = uvicorn.Config(
+        app,
+        log_level="warning",
+        access_log=False,
+        lifespan="on",
+        # After SIGTERM, accepted requests get this long to finish before connections are cut.
+        timeout_graceful_shutdown=settings.shutdown_grace_s,
+    )
+    server = uvicorn.Server(config)
+    holder["server"] = server
+    return server, sock
+
+
+def _stop(holder: dict[str, Any]) -> None:
+    server = holder.get("server")
+    if server is not None:
+        server.should_exit = True
+
+
+def run_server(
+    settings: ServeSettings,
+    factory: BackendFactory | None = None,
+    port_file: str | os.PathLike[str] | None = None,
+    parent_pid: int | None = None,
+) -> int:
+    """Serve until SIGTERM/SIGINT (or the parent dies); 0 on a clean stop, 2 if the model failed to load."""
+    if not is_loopback(settings.host):
+        log(f"warning: listening on {settings.host}, reachable from other machines; the API has no authentication")
+    server, sock = make_server(settings, factory)
+    port = sock.getsockname()[1]
+    log(f"listening on http://{settings.host}:{port} ({settings.runtime} on {settings.model}); loading the model")
+    if port_file is not None:
+        atomic_write_text(Path(port_file), f"{port}\n")
+    if parent_pid is not None:
+        threading.Thread(target=_watch_parent, args=(parent_pid, server), name="rlsim-serve-parent", daemon=True).start()
+    server.run(sockets=[sock])
+    state = server.config.app.state.rlsim if hasattr(server.config.app, "state") else None
+    return 2 if state is not None and state.status == "failed" else 0
+
+
+def _watch_parent(parent_pid: int, server: Any) -> None:
+    """Shut down gracefully when the process that started us is gone, so no server is orphaned.
+
+    While our parent lives, ``os.getppid()`` is its pid; once it dies we are re-parented and it
+    changes. That holds even for SIGKILL, which no cleanup handler in the parent can catch.
+    """
+    direct = os.getppid() == parent_pid
+    while not server.should_exit:
+        gone = os.getppid() != parent_pid if direct else not _alive(parent_pid)
+        if gone:
+            log(f"parent process {parent_pid} is gone; shutting down")
+            server.should_exit = True
+            return
+        time.sleep(PARENT_POLL_S)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
