@@ -83,7 +83,7 @@ def summarise(spec: PlacementSpec, res: Resources, steps: list[StepResult], illu
     """Means over steps, utilisation per activity and device, and the bottleneck's name."""
     totals = np.array([s.time_s["total"] for s in steps])
     mean_total = float(totals.mean())
-    time_s = {p: float(np.mean([s.time_s[p] for s in steps])) for p in (*PHASES, "total")}
+    time_s = {p: float(np.mean([s.time_s[p] for s in steps])) for p in (*PHASES, "score_tail", "total")}
     rollouts = float(np.mean([s.rollouts for s in steps]))
     name, detail = bottleneck(steps, time_s, res)
     return Evaluation(
@@ -105,8 +105,8 @@ def utilisation(steps: list[StepResult], res: Resources) -> dict[str, float]:
 
 
 def bottleneck(steps: list[StepResult], time_s: dict[str, float], res: Resources) -> tuple[str, str]:
-    """The phase on the critical path that takes longest, with a reason in words."""
-    parts = {"generation": time_s["generate"], "scoring": time_s["score"], "update": time_s["update"],
+    """The phase on the critical path (``CRITICAL_PATH``) that takes longest, with a reason in words."""
+    parts = {"generation": time_s["generate"], "scoring": time_s["score_tail"], "update": time_s["update"],
              "sync": time_s["sync"], "overhead": time_s["idle"]}
     name = max(parts, key=lambda k: parts[k])
     share = parts[name] / time_s["total"]
@@ -117,7 +117,7 @@ def bottleneck(steps: list[StepResult], time_s: dict[str, float], res: Resources
                           f"takes {ratio:.2f}x the mean engine, so more engines help less than shorter tails")
         return name, f"generation is {share:.0%} of the step with {res.engines} engine(s) evenly loaded"
     if name == "scoring":
-        return name, (f"rewards arrive {time_s['score']:.2f} s after the last rollout ({share:.0%} of the step); "
+        return name, (f"rewards arrive {time_s['score_tail']:.2f} s after the last rollout ({share:.0%} of the step); "
                       f"{res.replicas} replicas of {res.replica_units:g} {_units(res.scorer_device)} fall behind")
     return name, f"{name} is {share:.0%} of the step"
 

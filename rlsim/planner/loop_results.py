@@ -77,6 +77,30 @@ def read_loop_steps(path: str | Path, skip_first: int = 1) -> LoopSteps:
     return LoopSteps(p, time_s, None if any(t is None for t in tokens) else np.array(tokens), rollouts)
 
 
+@dataclass(frozen=True)
+class RunSettings:
+    """How a loop run was set up, read from its results.json: sequences submitted per step and the
+    cores the rollout and trainer actors were pinned to."""
+
+    rollouts_per_step: int
+    rollout_units: float
+    trainer_units: float
+
+
+def read_run_settings(path: str | Path) -> RunSettings:
+    """``config.workload`` and ``placement`` of a results.json written by ``rlsim run``."""
+    p = Path(path)
+    data = _read_json(p)
+    try:
+        workload = data["config"]["workload"]
+        placement = data["placement"]
+        rollouts = int(workload["prompts_per_step"]) * int(workload["group_size"])
+        return RunSettings(rollouts, float(len(placement["rollout"]["cores"])), float(len(placement["trainer"]["cores"])))
+    except (KeyError, TypeError, ValueError):
+        raise RlsimError(f"{p} does not say how the run was set up (config.workload, placement.*.cores); "
+                         "give running and units for it in the profile config") from None
+
+
 def generation_point(run: LoopSteps, running: float, units: float) -> GenerationPoint:
     """Median generated tokens/s over the run's steps, at ``running`` sequences on ``units``."""
     if run.tokens is None:

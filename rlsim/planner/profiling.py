@@ -16,7 +16,13 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from rlsim.errors import RlsimError
 from rlsim.planner.fitting import fit_generation_model, fit_latency_model
-from rlsim.planner.loop_results import generation_point, read_contention, read_loop_steps, trainer_model
+from rlsim.planner.loop_results import (
+    generation_point,
+    read_contention,
+    read_loop_steps,
+    read_run_settings,
+    trainer_model,
+)
 from rlsim.planner.profile import (
     ContentionEntry,
     ContentionModel,
@@ -31,12 +37,17 @@ from rlsim.planner.profile import (
 
 
 class LoopRun(BaseModel):
-    """One ``rlsim run`` results.json and the generation concurrency / units it ran with."""
+    """One ``rlsim run`` results.json and the generation concurrency / units it ran with.
+
+    Left out, they are read from the results.json itself: every rollout of a step is submitted at
+    once, so ``running`` = prompts x group size (capped by ``max_running``), and ``units`` = the
+    rollout actor's cores.
+    """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
     path: str
-    running: float = Field(gt=0, description="sequences the engine decoded at once (max_num_seqs or all)")
-    units: float = Field(gt=0, description="cores (or GPUs) the generation engine had")
+    running: float | None = Field(default=None, gt=0, description="sequences decoded at once")
+    units: float | None = Field(default=None, gt=0, description="cores (or GPUs) of the generation engine")
 
 
 class ProfileConfig(BaseModel):
@@ -127,9 +138,16 @@ def _from_loop(
     """Generation curve and trainer costs from loop runs (and given points)."""
     runs = [read_loop_steps(_path(base_dir, run.path)) for run in config.loop_runs]
     points = list(config.generation_points)
+    trainer_units = config.trainer_units
     for run, steps in zip(config.loop_runs, runs):
         try:
-            points.append(generation_point(steps, run.running, run.units))
+            running, units = run.running, run.units
+            if running is None or units is None:
+                settings = read_run_settings(_path(base_dir, run.path))
+                running = running or min(settings.rollouts_per_step, config.max_running)
+                units = units or settings.rollout_units
+                trainer_units = settings.trainer_units
+            points.append(generation_point(steps, running, units))
         except RlsimError as err:
             unmeasured.append(f"generation point from {run.path}: {err}")
     generation = None
@@ -141,7 +159,7 @@ def _from_loop(
     trainer = None
     if runs:
         try:
-            trainer = trainer_model(runs, config.trainer_units)
+            trainer = trainer_model(runs, trainer_units)
             measured.append(f"update/sync cost per token and step overhead ({len(runs)} run(s))")
         except RlsimError as err:
             unmeasured.append(f"trainer: {err}")

@@ -9,6 +9,7 @@ from rich.console import Console
 from rich.table import Table
 
 from rlsim.planner.evaluate import Evaluation
+from rlsim.planner.simulate import CRITICAL_PATH
 
 ILLUSTRATIVE_WARNING = ("the profile is ILLUSTRATIVE (example numbers, not measured): these predictions show how "
                         "the planner works, not what your hardware does; measure one with `rlsim profile`")
@@ -41,7 +42,8 @@ def print_plan(console: Console, chosen: Evaluation, heading: str) -> None:
     console.print(f"[bold]{heading}[/bold]: {chosen.spec.label()}")
     console.print(f"  step {chosen.step_time_s:.2f} s (+/- {chosen.step_time_std_s:.2f} over {len(chosen.steps)} steps), "
                   f"{chosen.rollouts_per_hour:,.0f} rollouts/hour")
-    console.print("  breakdown: " + ", ".join(f"{k} {t[k]:.2f} s" for k in ("generate", "score", "update", "sync", "idle")))
+    console.print("  critical path: " + ", ".join(f"{k} {t[k]:.2f} s" for k in CRITICAL_PATH)
+                  + f"  (scorers busy {t['score']:.2f} s in all)")
     console.print(f"  bottleneck: {chosen.bottleneck} - {chosen.bottleneck_detail}")
     console.print("  utilisation: " + ", ".join(f"{k} {v:.0%}" for k, v in chosen.utilisation.items()))
 
@@ -96,12 +98,12 @@ def plot_plan(chosen: Evaluation, path: Path) -> Path:
     left.set_ylabel("busy share of the step (%)")
     left.set_title("Utilisation")
     bottom = 0.0
-    for phase in ("generate", "score", "update", "sync", "idle"):
+    for phase in CRITICAL_PATH:
         value = chosen.time_s[phase]
         right.bar(["step"], [value], bottom=bottom, label=phase)
         bottom += value
     right.set_ylabel("seconds")
-    right.set_title(f"Step breakdown ({chosen.step_time_s:.1f} s)")
+    right.set_title(f"Critical path ({chosen.step_time_s:.1f} s)")
     right.legend(fontsize=8)
     fig.suptitle(chosen.spec.label() + (" [ILLUSTRATIVE profile]" if chosen.illustrative else ""), fontsize=9)
     fig.tight_layout()

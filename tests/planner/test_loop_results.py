@@ -126,3 +126,22 @@ def test_validation_entry_and_report(tmp_path: Path) -> None:
     report = validation_report([entry, {**entry, "error": 0.2}, {**entry, "error": -0.01}])
     assert report["median_abs_error"] == pytest.approx(abs(5.5 / 5.85 - 1))
     assert report["max_abs_error"] == pytest.approx(0.2)
+
+
+def test_loop_run_settings_are_read_from_the_results_file(tmp_path: Path) -> None:
+    # rlsim run records its config and each actor's cores: 8 prompts x 4 samples on 2 rollout cores.
+    path = write_run(tmp_path / "r.json", [100, 1000, 2000], gen_tps=400.0)
+    data = json.loads(path.read_text())
+    data["config"] = {"workload": {"prompts_per_step": 8, "group_size": 4}}
+    data["placement"] = {"rollout": {"cores": [0]}, "scorer": {"cores": [1]}, "trainer": {"cores": [1]}}
+    path.write_text(json.dumps(data))
+    config = ProfileConfig(hardware_kind="here", loop_runs=[LoopRun(path="r.json")], max_running=16)
+    built = build_profile(config, tmp_path, measure=False, fill_from=make_profile())
+    # One concurrency cannot fit a curve; the message shows it was read as 32 capped at max_running.
+    assert any("one concurrency only (16 running" in u for u in built.unmeasured)
+    assert built.profile.trainer is not None and built.profile.trainer.units == 1
+    path.write_text(json.dumps({"steps": data["steps"]}))
+    with pytest.raises(RlsimError, match="does not say how the run was set up"):
+        from rlsim.planner.loop_results import read_run_settings
+
+        read_run_settings(path)

@@ -29,7 +29,7 @@ def test_plan_writes_ranked_json_and_plots(tmp_path: Path, capsys: pytest.Captur
     assert rates == sorted(rates, reverse=True)
     chosen = doc["chosen"]
     assert chosen["label"] == ranked[0]["label"] and len(chosen["step_totals_s"]) == 3
-    assert set(chosen["time_s"]) == {"generate", "score", "update", "sync", "idle", "total"}
+    assert set(chosen["time_s"]) == {"generate", "score", "score_tail", "update", "sync", "idle", "total"}
     assert chosen["bottleneck"]["name"] in {"generation", "scoring", "update", "sync", "overhead"}
     assert doc["profile"]["illustrative"] and "ILLUSTRATIVE" in doc["warnings"][0]
     for png in ("step_time_vs_scoring_share.png", "plan_utilisation.png"):

@@ -107,3 +107,12 @@ def test_round_robin_overlapped_deals_micro_batches_in_turn() -> None:
                                2, _const(3.0), ONE)
     assert out.busy_starts == [[2.0, 6.0], [4.0]]
     assert out.done_s == pytest.approx(9.0)
+
+
+def test_union_of_busy_intervals_counts_overlap_once() -> None:
+    from rlsim.planner.scorer_sim import ScoringOutcome
+    from rlsim.planner.simulate import union_s
+
+    out = ScoringOutcome(done_s=0, batches=0, padded_tokens=0, real_tokens=0,
+                         busy_starts=[[0.0, 5.0], [1.0, 9.0]], busy_ends=[[2.0, 6.0], [3.0, 9.5]])
+    assert union_s(out) == pytest.approx(3.0 + 1.0 + 0.5)

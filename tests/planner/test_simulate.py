@@ -18,7 +18,7 @@ def test_sequential_step_by_hand(two_core_node: NodeSpec) -> None:
     ev = evaluate(two_core_node, make_profile(max_running=1), fixed_workload(), placement("sequential"), steps=1)
     t = ev.time_s
     assert t["generate"] == pytest.approx(4.0)
-    assert t["score"] == pytest.approx(1.0)
+    assert t["score"] == t["score_tail"] == pytest.approx(1.0)
     assert (t["update"], t["sync"]) == (pytest.approx(0.3), pytest.approx(0.2))
     assert t["total"] == pytest.approx(5.5)
     assert ev.rollouts_per_hour == pytest.approx(4 * 3600 / 5.5)
@@ -29,7 +29,8 @@ def test_overlapped_step_by_hand(two_core_node: NodeSpec) -> None:
     # 4.5. Only 0.5 s of scoring is left on the critical path: 4.5 + 0.5 = 5.0 s.
     ev = evaluate(two_core_node, make_profile(max_running=1), fixed_workload(), placement("overlapped"), steps=1)
     assert ev.time_s["generate"] == pytest.approx(4.0)
-    assert ev.time_s["score"] == pytest.approx(0.5)
+    assert ev.time_s["score_tail"] == pytest.approx(0.5)
+    assert ev.time_s["score"] == pytest.approx(1.0)  # as the loop counts it: scorers busy 2-2.5 and 4-4.5
     assert ev.time_s["total"] == pytest.approx(5.0)
 
 
@@ -52,7 +53,8 @@ def test_colocated_contention_fixed_point_by_hand() -> None:
     one_core = NodeSpec(count=1, cores=1, gpus=0, kind="test-kind")
     ev = evaluate(one_core, profile, fixed_workload(), placement("overlapped", colocated=True), steps=1)
     assert ev.time_s["generate"] == pytest.approx(4.5)
-    assert ev.time_s["score"] == pytest.approx(0.5)
+    assert ev.time_s["score_tail"] == pytest.approx(0.5)
+    assert ev.time_s["score"] == pytest.approx(1.5)  # busy 2.0-3.0 and 4.5-5.0
     assert ev.time_s["total"] == pytest.approx(5.5)
     assert ev.steps[0].rounds >= 2  # the fixed point needed more than the uncontended pass
 
