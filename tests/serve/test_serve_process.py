@@ -1,0 +1,103 @@
+"""``rlsim serve`` as a real process: signals finish accepted requests, failures exit with a message."""
+
+from __future__ import annotations
+
+import signal
+import socket
+import subprocess
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import httpx
+import pytest
+from prometheus_client.parser import text_string_to_metric_families
+
+from conftest import WAIT, process_url, serve_process, terminate, wait_ready
+
+
+def queued_requests(url: str) -> float:
+    text = httpx.get(f"{url}/metrics", timeout=WAIT).text
+    for family in text_string_to_metric_families(text):
+        for sample in family.samples:
+            if sample.name == "rlsim_serve_queue_depth_requests":
+                return sample.value
+    raise AssertionError("queue depth gauge missing")
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+def test_signal_finishes_every_accepted_request(tmp_path: Path, sig: signal.Signals) -> None:
+    port_file = tmp_path / "port"
+    proc = serve_process(
+        "--runtime", "test-tiny", "--model", "minilm-rm", "--max-batch-size", "1", "--max-wait-ms", "0",
+        env={"RLSIM_TINY_DELAY_S": "0.5"}, port_file=port_file,
+    )  # fmt: skip
+    try:
+        url = process_url(proc, port_file)
+        wait_ready(url)
+        with ThreadPoolExecutor(4) as pool:
+            futures = [pool.submit(httpx.post, f"{url}/score", json={"texts": [f"text {i}"]}, timeout=WAIT) for i in range(4)]
+            end = time.monotonic() + WAIT
+            while queued_requests(url) < 3:  # one in the model (0.5 s per batch), three waiting
+                assert time.monotonic() < end, "requests never queued"
+                time.sleep(0.02)
+            proc.send_signal(sig)
+            answers = [f.result(WAIT) for f in futures]
+        assert [a.status_code for a in answers] == [200] * 4
+        assert all(len(a.json()["rewards"]) == 1 for a in answers)
+        proc.wait(WAIT)
+        stderr = proc.stderr.read().decode()
+        assert "Traceback" not in stderr, stderr
+        with pytest.raises(httpx.TransportError):
+            httpx.get(f"{url}/health", timeout=5)
+    finally:
+        terminate(proc)
+
+
+def run_serve(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[bytes]:
+    proc = serve_process(*args, port_file=tmp_path / "port")
+    try:
+        _, err = proc.communicate(timeout=WAIT)
+    finally:
+        terminate(proc)
+    return subprocess.CompletedProcess(proc.args, proc.returncode, b"", err)
+
+
+def test_unknown_runtime_exits_2_listing_valid_names(tmp_path: Path) -> None:
+    done = run_serve(tmp_path, "--runtime", "nope")
+    assert done.returncode == 2
+    message = done.stderr.decode()
+    assert "unknown scoring runtime 'nope'" in message and "eager" in message and "Traceback" not in message
+
+
+def test_model_that_fails_to_load_exits_2_with_the_reason(tmp_path: Path) -> None:
+    done = run_serve(tmp_path, "--runtime", "test-broken", "--model", "minilm-rm")
+    assert done.returncode == 2
+    assert "cannot load on purpose" in done.stderr.decode()
+
+
+def test_port_in_use_exits_2_naming_the_fix(tmp_path: Path) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        done = run_serve(tmp_path, "--runtime", "test-tiny", "--port", str(taken.getsockname()[1]))
+    assert done.returncode == 2
+    assert "cannot listen on 127.0.0.1" in done.stderr.decode() and "--port" in done.stderr.decode()
+
+
+def test_server_exits_when_the_process_it_serves_dies(tmp_path: Path) -> None:
+    parent = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
+    port_file = tmp_path / "port"
+    proc = serve_process(
+        "--runtime", "test-tiny", "--model", "minilm-rm", "--parent-pid", str(parent.pid), port_file=port_file
+    )
+    try:
+        wait_ready(process_url(proc, port_file))
+        parent.kill()
+        parent.wait()
+        proc.wait(WAIT)  # raises TimeoutExpired if the server never noticed
+        assert "parent process" in proc.stderr.read().decode()
+    finally:
+        parent.kill()
+        terminate(proc)
