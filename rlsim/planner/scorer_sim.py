@@ -45,6 +45,21 @@ class ScoringOutcome:
     busy_ends: list[list[float]]
     reward_s: np.ndarray = field(default_factory=lambda: np.zeros(0))
 
+    @classmethod
+    def empty(cls, replicas: int, rollouts: int, real_tokens: int, start_s: float) -> "ScoringOutcome":
+        return cls(done_s=start_s, batches=0, padded_tokens=0, real_tokens=real_tokens,
+                   busy_starts=[[] for _ in range(replicas)], busy_ends=[[] for _ in range(replicas)],
+                   reward_s=np.zeros(rollouts))
+
+    def record(self, replica: int, begin: float, end: float, rollouts: np.ndarray, padded: int) -> None:
+        """One batch of ``rollouts`` (indices) scored on ``replica`` from ``begin`` to ``end`` seconds."""
+        self.batches += 1
+        self.padded_tokens += padded
+        self.busy_starts[replica].append(begin)
+        self.busy_ends[replica].append(end)
+        self.reward_s[rollouts] = end
+        self.done_s = max(self.done_s, end)
+
     def busy_s(self) -> float:
         return float(sum(e - s for ss, es in zip(self.busy_starts, self.busy_ends) for s, e in zip(ss, es)))
 
@@ -165,9 +180,7 @@ def simulate_scoring(
     closed = float(arr[-1]) if len(arr) else start_s
     source = BatchSource(arr, tok, spec, closed)
     loop = EventLoop()
-    out = ScoringOutcome(done_s=start_s, batches=0, padded_tokens=0, real_tokens=int(tok.sum()),
-                         busy_starts=[[] for _ in range(replicas)], busy_ends=[[] for _ in range(replicas)],
-                         reward_s=np.zeros(len(arr)))
+    out = ScoringOutcome.empty(replicas, len(arr), int(tok.sum()), start_s)
 
     def free(replica: int) -> Callable[[float], None]:
         def action(now: float) -> None:
@@ -179,12 +192,7 @@ def simulate_scoring(
             padded = int(len(idx) * tok[idx].max())
             work = latency(len(idx), padded) * float(noise[out.batches % len(noise)])
             end = speeds[replica_node(replica)].end_time(begin, work) if speeds else begin + work
-            out.batches += 1
-            out.padded_tokens += padded
-            out.busy_starts[replica].append(begin)
-            out.busy_ends[replica].append(end)
-            out.reward_s[idx] = end
-            out.done_s = max(out.done_s, end)
+            out.record(replica, begin, end, idx, padded)
             loop.schedule(end, action)
 
         return action
@@ -223,9 +231,7 @@ def simulate_round_robin(
         calls = [order[bounds[i]:bounds[i + 1]] for i in range(replicas)]
     else:
         calls = [order[i:i + spec.window] for i in range(0, n, spec.window)]
-    out = ScoringOutcome(done_s=start_s, batches=0, padded_tokens=0, real_tokens=int(tokens.sum()),
-                         busy_starts=[[] for _ in range(replicas)], busy_ends=[[] for _ in range(replicas)],
-                         reward_s=np.zeros(n))
+    out = ScoringOutcome.empty(replicas, n, int(tokens.sum()), start_s)
     free_at = [start_s] * replicas
     for k, call in enumerate(calls):
         if not len(call):
@@ -236,12 +242,7 @@ def simulate_round_robin(
             padded = int(len(batch) * tokens[batch].max())
             work = latency(len(batch), padded) * float(noise[out.batches % len(noise)])
             end = speeds[replica_node(replica)].end_time(now, work) if speeds else now + work
-            out.batches += 1
-            out.padded_tokens += padded
-            out.busy_starts[replica].append(now)
-            out.busy_ends[replica].append(end)
-            out.reward_s[batch] = end
+            out.record(replica, now, end, batch, padded)
             now = end
         free_at[replica] = now
-        out.done_s = max(out.done_s, now)
     return out
