@@ -111,6 +111,11 @@ def bottleneck(steps: list[StepResult], time_s: dict[str, float], res: Resources
     name = max(parts, key=lambda k: parts[k])
     share = parts[name] / time_s["total"]
     if name == "generation":
+        idle = max(s.idle_engines for s in steps)
+        if idle:
+            return name, (f"generation is {share:.0%} of the step and {idle} of {res.engines} engines get no "
+                          "rollout: the step has fewer rollouts than engines (raise prompts_per_step or use "
+                          "fewer, larger engines)")
         ratio = float(np.mean([s.engine_makespan_max_s / max(s.engine_makespan_mean_s, 1e-12) for s in steps]))
         if ratio >= STRAGGLER_RATIO:
             return name, (f"generation is {share:.0%} of the step; long-tail stragglers: the slowest engine "

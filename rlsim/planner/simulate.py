@@ -46,6 +46,7 @@ class StepResult:
     score_busy_unit_s: float
     engine_makespan_mean_s: float
     engine_makespan_max_s: float
+    idle_engines: int
     batches: int
     padding_waste: float
     rounds: int
@@ -178,7 +179,8 @@ def _assemble(inputs: StepInputs, batch: EngineBatch, finish: np.ndarray, engine
         time_s=time_s, rollouts=int(batch.valid.sum()), tokens=tokens,
         gen_busy_unit_s=float(engine_end.sum()) * res.engine_units,
         score_busy_unit_s=outcome.busy_s() * res.replica_units,
-        engine_makespan_mean_s=float(engine_end.mean()), engine_makespan_max_s=gen_done,
+        engine_makespan_mean_s=float(engine_end[batch.valid.any(axis=1)].mean()), engine_makespan_max_s=gen_done,
+        idle_engines=int((~batch.valid.any(axis=1)).sum()),
         batches=outcome.batches,
         padding_waste=1.0 - outcome.real_tokens / outcome.padded_tokens if outcome.padded_tokens else 0.0,
         rounds=rounds,

@@ -155,3 +155,12 @@ def test_knobs_from_the_loops_default_config() -> None:
     ev = predict_step(config, cpu_profile())
     assert ev.resources.train_on_scoring and ev.resources.replica_units == 1
     assert len(ev.steps) == config.steps and ev.step_time_s > 0
+
+
+def test_more_engines_than_rollouts_is_named() -> None:
+    node = NodeSpec(count=2, cores=4, gpus=0, kind="test-kind")
+    spec = PlacementSpec(runtime="const", batcher=BatcherSpec(kind="fixed", batch_size=4), colocated=True,
+                         engine_units=1, schedule="sequential")
+    ev = evaluate(node, make_profile(score_s=0.001), fixed_workload(), spec, steps=1)  # 4 rollouts, 8 engines
+    assert ev.bottleneck == "generation" and "4 of 8 engines get no rollout" in ev.bottleneck_detail
+    assert ev.steps[0].engine_makespan_mean_s == pytest.approx(ev.steps[0].engine_makespan_max_s)
