@@ -36,7 +36,9 @@ class RayStepBackend:
         self.num_scorers = len(actors.scorers)
         self._sync = sync
         self._max_attempts = max_attempts
-        self.faults = {"injected": 0, "survived": 0, "resubmitted_batches": 0}
+        # resubmitted_batches: batches sent again after their scorer died (all that were queued on it);
+        # scorer_failures: scorers found dead, counted once per replica and step.
+        self.faults = {"injected": 0, "survived": 0, "resubmitted_batches": 0, "scorer_failures": 0}
 
     def generate(self, requests: Sequence[RolloutRequest]) -> tuple[list[Rollout], list[Event]]:
         return self._get(self.actors.rollout.generate.remote(list(requests)), "rollout")
@@ -52,6 +54,7 @@ class RayStepBackend:
     def collect(self, handles: list[PendingScore]) -> list[tuple[dict[int, float], list[Event]]]:
         """Results of every pending score, re-sending a batch whose scorer died (up to ``max_attempts``)."""
         pending = {p.ref: p for p in handles}
+        failed_replicas: set[int] = set()
         results = []
         while pending:
             done, _ = ray.wait(list(pending), num_returns=1)
@@ -68,7 +71,9 @@ class RayStepBackend:
                     p.replica, p.rollouts, p.batch, p.attempts + 1,
                 )
                 self.faults["resubmitted_batches"] += 1
+                failed_replicas.add(p.replica)
                 pending[retry.ref] = retry
+        self.faults["scorer_failures"] += len(failed_replicas)
         return results
 
     def train(self, rollouts: list[Rollout], rewards: dict[int, float]) -> tuple[dict[str, Any], list[Event]]:

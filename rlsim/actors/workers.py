@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import socket
+import sys
 import time
 from pathlib import Path
 from typing import Any, Callable, Iterator, Sequence
@@ -41,6 +42,7 @@ class _Worker:
         return {
             "name": self.name,
             "host": socket.gethostname(),
+            "node": _ray_node_id(),
             "pid": os.getpid(),
             "cores": self.cores,
             "gpu": self._gpu,
@@ -53,6 +55,15 @@ class _Worker:
 
     def _mark_started(self) -> None:
         self._start_s = time.perf_counter() - self._started
+
+
+def _ray_node_id() -> str | None:
+    """The Ray node this process belongs to, if it runs inside Ray (several "nodes" can share a host)."""
+    if "ray" not in sys.modules:
+        return None
+    import ray
+
+    return ray.get_runtime_context().get_node_id() if ray.is_initialized() else None
 
 
 class RolloutWorker(_Worker):

@@ -60,32 +60,45 @@ class RunOutputs:
         self.flush(write_figures(self.out, self.results, self.rows))
 
 
-def run_loop(config: RunConfig, out: Path, console: Console | None = None, show_progress: bool = True) -> dict[str, Any]:
-    """Run ``config.steps`` steps; returns the final ``results.json`` content."""
+def run_loop(
+    config: RunConfig,
+    out: Path,
+    console: Console | None = None,
+    show_progress: bool = True,
+    session: LoopSession | None = None,
+) -> dict[str, Any]:
+    """Run ``config.steps`` steps; returns the final ``results.json`` content.
+
+    ``session``: an already started session to run on (it is left open); by default a new one is
+    started for ``config`` and closed at the end, also on errors and Ctrl-C.
+    """
     console = console or Console(stderr=True)
     outputs = RunOutputs(out, config)
-    session = LoopSession(config)
+    own = session is None
+    session = session or LoopSession(config)
     try:
-        with console.status("starting Ray and the actors (vLLM's engine takes ~35 s on 2 cores)..."):
-            session.start()
+        if own:
+            with console.status("starting Ray and the actors (vLLM's engine takes ~35 s on 2 cores)..."):
+                session.start()
         outputs.update(startup_s={k: round(v, 3) for k, v in session.startup_s.items()}, **session.describe())
-        _steps(session, outputs, console, show_progress)
+        _steps(session, outputs, console, show_progress, config.steps)
         outputs.update(complete=True, faults=_faults(session))
     finally:
         try:
             outputs.results["faults"] = _faults(session)
             outputs.finish()
         finally:
-            session.close()
+            if own:
+                session.close()
     return outputs.results
 
 
-def _steps(session: LoopSession, outputs: RunOutputs, console: Console, show_progress: bool) -> None:
+def _steps(session: LoopSession, outputs: RunOutputs, console: Console, show_progress: bool, steps: int) -> None:
     cfg = session.config
     columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
     with Progress(*columns, console=console, disable=not show_progress, transient=False) as bar:
-        steps_task = bar.add_task("steps", total=cfg.steps)
-        for step in range(1, cfg.steps + 1):
+        steps_task = bar.add_task("steps", total=steps)
+        for step in range(1, steps + 1):
             total = cfg.workload.prompts_per_step * cfg.workload.group_size
             task = bar.add_task(f"step {step}: generate", total=total)
 

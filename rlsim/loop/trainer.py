@@ -69,7 +69,8 @@ class PolicyTrainer:
         self._device = torch.device(settings.device)
         self._model = AutoModelForCausalLM.from_pretrained(str(policy_dir), dtype=torch.float32).to(self._device)
         self._model.train()
-        self._opt = torch.optim.AdamW(self._model.parameters(), lr=settings.lr)
+        # No weight decay: a step with zero advantages must leave the policy unchanged.
+        self._opt = torch.optim.AdamW(self._model.parameters(), lr=settings.lr, weight_decay=0.0)
         config = self._model.config
         self._pad = config.pad_token_id if config.pad_token_id is not None else 0
 

@@ -1,0 +1,96 @@
+"""The Ray plumbing with test doubles on the two-node cluster: placement, streaming, scorer crashes, timeouts.
+
+No vLLM here (see tests/loop/test_loop_ray.py for the real loop), so these run in seconds once the
+session's cluster is up.
+"""
+
+from __future__ import annotations
+
+from functools import partial
+from pathlib import Path
+
+import pytest
+
+import loop_doubles
+from loop_doubles import FakeGenerator, FakeStage, FakeTrainer, requests
+from rlsim.actors.placement import ResolvedPlacement
+from rlsim.errors import RlsimError
+from rlsim.loop.schedules import run_step
+from rlsim.loop.sync import WeightSync
+
+pytestmark = pytest.mark.slow
+ray = pytest.importorskip("ray")
+
+
+@pytest.fixture(scope="module")
+def by_value(ray_cluster):
+    # Ray's workers cannot import the tests folder: ship the doubles' code with the calls.
+    ray.cloudpickle.register_pickle_by_value(loop_doubles)
+    yield
+    ray.cloudpickle.unregister_pickle_by_value(loop_doubles)
+
+
+def placements(num_cpus: float = 0.25) -> dict[str, ResolvedPlacement]:
+    p = ResolvedPlacement((0,), 1, 0.0, num_cpus)
+    return {"rollout": p, "scorer": p, "trainer": p}
+
+
+def start(makers: dict, replicas: int = 2, strategy: str = "SPREAD", num_cpus: float = 0.25, timeout: float = 60):
+    from rlsim.actors.ray_actors import create_actors
+
+    return create_actors(placements(num_cpus), makers, replicas, strategy, ready_timeout_s=timeout, start_timeout_s=120)
+
+
+def fakes(**stage) -> dict:
+    return {"rollout": FakeGenerator, "scorer": partial(FakeStage, **stage), "trainer": FakeTrainer}
+
+
+def test_both_schedules_run_over_ray_spread_across_two_nodes(by_value) -> None:
+    from rlsim.actors.ray_backend import RayStepBackend
+
+    actors = start(fakes())
+    try:
+        assert len({info["node"] for info in actors.info}) == 2  # SPREAD used both nodes
+        backend = RayStepBackend(actors, WeightSync("auto", 0.0))
+        for schedule in ("sequential", "overlapped"):
+            out = run_step(backend, schedule, requests(4, 3), micro_batch=4)
+            assert out.counts == {"requested": 12, "generated": 12, "scored": 12, "trained": 12}
+            assert out.sync.method == "fake-reload"  # weights went trainer -> object store -> rollout actor
+        assert {e.actor for e in out.events if e.phase == "score"} == {"scorer-0", "scorer-1"}
+        cpu = backend.cpu_seconds()
+        assert set(cpu) == {"rollout", "scorer-0", "scorer-1", "trainer"} and all(v > 0 for v in cpu.values())
+    finally:
+        actors.close()
+
+
+def test_a_scorer_that_dies_mid_step_is_restarted_and_its_batch_resent(by_value, tmp_path: Path) -> None:
+    from rlsim.actors.ray_backend import RayStepBackend
+
+    actors = start(fakes(die_once_flag=str(tmp_path / "died")), replicas=1, strategy="PACK")
+    try:
+        backend = RayStepBackend(actors, WeightSync("simulated", 0.0))
+        out = run_step(backend, "overlapped", requests(4, 3), micro_batch=4)
+        assert (tmp_path / "died").exists()  # the crash really happened
+        assert out.counts["scored"] == out.counts["trained"] == 12
+        # Every batch queued on the scorer when it died is sent again: 1 to all 3 micro-batches.
+        assert 1 <= backend.faults["resubmitted_batches"] <= 3
+        assert backend.faults["scorer_failures"] == 1
+    finally:
+        actors.close()
+
+
+def test_more_than_the_cluster_has_is_refused_at_once(by_value) -> None:
+    with pytest.raises(RlsimError, match="ask Ray for 8 CPU in all but the cluster has 4"):
+        start(fakes(), num_cpus=2.0)
+
+
+def test_an_unplaceable_group_times_out_with_advice(by_value) -> None:
+    # STRICT_SPREAD needs one node per actor: 4 actors, 2 nodes.
+    with pytest.raises(RlsimError, match="could not place 4 actors"):
+        start(fakes(), strategy="STRICT_SPREAD", timeout=3)
+
+
+def test_an_actor_that_fails_to_start_reports_the_cause(by_value) -> None:
+    makers = {**fakes(), "scorer": loop_doubles.broken_factory}
+    with pytest.raises(RlsimError, match="fix reward.model"):
+        start(makers, replicas=1)

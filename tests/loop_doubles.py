@@ -1,0 +1,114 @@
+"""In-process test doubles for the loop's three roles: deterministic, instant, and able to misbehave on cue.
+
+Shared by tests/loop and tests/actors (this folder is on sys.path through tests/conftest.py). Ray
+workers cannot import it, so Ray tests register it with ``cloudpickle.register_pickle_by_value``.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Iterator, Sequence
+
+import numpy as np
+
+from rlsim.loop.trainer import TrainStats
+from rlsim.rollout.generator import SyncResult
+from rlsim.rollout.types import Rollout, RolloutRequest
+
+
+class FakeGenerator:
+    """Rollout ``uid`` gets prompt ``[1, 2, 3, uid]`` and ``response_tokens`` copies of token 7.
+
+    ``stream`` finishes requests shortest first, as a continuous-batching engine does.
+    ``drop``: that many requests silently produce nothing; ``short``: responses one token short;
+    ``fail_reload``: ``load_weights`` raises.
+    """
+
+    name = "fake"
+
+    def __init__(self, drop: int = 0, short: bool = False, fail_reload: bool = False) -> None:
+        self.drop, self.short, self.fail_reload = drop, short, fail_reload
+        self.reloads: list[Path] = []
+
+    def _make(self, r: RolloutRequest) -> Rollout:
+        n = r.response_tokens - (1 if self.short else 0)
+        return Rollout(r.uid, r.group, [1, 2, 3, r.uid], [7] * n)
+
+    def generate(self, requests: Sequence[RolloutRequest]) -> list[Rollout]:
+        return [self._make(r) for r in requests[self.drop :]]
+
+    def stream(self, requests: Sequence[RolloutRequest], micro_batch: int) -> Iterator[list[Rollout]]:
+        done = [self._make(r) for r in sorted(requests[self.drop :], key=lambda r: (r.response_tokens, r.uid))]
+        for i in range(0, len(done), micro_batch):
+            yield done[i : i + micro_batch]
+
+    def load_weights(self, weights_dir: Path) -> SyncResult:
+        if self.fail_reload:
+            raise RuntimeError("this engine cannot reload weights")
+        assert (weights_dir / "model.safetensors").is_file()
+        self.reloads.append(weights_dir)
+        return SyncResult("fake-reload", 0.0)
+
+    def close(self) -> None:
+        pass
+
+
+class FakeStage:
+    """Reward = response length in tokens. ``double``: also returns a reward for uid 0 (a doubled score).
+    ``die_once_flag``: the first call in any process that finds no file at that path creates it and
+    exits the process (a scorer crash mid-step)."""
+
+    def __init__(self, double: bool = False, die_once_flag: str | None = None) -> None:
+        self.double, self.die_once_flag = double, die_once_flag
+        self.calls = 0
+
+    def score(self, rollouts: Sequence[Rollout]) -> dict[int, float]:
+        self.calls += 1
+        if self.die_once_flag and not os.path.exists(self.die_once_flag):
+            Path(self.die_once_flag).touch()
+            os._exit(1)
+        rewards = {r.uid: float(len(r.response_ids)) for r in rollouts}
+        if self.double:
+            rewards[0] = 0.0
+        return rewards
+
+    def close(self) -> None:
+        pass
+
+
+class FakeTrainer:
+    """Records what it was given; ``export_weights`` returns a two-array state."""
+
+    def __init__(self) -> None:
+        self.seen: list[tuple[list[int], dict[int, float]]] = []
+
+    def train_step(self, rollouts: Sequence[Rollout], rewards: dict[int, float]) -> TrainStats:
+        self.seen.append(([r.uid for r in rollouts], dict(rewards)))
+        n = sum(len(r.response_ids) for r in rollouts)
+        return TrainStats(len(rollouts), n, 0.0, 0.0, 0.0, 0.0, float(np.mean(list(rewards.values()))), 0.0, 0.0)
+
+    def warmup(self, rollouts: Sequence[Rollout]) -> None:
+        pass
+
+    def export_weights(self) -> dict[str, np.ndarray]:
+        return {"w": np.arange(4, dtype=np.float32), "b": np.zeros(2, dtype=np.float32)}
+
+    def close(self) -> None:
+        pass
+
+
+def requests(num_prompts: int = 4, group_size: int = 3, base: int = 5) -> list[RolloutRequest]:
+    """uid = g * group_size + s with response length base + (uid * 7) % 11 (varied, deterministic)."""
+    return [
+        RolloutRequest(g * group_size + s, g, f"prompt {g}", base + ((g * group_size + s) * 7) % 11)
+        for g in range(num_prompts)
+        for s in range(group_size)
+    ]
+
+
+def broken_factory() -> None:
+    """A role factory that fails the way a bad config does: an ``RlsimError`` naming the fix."""
+    from rlsim.errors import RlsimError
+
+    raise RlsimError("the reward model folder is missing; fix reward.model")
