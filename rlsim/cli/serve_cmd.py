@@ -13,7 +13,7 @@ from rlsim.cli.common import add_model_arg, add_settings_args
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("serve", help="serve a reward model over HTTP with dynamic batching (loopback by default)")
-    p.add_argument("--runtime", default="ort", help="runtime the server wraps: eager, compile, ort, native, ... (default ort)")
+    p.add_argument("--runtime", default="ort", help="runtime to serve: eager, compile, ort, native, ... (default ort)")
     add_model_arg(p)
     p.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1; others expose the server)")
     p.add_argument("--port", type=int, default=8000, help="TCP port (default 8000; 0 picks a free one)")

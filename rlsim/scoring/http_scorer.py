@@ -187,7 +187,8 @@ class HttpScorer:
             remaining = max(0.1, deadline - time.monotonic())
             wait_hint = 0.0
             try:
-                r = self._client.post("/score", content=data, headers=headers, timeout=httpx.Timeout(remaining, connect=min(5.0, remaining)))
+                timeout = httpx.Timeout(remaining, connect=min(5.0, remaining))
+                r = self._client.post("/score", content=data, headers=headers, timeout=timeout)
             except httpx.TransportError as err:
                 last = f"{type(err).__name__}: {err or 'no details'}"
             else:
@@ -195,7 +196,9 @@ class HttpScorer:
                     return r.json()
                 detail = _detail(r)
                 if r.status_code not in (503, 504):
-                    raise RlsimError(f"the scoring server at {self.url} refused the batch (HTTP {r.status_code}): {detail}")
+                    raise RlsimError(
+                        f"the scoring server at {self.url} refused the batch (HTTP {r.status_code}): {detail}"
+                    )
                 last = f"HTTP {r.status_code}: {detail}"
                 wait_hint = _retry_after(r)
             self._check_alive("while scoring")
@@ -267,7 +270,9 @@ def _check_texts(texts: Sequence[str]) -> None:
         try:
             text.encode("utf-8")
         except UnicodeEncodeError as err:
-            raise RlsimError(f"text {i} holds an unpaired surrogate at character {err.start}; pass valid text") from None
+            raise RlsimError(
+                f"text {i} holds an unpaired surrogate at character {err.start}; pass valid text"
+            ) from None
 
 
 def _detail(response: Any) -> str:

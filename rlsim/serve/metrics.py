@@ -26,7 +26,10 @@ class ServerMetrics:
         self.registry = CollectorRegistry()
         r = self.registry
         self.requests = Counter(
-            "rlsim_serve_requests", "HTTP requests answered, by endpoint and status code", ["endpoint", "status"], registry=r
+            "rlsim_serve_requests",
+            "HTTP requests answered, by endpoint and status code",
+            ["endpoint", "status"],
+            registry=r,
         )
         self.latency = Histogram(
             "rlsim_serve_request_latency_seconds",
@@ -39,7 +42,10 @@ class ServerMetrics:
             "rlsim_serve_batch_size_sequences", "Sequences per forward pass", buckets=BATCH_BUCKETS, registry=r
         )
         self.batch_seconds = Histogram(
-            "rlsim_serve_batch_seconds", "Time per forward pass incl. tokenisation, seconds", buckets=LATENCY_BUCKETS_S, registry=r
+            "rlsim_serve_batch_seconds",
+            "Time per forward pass incl. tokenisation, seconds",
+            buckets=LATENCY_BUCKETS_S,
+            registry=r,
         )
         self.queue_sequences = Gauge("rlsim_serve_queue_depth_sequences", "Sequences waiting to be batched", registry=r)
         self.queue_requests = Gauge("rlsim_serve_queue_depth_requests", "Requests waiting to be batched", registry=r)

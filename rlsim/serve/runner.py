@@ -8,6 +8,7 @@ avoids the race of "find a free port, close it, hope nobody takes it".
 from __future__ import annotations
 
 import os
+import signal
 import socket
 import threading
 import time
@@ -101,10 +102,33 @@ def run_server(
     if port_file is not None:
         atomic_write_text(Path(port_file), f"{port}\n")
     if parent_pid is not None:
-        threading.Thread(target=_watch_parent, args=(parent_pid, server), name="rlsim-serve-parent", daemon=True).start()
+        watcher = threading.Thread(target=_watch_parent, args=(parent_pid, server), name="rlsim-parent", daemon=True)
+        watcher.start()
+    signals = _note_signals(server)
     server.run(sockets=[sock])
-    state = server.config.app.state.rlsim if hasattr(server.config.app, "state") else None
-    return 2 if state is not None and state.status == "failed" else 0
+    if signals:
+        log(f"stopped by {signal.Signals(signals[0]).name}; accepted requests were answered")
+    return 2 if server.config.app.state.rlsim.status == "failed" else 0
+
+
+def _note_signals(server: Any) -> list[int]:
+    """Make SIGTERM/SIGINT a clean stop (exit 0) rather than death by signal.
+
+    uvicorn handles both while serving, then re-sends the signal to the handler that was there
+    before it; with this one in place that ends as a normal return. Set before ``run`` so a signal
+    that arrives during start-up also stops the server.
+    """
+    received: list[int] = []
+    if threading.current_thread() is not threading.main_thread():
+        return received
+
+    def note(signum: int, frame: object) -> None:
+        received.append(signum)
+        server.should_exit = True
+
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, note)
+    return received
 
 
 def _watch_parent(parent_pid: int, server: Any) -> None:

@@ -123,7 +123,8 @@ def test_full_queue_raises_queue_full_and_cancel_frees_space() -> None:
     assert b.queued_size == 2
     extra = b.submit(5)
     rec.release()
-    assert [first.result(WAIT), queued[0].result(WAIT), queued[2].result(WAIT), extra.result(WAIT)] == [2 * GATE, 2, 6, 10]
+    answers = [first.result(WAIT), queued[0].result(WAIT), queued[2].result(WAIT), extra.result(WAIT)]
+    assert answers == [2 * GATE, 2, 6, 10]
     assert b.close(WAIT)
     stats = b.stats
     assert (stats.rejected_items, stats.cancelled_items, stats.completed_items) == (1, 1, 4)

@@ -77,7 +77,8 @@ def test_http_matches_eager_and_a_dead_server_fails_fast(minilm, texts) -> None:
 def test_server_dies_with_the_process_that_started_it(minilm) -> None:
     script = (
         "from rlsim.models import resolve_reward_model; from rlsim.scoring import make_scorer, ScorerSettings\n"
-        "s = make_scorer('http', resolve_reward_model('minilm-rm'), ScorerSettings(server_runtime='eager', threads=1))\n"
+        "settings = ScorerSettings(server_runtime='eager', threads=1)\n"
+        "s = make_scorer('http', resolve_reward_model('minilm-rm'), settings)\n"
         "print(s._proc.pid, flush=True)\nimport time; time.sleep(600)\n"
     )
     owner = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, env=dict(os.environ))

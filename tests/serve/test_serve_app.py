@@ -14,7 +14,7 @@ import httpx
 import numpy as np
 import pytest
 
-from conftest import WAIT, backend_factory
+from serve_helpers import WAIT, backend_factory
 from tiny_scorer import TextOnlyScorer, tiny_spec
 from rlsim.errors import RlsimError
 from rlsim.scoring.base import ScorerSettings
@@ -206,7 +206,8 @@ def test_oversized_bodies_get_413_with_and_without_content_length(start_server) 
     big = b'{"texts": ["' + b"x" * 2000 + b'"]}'
     with srv.client() as client:
         declared = client.post("/score", content=big, headers={"content-type": "application/json"})
-        chunked = client.post("/score", content=iter([big[:600], big[600:]]), headers={"content-type": "application/json"})
+        json_type = {"content-type": "application/json"}
+        chunked = client.post("/score", content=iter([big[:600], big[600:]]), headers=json_type)
         ok = post(client, {"texts": ["small"]})
     assert declared.status_code == 413 and chunked.status_code == 413
     assert "larger than 1000 bytes" in chunked.json()["detail"]

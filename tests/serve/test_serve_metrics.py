@@ -6,7 +6,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 from prometheus_client.parser import text_string_to_metric_families
 
-from conftest import WAIT
+from serve_helpers import WAIT
 
 
 def scrape(client) -> dict[str, list]:

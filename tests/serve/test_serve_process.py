@@ -14,7 +14,7 @@ import httpx
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from conftest import WAIT, process_url, serve_process, terminate, wait_ready
+from serve_helpers import WAIT, process_url, serve_process, terminate, wait_ready
 
 
 def queued_requests(url: str) -> float:
@@ -37,7 +37,8 @@ def test_signal_finishes_every_accepted_request(tmp_path: Path, sig: signal.Sign
         url = process_url(proc, port_file)
         wait_ready(url)
         with ThreadPoolExecutor(4) as pool:
-            futures = [pool.submit(httpx.post, f"{url}/score", json={"texts": [f"text {i}"]}, timeout=WAIT) for i in range(4)]
+            bodies = [{"texts": [f"text {i}"]} for i in range(4)]
+            futures = [pool.submit(httpx.post, f"{url}/score", json=body, timeout=WAIT) for body in bodies]
             end = time.monotonic() + WAIT
             while queued_requests(url) < 3:  # one in the model (0.5 s per batch), three waiting
                 assert time.monotonic() < end, "requests never queued"
@@ -46,9 +47,9 @@ def test_signal_finishes_every_accepted_request(tmp_path: Path, sig: signal.Sign
             answers = [f.result(WAIT) for f in futures]
         assert [a.status_code for a in answers] == [200] * 4
         assert all(len(a.json()["rewards"]) == 1 for a in answers)
-        proc.wait(WAIT)
+        assert proc.wait(WAIT) == 0  # a requested stop is a clean exit, not death by signal
         stderr = proc.stderr.read().decode()
-        assert "Traceback" not in stderr, stderr
+        assert "Traceback" not in stderr and f"stopped by {sig.name}" in stderr, stderr
         with pytest.raises(httpx.TransportError):
             httpx.get(f"{url}/health", timeout=5)
     finally:
