@@ -1,0 +1,27 @@
+"""The machine's practical compute ceiling: fp32 matrix-product rate with torch, in GFLOP/s."""
+
+from __future__ import annotations
+
+import statistics
+import time
+
+
+def measure_gemm_gflops(threads: int, n: int = 2048, repeats: int = 5) -> dict[str, object]:
+    """Time ``repeats`` fp32 ``(n x n) @ (n x n)`` products on ``threads`` threads after one warm-up.
+
+    Returns ``{"gflops": median, "samples": [...], "n": n, "threads": threads}``; each product is
+    ``2 n^3`` FLOPs. The median resists one interrupted repeat on a shared machine.
+    """
+    import torch
+
+    torch.set_num_threads(threads)
+    gen = torch.Generator().manual_seed(0)
+    a = torch.randn(n, n, generator=gen, dtype=torch.float32)
+    b = torch.randn(n, n, generator=gen, dtype=torch.float32)
+    torch.mm(a, b)  # warm-up: first call allocates and spins up the thread pool
+    samples = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        torch.mm(a, b)
+        samples.append(2.0 * n**3 / (time.perf_counter() - t0) / 1e9)
+    return {"gflops": statistics.median(samples), "samples": samples, "n": n, "threads": threads}

@@ -1,0 +1,189 @@
+"""Settings and grid of ``rlsim bench scoring``: runtimes x batchers x batch sizes (or token budgets).
+
+Everything a user can get wrong is checked here, all at once, before any process starts: sizes,
+budgets against the workload's longest sequence, repeat count, unknown or uninstalled runtimes.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import os
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from rlsim.errors import RlsimError
+from rlsim.workloads import LognormalLengths, WorkloadSpec
+
+SIZED_BATCHERS = ("fixed", "sorted")
+BUDGET_BATCHERS = ("token-budget",)
+DEFAULT_BASELINE = "eager/fixed/32"
+PLUGINS_ENV = "RLSIM_PLUGINS"
+
+
+def import_plugins() -> None:
+    """Import the modules named in ``$RLSIM_PLUGINS`` (comma-separated), e.g. ones that register a
+    custom runtime with ``@register_scorer``; the benchmark and its worker processes both do this."""
+    for name in filter(None, (m.strip() for m in os.environ.get(PLUGINS_ENV, "").split(","))):
+        try:
+            importlib.import_module(name)
+        except ImportError as err:
+            raise RlsimError(f"{PLUGINS_ENV} names {name!r}, which cannot be imported ({err}); fix or unset it") from None
+
+
+def issue_workload(count: int = 256, seed: int = 0) -> WorkloadSpec:
+    """The workload the benchmark targets: responses lognormal, mean 200 tokens, sigma 0.6, 16..512."""
+    return WorkloadSpec(count=count, seed=seed, response=LognormalLengths(mean=200, sigma=0.6, min=16, max=512))
+
+
+class BenchScoringConfig(BaseModel):
+    """One benchmark run. ``settings`` holds ``ScorerSettings`` fields (threads, spinning, ...)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    model: str = "minilm-rm"
+    runtimes: list[str] = Field(default_factory=lambda: ["eager", "ort"], min_length=1)
+    batchers: list[str] = Field(default_factory=lambda: ["fixed", "sorted", "token-budget"], min_length=1)
+    batch_sizes: list[int] = Field(default_factory=lambda: [8, 32, 64])
+    budgets: list[int] = Field(default_factory=lambda: [8192])
+    repeats: int = Field(5, description="fresh processes per cell; >= 2 for a confidence interval")
+    warmup_passes: int = Field(1, ge=0, description="untimed passes over the workload before the timed one")
+    workload: WorkloadSpec = Field(default_factory=issue_workload)
+    settings: dict[str, Any] = Field(default_factory=dict)
+    baseline: str = DEFAULT_BASELINE
+    worker_timeout_s: float = Field(1800.0, gt=0)
+
+    @field_validator("batch_sizes", "budgets")
+    @classmethod
+    def _positive(cls, values: list[int]) -> list[int]:
+        bad = [v for v in values if v < 1]
+        if bad:
+            raise ValueError(f"every value must be >= 1 (got {bad}); a batch needs at least one sequence")
+        return values
+
+    @field_validator("repeats")
+    @classmethod
+    def _two_repeats(cls, value: int) -> int:
+        if value < 2:
+            raise ValueError("must be >= 2: a confidence interval needs two independent runs")
+        return value
+
+    @field_validator("runtimes")
+    @classmethod
+    def _installed(cls, values: list[str]) -> list[str]:
+        problems = check_runtimes(values)
+        if problems:
+            raise ValueError("; ".join(problems))
+        return values
+
+    @field_validator("baseline")
+    @classmethod
+    def _baseline(cls, value: str) -> str:
+        try:
+            cell = Cell.parse(value)
+        except RlsimError as err:
+            raise ValueError(str(err)) from None
+        known = SIZED_BATCHERS + BUDGET_BATCHERS
+        problems = [] if cell.batcher in known else [f"baseline batcher {cell.batcher!r} is not one of {', '.join(known)}"]
+        problems += check_runtimes([cell.runtime])
+        if problems:
+            raise ValueError("; ".join(problems))
+        return value
+
+    @field_validator("batchers")
+    @classmethod
+    def _offline(cls, values: list[str]) -> list[str]:
+        known = SIZED_BATCHERS + BUDGET_BATCHERS
+        bad = [v for v in values if v not in known]
+        if bad:
+            raise ValueError(f"unknown batcher(s) {bad}; valid names: {', '.join(known)}")
+        return values
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One grid point. Exactly one of ``batch_size`` (fixed/sorted) and ``token_budget`` is set."""
+
+    runtime: str
+    batcher: str
+    batch_size: int | None = None
+    token_budget: int | None = None
+
+    @property
+    def label(self) -> str:
+        return f"{self.runtime}/{self.batcher}/{self.batch_size or self.token_budget}"
+
+    @classmethod
+    def parse(cls, label: str) -> "Cell":
+        """``eager/fixed/32`` or ``ort/token-budget/8192`` -> Cell."""
+        parts = label.split("/")
+        if len(parts) != 3 or not parts[2].isdigit():
+            raise RlsimError(f"cell {label!r} is not RUNTIME/BATCHER/SIZE, e.g. {DEFAULT_BASELINE}")
+        runtime, batcher, n = parts[0], parts[1], int(parts[2])
+        if batcher in BUDGET_BATCHERS:
+            return cls(runtime, batcher, token_budget=n)
+        return cls(runtime, batcher, batch_size=n)
+
+
+def grid_cells(cfg: BenchScoringConfig) -> list[Cell]:
+    """Every cell of the grid, in run order, plus the baseline cell if the grid lacks it."""
+    cells = []
+    for runtime in cfg.runtimes:
+        for batcher in cfg.batchers:
+            if batcher in BUDGET_BATCHERS:
+                cells += [Cell(runtime, batcher, token_budget=b) for b in cfg.budgets]
+            else:
+                cells += [Cell(runtime, batcher, batch_size=s) for s in cfg.batch_sizes]
+    baseline = Cell.parse(cfg.baseline)
+    if baseline not in cells:
+        # Every cell is compared with the baseline, so it is measured even when outside the grid.
+        cells.insert(0, baseline)
+    return cells
+
+
+def check_grid(cfg: BenchScoringConfig) -> list[str]:
+    """Problems that pydantic cannot see (combinations); empty when the grid can run."""
+    problems = []
+    if any(b in SIZED_BATCHERS for b in cfg.batchers) and not cfg.batch_sizes:
+        problems.append("batchers fixed/sorted need --batch-sizes (e.g. 8,32)")
+    if any(b in BUDGET_BATCHERS for b in cfg.batchers) and not cfg.budgets:
+        problems.append("batcher token-budget needs --budgets in tokens (e.g. 8192)")
+    return problems
+
+
+# Python modules each runtime needs; checked without importing them (fast, and nothing starts).
+RUNTIME_NEEDS = {
+    "eager": ("torch", "transformers"),
+    "compile": ("torch", "transformers"),
+    "ort": ("onnxruntime", "onnx"),
+    "ort-int8": ("onnxruntime", "onnx"),
+    "native": ("onnxruntime", "onnx", "rlsim._native"),
+    "native-int8": ("onnxruntime", "onnx", "rlsim._native"),
+    "http": ("fastapi", "uvicorn", "httpx"),
+}
+
+
+def check_runtimes(runtimes: list[str]) -> list[str]:
+    """Unknown or not-installed runtimes, one message each naming the fix."""
+    from rlsim.scoring import SCORERS
+
+    import_plugins()
+    problems = []
+    for name in dict.fromkeys(runtimes):
+        if name not in SCORERS:
+            problems.append(f"unknown runtime {name!r}; valid names: {', '.join(SCORERS.names())}")
+            continue
+        missing = [m for m in RUNTIME_NEEDS.get(name, ()) if not _installed(m)]
+        if missing:
+            fix = "run `make native`" if "rlsim._native" in missing else "run `make setup`"
+            problems.append(f"runtime {name!r} is not installed (missing {', '.join(missing)}); {fix} or drop it")
+    return problems
+
+
+def _installed(module: str) -> bool:
+    try:
+        return importlib.util.find_spec(module) is not None
+    except (ImportError, ValueError):
+        return False

@@ -1,0 +1,95 @@
+"""People-facing outputs of the scoring benchmark: a rich table, CSV files and PNG plots."""
+
+from __future__ import annotations
+
+import csv
+import io
+from pathlib import Path
+from typing import Any
+
+from rlsim.io import atomic_write_bytes, atomic_write_text
+
+CSV_COLUMNS = [
+    "cell", "runtime", "batcher", "batch_size", "token_budget", "repeats", "seq_s_mean", "seq_s_ci_low",
+    "seq_s_ci_high", "ci_half_width_pct", "cv", "tok_s_mean", "latency_p50_ms", "latency_p95_ms",
+    "latency_p99_ms", "padding_waste", "gemm_fraction", "mean_batch_size", "ratio_vs_baseline",
+    "ratio_ci_low", "ratio_ci_high", "ci_overlap", "p_value",
+]  # fmt: skip
+
+
+def table(result: dict[str, Any]):
+    """A rich ``Table``: one row per cell, ratios against the baseline."""
+    from rich.table import Table
+
+    comp = {c["cell"]: c for c in result["comparisons"]}
+    t = Table(
+        title=f"rlsim bench scoring: {result['model']}, {result['workload']['sequences']} texts, "
+        f"{result['repeats']} repeats, GEMM {result['gemm_gflops']:.0f} GFLOP/s",
+        caption="seq/s: mean [95% t-interval]; ratio vs baseline [Fieller 95%]; p: Mann-Whitney U",
+    )
+    for col in ("cell", "seq/s", "±%", "CV", "tok/s", "p50/p99 ms", "waste", "GEMM", "vs base", "p"):
+        t.add_column(col, justify="left" if col == "cell" else "right")
+    for c in result["cells"]:
+        s = c["throughput_seq_s"]
+        cmp = comp.get(c["cell"])
+        ratio = "baseline" if cmp is None else f"{cmp['ratio']:.2f} [{cmp['ratio_ci_low']:.2f}, {cmp['ratio_ci_high']:.2f}]"
+        t.add_row(
+            c["cell"],
+            f"{s['mean']:.1f} [{s['ci_low']:.1f}, {s['ci_high']:.1f}]",
+            f"{s['ci_half_width_pct']:.1f}",
+            f"{s['cv']:.3f}",
+            f"{c['throughput_tok_s']['mean']:.0f}",
+            f"{c['latency_ms']['p50']:.0f}/{c['latency_ms']['p99']:.0f}",
+            f"{c['padding_waste']:.1%}",
+            "-" if c["gemm_fraction"] is None else f"{c['gemm_fraction']:.2f}",
+            ratio,
+            "-" if cmp is None else f"{cmp['p_value']:.3f}",
+        )
+    return t
+
+
+def csv_text(result: dict[str, Any]) -> str:
+    """One CSV row per cell with the columns in ``CSV_COLUMNS``."""
+    comp = {c["cell"]: c for c in result["comparisons"]}
+    buf = io.StringIO()
+    writer = csv.DictWriter(buf, fieldnames=CSV_COLUMNS)
+    writer.writeheader()
+    for c in result["cells"]:
+        s, cmp = c["throughput_seq_s"], comp.get(c["cell"], {})
+        writer.writerow({
+            "cell": c["cell"], "runtime": c["runtime"], "batcher": c["batcher"], "batch_size": c["batch_size"],
+            "token_budget": c["token_budget"], "repeats": c["repeats"], "seq_s_mean": s["mean"],
+            "seq_s_ci_low": s["ci_low"], "seq_s_ci_high": s["ci_high"], "ci_half_width_pct": s["ci_half_width_pct"],
+            "cv": s["cv"], "tok_s_mean": c["throughput_tok_s"]["mean"], "latency_p50_ms": c["latency_ms"]["p50"],
+            "latency_p95_ms": c["latency_ms"]["p95"], "latency_p99_ms": c["latency_ms"]["p99"],
+            "padding_waste": c["padding_waste"], "gemm_fraction": c["gemm_fraction"],
+            "mean_batch_size": c["mean_batch_size"], "ratio_vs_baseline": cmp.get("ratio", 1.0),
+            "ratio_ci_low": cmp.get("ratio_ci_low", 1.0), "ratio_ci_high": cmp.get("ratio_ci_high", 1.0),
+            "ci_overlap": cmp.get("ci_overlap", True), "p_value": cmp.get("p_value", 1.0),
+        })  # fmt: skip
+    return buf.getvalue()
+
+
+def samples_csv_text(raw: dict[str, list[dict[str, Any]]]) -> str:
+    """One row per repeat: the raw material every statistic is computed from."""
+    buf = io.StringIO()
+    writer = csv.writer(buf)
+    writer.writerow(["cell", "repeat", "wall_s", "sequences", "real_tokens", "padded_tokens", "seq_s", "load_s"])
+    for label, runs in raw.items():
+        for i, r in enumerate(runs):
+            seq_s = r["sequences"] / r["wall_s"]
+            writer.writerow([label, i, r["wall_s"], r["sequences"], r["real_tokens"], r["padded_tokens"], seq_s, r["load_s"]])
+    return buf.getvalue()
+
+
+def write_outputs(result: dict[str, Any], raw: dict[str, list[dict[str, Any]]], out_dir: Path) -> list[Path]:
+    """CSV files and PNG plots into ``out_dir``; returns the paths written."""
+    paths = [
+        atomic_write_text(out_dir / "cells.csv", csv_text(result)),
+        atomic_write_text(out_dir / "samples.csv", samples_csv_text(raw)),
+    ]
+    from rlsim.bench.scoring_plots import plot_all
+
+    for name, png in plot_all(result).items():
+        paths.append(atomic_write_bytes(out_dir / name, png))
+    return paths

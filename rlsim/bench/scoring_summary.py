@@ -1,0 +1,152 @@
+"""Turn raw worker results into the benchmark's JSON: per-cell statistics, comparisons, targets.
+
+Each repeat (one fresh process) gives one throughput value; the CI is a Student-t 95% interval over
+those values. Cell-vs-baseline ratios use Fieller's 95% interval; significance is a two-sided
+Mann-Whitney U test on the repeat values. Per-batch latency percentiles pool every batch of every
+repeat of a cell.
+"""
+
+from __future__ import annotations
+
+import statistics
+from typing import Any
+
+import numpy as np
+
+from rlsim.bench.scoring_config import BenchScoringConfig, Cell
+from rlsim.metrics.stats import ci_overlap, coefficient_of_variation, mann_whitney_p, mean_ci, percentiles, ratio_ci
+
+METHODS = {
+    "ci": "Student-t 95% interval over per-process repeat throughputs",
+    "ratio_ci": "Fieller 95% interval for a ratio of independent means (Welch df)",
+    "test": "Mann-Whitney U, two-sided, on per-process repeat throughputs",
+    "gemm": "median of 5 fp32 2048^3 torch matmuls, same thread count; mean of runs before and after the grid",
+    "flops": "2 x matmul params x real tokens + 4 x seq^2 x attention width per layer (rlsim.bench.flops)",
+    "padding_waste": "padding tokens / all computed tokens (longest x count per batch), as planned",
+}
+TARGET_BATCHER_GAIN = 1.5
+TARGET_BEST_GAIN = 2.0
+TARGET_CI_HALF_WIDTH_PCT = 5.0
+
+
+def summarize(
+    cfg: BenchScoringConfig,
+    cells: list[Cell],
+    raw: dict[str, list[dict[str, Any]]],
+    gemm: list[dict[str, Any]],
+    workload_info: dict[str, Any],
+) -> dict[str, Any]:
+    """The full result document (see the module docstring of ``rlsim.cli.bench_cmd`` for its keys)."""
+    gemm_gflops = statistics.fmean(g["gflops"] for g in gemm)
+    first_of_runtime: dict[str, list[float]] = {}
+    summaries = []
+    for cell in cells:
+        runs = raw[cell.label]
+        reference = first_of_runtime.setdefault(cell.runtime, runs[0]["rewards"])
+        summaries.append(cell_summary(cell, runs, gemm_gflops, reference))
+    samples = {c.label: _throughputs(raw[c.label]) for c in cells}
+    comparisons = [compare(label, cfg.baseline, samples) for label in samples if label != cfg.baseline]
+    return {
+        "benchmark": "scoring",
+        "model": cfg.model,
+        "settings": cfg.settings,
+        "repeats": cfg.repeats,
+        "warmup_passes": cfg.warmup_passes,
+        "workload": {**cfg.workload.model_dump(mode="json"), **workload_info},
+        "methods": METHODS,
+        "gemm_gflops": gemm_gflops,
+        "gemm_gflops_runs": [g["gflops"] for g in gemm],
+        "baseline": cfg.baseline,
+        "cells": summaries,
+        "comparisons": comparisons,
+        "targets": targets(cells, samples, summaries, cfg.baseline),
+    }
+
+
+def _throughputs(runs: list[dict[str, Any]]) -> list[float]:
+    return [r["sequences"] / r["wall_s"] for r in runs]
+
+
+def cell_summary(
+    cell: Cell, runs: list[dict[str, Any]], gemm_gflops: float, reference: list[float]
+) -> dict[str, Any]:
+    """Statistics of one cell's repeats; throughputs in sequences/s and tokens/s, latency in ms."""
+    seq_s = mean_ci(_throughputs(runs))
+    tok_s = mean_ci([r["real_tokens"] / r["wall_s"] for r in runs])
+    latencies_ms = [1000.0 * x for r in runs for x in r["batch_latencies_s"]]
+    fractions = [r["flops"] / r["wall_s"] / (gemm_gflops * 1e9) for r in runs if r.get("flops")]
+    diffs = [float(np.max(np.abs(np.subtract(r["rewards"], reference)))) if r["rewards"] else 0.0 for r in runs]
+    return {
+        "cell": cell.label,
+        "runtime": cell.runtime,
+        "batcher": cell.batcher,
+        "batch_size": cell.batch_size,
+        "token_budget": cell.token_budget,
+        "repeats": len(runs),
+        "throughput_seq_s": {
+            "mean": seq_s.mean,
+            "ci_low": seq_s.ci_low,
+            "ci_high": seq_s.ci_high,
+            "ci_half_width_pct": 100.0 * seq_s.half_width / seq_s.mean,
+            "cv": coefficient_of_variation(_throughputs(runs)),
+            "samples": _throughputs(runs),
+        },
+        "throughput_tok_s": {"mean": tok_s.mean, "ci_low": tok_s.ci_low, "ci_high": tok_s.ci_high},
+        "latency_ms": percentiles(latencies_ms),
+        "batches": len(runs[0]["batch_sizes"]),
+        "mean_batch_size": statistics.fmean(runs[0]["batch_sizes"]),
+        "padding_waste": runs[0]["padding_waste"],
+        "gemm_fraction": statistics.fmean(fractions) if fractions else None,
+        "load_s": statistics.fmean(r["load_s"] for r in runs),
+        "warmup_s": statistics.fmean(r["warmup_s"] for r in runs),
+        "compile_s": statistics.fmean(r["compile_s"] for r in runs),
+        "timed_compile_s": max(r["timed_compile_s"] for r in runs),
+        "reward_max_abs_diff": max(diffs),
+    }
+
+
+def compare(label: str, baseline: str, samples: dict[str, list[float]]) -> dict[str, Any]:
+    """``label`` vs ``baseline`` throughput: ratio with Fieller CI, CI overlap, Mann-Whitney p."""
+    a, b = samples[label], samples[baseline]
+    r = ratio_ci(a, b, method="fieller")
+    ea, eb = mean_ci(a), mean_ci(b)
+    return {
+        "cell": label,
+        "baseline": baseline,
+        "ratio": r.ratio,
+        "ratio_ci_low": r.ci_low,
+        "ratio_ci_high": r.ci_high,
+        "ci_overlap": ci_overlap(ea.ci_low, ea.ci_high, eb.ci_low, eb.ci_high),
+        "p_value": mann_whitney_p(a, b),
+    }
+
+
+def targets(
+    cells: list[Cell], samples: dict[str, list[float]], summaries: list[dict[str, Any]], baseline: str
+) -> dict[str, Any]:
+    """The issue's performance targets, checked on this run's numbers."""
+    mean = {label: statistics.fmean(v) for label, v in samples.items()}
+    gains = []
+    for fixed in (c for c in cells if c.batcher == "fixed"):
+        rivals = [
+            c.label
+            for c in cells
+            if c.runtime == fixed.runtime
+            and (c.batcher == "token-budget" or (c.batcher == "sorted" and c.batch_size == fixed.batch_size))
+        ]
+        if rivals:
+            best = max(rivals, key=mean.__getitem__)
+            entry = compare(best, fixed.label, samples)
+            gains.append({**entry, "meets_target": entry["ratio"] >= TARGET_BATCHER_GAIN})
+    best_cell = max(mean, key=mean.__getitem__)
+    best = compare(best_cell, baseline, samples)
+    half_widths = [s["throughput_seq_s"]["ci_half_width_pct"] for s in summaries]
+    return {
+        "best_batcher_vs_fixed": gains,
+        "best_batcher_min_ratio": TARGET_BATCHER_GAIN,
+        "best_cell_vs_baseline": {**best, "meets_target": best["ratio"] >= TARGET_BEST_GAIN},
+        "best_cell_min_ratio": TARGET_BEST_GAIN,
+        "ci_half_width_max_pct": max(half_widths),
+        "ci_half_width_target_pct": TARGET_CI_HALF_WIDTH_PCT,
+        "ci_within_target": max(half_widths) <= TARGET_CI_HALF_WIDTH_PCT,
+    }

@@ -1,0 +1,126 @@
+"""``rlsim bench scoring``: throughput of runtimes x batchers x batch sizes, with confidence intervals.
+
+Examples::
+
+    rlsim bench scoring --quick                                  # about a minute: one runtime, 3 batchers
+    rlsim bench scoring --runtimes eager,ort,native --batch-sizes 8,32,64 --budgets 8192 --repeats 5
+    rlsim bench scoring --set workload.response.mean=300 --set workload.count=128
+
+Each cell is measured in ``--repeats`` fresh processes (warm-up, then one timed pass over the
+workload), rounds interleaved. Outputs in ``--out``: results.json, cells.csv, samples.csv,
+raw_samples.json, throughput.png, throughput_vs_batch.png, padding_waste.png. The last stdout line
+is the results JSON: ``{"gemm_gflops", "cells": [{"cell", "runtime", "batcher", "batch_size",
+"token_budget", "padding_waste", "gemm_fraction", "throughput_seq_s": {"mean", "ci_low", "ci_high",
+...}, "throughput_tok_s", "latency_ms": {"p50", "p95", "p99"}, ...}], "comparisons": [{"cell",
+"baseline", "ratio", "ratio_ci_low", "ratio_ci_high", "ci_overlap", "p_value"}], "targets", ...}``.
+A custom runtime registered with ``@register_scorer`` in your own module joins the grid when the
+module is named in ``RLSIM_PLUGINS=pkg.module`` (imported here and in every worker).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+from rlsim.cli.common import add_model_arg, add_settings_args, settings_from_args
+
+QUICK = {"batch_sizes": [8], "budgets": [2048], "repeats": 2, "warmup_passes": 1}
+QUICK_COUNT = 32
+
+
+def _ints(text: str) -> list[int]:
+    try:
+        return [int(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a comma-separated list of whole numbers") from None
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("bench", help="benchmarks with repeats in fresh processes and confidence intervals")
+    kinds = p.add_subparsers(dest="bench_kind", metavar="KIND", required=True)
+    s = kinds.add_parser("scoring", help="runtimes x batchers x batch sizes on a workload",
+                         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
+    add_model_arg(s)
+    s.add_argument("--runtimes", default=None, help="comma-separated runtimes or 'all' (default eager,ort; quick: eager)")
+    s.add_argument("--batchers", default="fixed,sorted,token-budget", help="comma-separated offline batchers")
+    s.add_argument("--batch-sizes", type=_ints, default=None, help="for fixed/sorted (default 8,32,64)")
+    s.add_argument("--budgets", type=_ints, default=None, help="token-budget: padded tokens per batch (default 8192)")
+    s.add_argument("--repeats", type=int, default=None, help="fresh processes per cell, >= 2 (default 5)")
+    s.add_argument("--warmup", type=int, default=None, help="untimed passes over the workload per process (default 1)")
+    s.add_argument("--count", type=int, default=None, help="texts in the workload (default 256; quick: 32)")
+    s.add_argument("--seed", type=int, default=None, help="workload seed (default 0)")
+    s.add_argument("--workload-file", default=None, help="score real texts: .jsonl with 'text', or .txt")
+    s.add_argument("--baseline", default=None, help="cell to compare against (default eager/fixed/32; quick: R/fixed/8)")
+    s.add_argument("--worker-timeout", type=float, default=None, help="seconds one repeat may take (default 1800)")
+    s.add_argument("--config", default=None, help="YAML with BenchScoringConfig fields; flags override it")
+    s.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="override, e.g. workload.response.mean=300")
+    s.add_argument("--quick", action="store_true", help="small grid that finishes in about a minute")
+    s.add_argument("--out", default="results/bench-scoring", help="output folder (default results/bench-scoring)")
+    add_settings_args(s)
+    s.set_defaults(func=run)
+
+
+def build_config(args: argparse.Namespace):
+    """Flags (+ ``--config`` file, ``--set`` overrides) -> ``BenchScoringConfig``; all errors at once."""
+    from rlsim.bench.scoring_config import BenchScoringConfig, issue_workload
+    from rlsim.config_loader import apply_overrides, load_yaml, validate
+    from rlsim.scoring.base import ALL_RUNTIMES
+
+    data: dict[str, Any] = load_yaml(args.config) if args.config else {}
+    runtimes = args.runtimes or ("eager" if args.quick else None)
+    if runtimes:
+        data["runtimes"] = list(ALL_RUNTIMES) if runtimes == "all" else [r.strip() for r in runtimes.split(",") if r.strip()]
+    data["model"] = args.model
+    data["batchers"] = [b.strip() for b in args.batchers.split(",") if b.strip()]
+    if args.quick:
+        data.update(QUICK)
+        first = (data.get("runtimes") or ["eager"])[0]
+        data["baseline"] = f"{first}/fixed/8"
+    workload = data.setdefault("workload", issue_workload().model_dump(mode="json", exclude_none=True))
+    flags = {"batch_sizes": args.batch_sizes, "budgets": args.budgets, "repeats": args.repeats,
+             "warmup_passes": args.warmup, "baseline": args.baseline, "worker_timeout_s": args.worker_timeout}  # fmt: skip
+    data.update({k: v for k, v in flags.items() if v is not None})
+    count = args.count if args.count is not None else (QUICK_COUNT if args.quick else None)
+    for key, value in (("count", count), ("seed", args.seed), ("path", args.workload_file)):
+        if value is not None:
+            workload[key] = value
+    settings = asdict(settings_from_args(args))
+    settings["compile_buckets"] = list(settings["compile_buckets"])
+    data["settings"] = {**settings, **data.get("settings", {})}
+    apply_overrides(data, args.set)
+    return validate(BenchScoringConfig, data, source="rlsim bench scoring options")
+
+
+def run(args: argparse.Namespace) -> int:
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from rlsim.bench.scoring_report import table, write_outputs
+    from rlsim.bench.scoring_runner import preflight, run_grid
+    from rlsim.bench.scoring_summary import summarize
+    from rlsim.io import atomic_write_json
+
+    err = Console(stderr=True)
+    cfg = build_config(args)
+    with err.status("checking runtimes, budgets and the workload ..."):
+        cells, info = preflight(cfg)
+    out = Path(args.out)
+    err.print(f"{len(cells)} cells x {cfg.repeats} repeats, {info['sequences']} texts "
+              f"(mean {info['mean_tokens']:.0f} tokens, max {info['max_tokens']}); results in {out}")  # fmt: skip
+    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
+    with Progress(*columns, console=err) as bar:
+        task = bar.add_task("starting", total=len(cells) * cfg.repeats + 2)
+        raw, gemm = run_grid(cfg, cells, out, lambda what, done, total: bar.update(task, description=what, completed=done))
+    result = summarize(cfg, cells, raw, gemm, info)
+    atomic_write_json(out / "results.json", result)
+    paths = write_outputs(result, raw, out)
+    out_console = Console()
+    if not out_console.is_terminal:  # piped: rich would wrap the table at 80 columns
+        out_console = Console(width=160)
+    out_console.print(table(result))
+    err.print("wrote " + ", ".join(str(p) for p in [out / "results.json", *paths]))
+    print(json.dumps(result))
+    return 0

@@ -1,0 +1,96 @@
+"""The benchmark's statistics on hand-made worker results with known answers."""
+
+from __future__ import annotations
+
+import pytest
+
+from rlsim.bench.scoring_config import BenchScoringConfig, Cell
+from rlsim.bench.scoring_report import csv_text, table
+from rlsim.bench.scoring_summary import summarize
+
+FIXED = Cell("rt", "fixed", batch_size=8)
+SORTED = Cell("rt", "sorted", batch_size=8)
+
+
+def run(seq_s: float, rewards: list[float]) -> dict:
+    """One repeat: 100 sequences at ``seq_s``; 50 GFLOP of model work; two batches."""
+    wall = 100 / seq_s
+    return {
+        "wall_s": wall, "sequences": 100, "real_tokens": 20_000, "padded_tokens": 25_000, "padding_waste": 0.2,
+        "batch_sizes": [50, 50], "batch_latencies_s": [wall / 2, wall / 2], "flops": 50e9, "load_s": 1.0,
+        "warmup_s": 2.0, "compile_s": 0.0, "timed_compile_s": 0.0, "rewards": rewards,
+    }  # fmt: skip
+
+
+@pytest.fixture()
+def result() -> dict:
+    cfg = BenchScoringConfig(runtimes=["eager"], baseline="eager/fixed/32")
+    cfg = cfg.model_copy(update={"baseline": FIXED.label, "repeats": 3})
+    raw = {
+        FIXED.label: [run(10, [0.1, 0.2]), run(11, [0.1, 0.2]), run(12, [0.1, 0.2])],
+        SORTED.label: [run(20, [0.1, 0.25]), run(22, [0.1, 0.2]), run(24, [0.1, 0.2])],
+    }
+    gemm = [{"gflops": 90.0}, {"gflops": 110.0}]
+    return summarize(cfg, [FIXED, SORTED], raw, gemm, {"sequences": 100})
+
+
+def test_cell_statistics(result: dict) -> None:
+    assert result["gemm_gflops"] == pytest.approx(100.0)
+    fixed = result["cells"][0]
+    s = fixed["throughput_seq_s"]
+    # [10, 11, 12]: mean 11, s = 1, se = 1/sqrt(3) = 0.57735, t(0.975, 2) = 4.302653 -> +/- 2.484138.
+    assert s["mean"] == pytest.approx(11.0)
+    assert (s["ci_low"], s["ci_high"]) == (pytest.approx(8.515862, abs=1e-5), pytest.approx(13.484138, abs=1e-5))
+    assert s["ci_half_width_pct"] == pytest.approx(100 * 2.484138 / 11, abs=1e-4)
+    assert s["cv"] == pytest.approx(1 / 11)
+    # 200 real tokens per sequence -> tokens/s = 200 x seq/s.
+    assert fixed["throughput_tok_s"]["mean"] == pytest.approx(2200.0)
+    # 50 GFLOP in 10, 9.09, 8.33 s = 5, 5.5, 6 GFLOP/s of a 100 GFLOP/s GEMM rate -> mean 0.055.
+    assert fixed["gemm_fraction"] == pytest.approx(0.055)
+    # Batch latency = wall/2: 5, 4.545, 4.167 s (each twice); the median of the six is 4.545 s.
+    assert fixed["latency_ms"]["p50"] == pytest.approx(1000 * 100 / 11 / 2)
+    assert fixed["padding_waste"] == 0.2 and fixed["mean_batch_size"] == 50.0
+    assert fixed["reward_max_abs_diff"] == 0.0
+    # The sorted cell's first repeat returned 0.25 where the runtime's first cell said 0.2.
+    assert result["cells"][1]["reward_max_abs_diff"] == pytest.approx(0.05)
+
+
+def test_comparison_against_baseline(result: dict) -> None:
+    (cmp,) = result["comparisons"]
+    assert (cmp["cell"], cmp["baseline"]) == (SORTED.label, FIXED.label)
+    # Means 22 / 11 = 2; the CIs [17.0, 27.0] and [8.5, 13.5] are apart; 3 vs 3 fully separated -> p = 2/20.
+    assert cmp["ratio"] == pytest.approx(2.0)
+    assert cmp["ratio_ci_low"] < 2.0 < cmp["ratio_ci_high"]
+    assert cmp["ci_overlap"] is False
+    assert cmp["p_value"] == pytest.approx(0.1)
+
+
+def test_targets(result: dict) -> None:
+    t = result["targets"]
+    (gain,) = t["best_batcher_vs_fixed"]
+    assert gain["cell"] == SORTED.label and gain["meets_target"] is True
+    assert t["best_cell_vs_baseline"]["cell"] == SORTED.label
+    assert t["best_cell_vs_baseline"]["meets_target"] is True  # exactly 2.0x
+    assert t["ci_half_width_max_pct"] == pytest.approx(22.58, abs=0.01)
+    assert t["ci_within_target"] is False
+
+
+def test_required_json_keys(result: dict) -> None:
+    assert isinstance(result["gemm_gflops"], float)
+    for cell in result["cells"]:
+        for key in ("runtime", "batcher", "batch_size", "padding_waste", "gemm_fraction", "throughput_seq_s"):
+            assert key in cell
+        assert set(cell["throughput_seq_s"]) >= {"mean", "ci_low", "ci_high"}
+    for key in ("cell", "baseline", "ratio", "ratio_ci_low", "ratio_ci_high", "ci_overlap", "p_value"):
+        assert key in result["comparisons"][0]
+
+
+def test_table_and_csv_render(result: dict) -> None:
+    from rich.console import Console
+
+    console = Console(width=200, record=True)
+    console.print(table(result))
+    text = console.export_text()
+    assert "rt/sorted/8" in text and "2.00" in text and "baseline" in text
+    lines = csv_text(result).splitlines()
+    assert lines[0].startswith("cell,runtime,batcher") and len(lines) == 3
