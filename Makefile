@@ -7,7 +7,7 @@ PY     := $(VENV)/bin/python
 PIP    := $(PY) -m pip
 STAMPS := $(VENV)/.stamps
 ORT_HEADERS := third_party/onnxruntime/include/onnxruntime_cxx_api.h
-NATIVE_SRC  := $(wildcard native_engine/*.cc native_engine/*.h native_engine/CMakeLists.txt)
+NATIVE_SRC  := $(shell find native_engine -type f)
 PYTEST_ARGS ?=
 export PIP_DISABLE_PIP_VERSION_CHECK=1
 
