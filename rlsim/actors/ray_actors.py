@@ -45,9 +45,16 @@ class ActorSet:
             ray.get([a.close.remote() for a in self.all], timeout=timeout_s)
         except Exception:  # noqa: BLE001  (a dead actor has nothing left to close)
             pass
+        # Best effort: after Ctrl-C or a lost cluster these may fail too, and must not hide the cause.
         for actor in self.all:
-            ray.kill(actor)
-        remove_placement_group(self.group)
+            try:
+                ray.kill(actor)
+            except Exception:  # noqa: BLE001
+                pass
+        try:
+            remove_placement_group(self.group)
+        except Exception:  # noqa: BLE001
+            pass
 
 
 def _bundle(p: ResolvedPlacement) -> dict[str, float]:

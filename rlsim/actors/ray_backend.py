@@ -3,6 +3,7 @@
 Scoring is fault tolerant: a scorer that dies mid-step is restarted by Ray (``max_restarts``) and
 its unfinished batches are sent again, so the step still scores every rollout exactly once. A dead
 rollout or trainer actor ends the step with an ``RlsimError`` (the run's finished steps are on disk).
+Faults can be injected on purpose (``FaultPlan``): the backend kills an actor at a set point of a step.
 """
 
 from __future__ import annotations
@@ -20,6 +21,15 @@ from rlsim.rollout.types import Event, Rollout, RolloutRequest
 
 
 @dataclass
+class FaultPlan:
+    """Kill scorer-0 after its first micro-batch of each step in ``kill_scorer_steps``; kill the rollout
+    actor during generation of ``kill_rollout_step``."""
+
+    kill_scorer_steps: tuple[int, ...] = ()
+    kill_rollout_step: int | None = None
+
+
+@dataclass
 class PendingScore:
     """A scoring call in flight: enough to send it again if its actor dies."""
 
@@ -31,25 +41,50 @@ class PendingScore:
 
 
 class RayStepBackend:
-    def __init__(self, actors: ActorSet, sync: WeightSync, max_attempts: int = 3) -> None:
+    def __init__(
+        self, actors: ActorSet, sync: WeightSync, max_attempts: int = 3, plan: FaultPlan | None = None
+    ) -> None:
         self.actors = actors
         self.num_scorers = len(actors.scorers)
         self._sync = sync
         self._max_attempts = max_attempts
+        self._plan = plan or FaultPlan()
+        self._step = 0
+        self._killed_scorer_this_step = False
         # resubmitted_batches: batches sent again after their scorer died (all that were queued on it);
         # scorer_failures: scorers found dead, counted once per replica and step.
         self.faults = {"injected": 0, "survived": 0, "resubmitted_batches": 0, "scorer_failures": 0}
 
+    def begin_step(self, step: int) -> None:
+        """Tell the backend which step runs next (for the fault plan)."""
+        self._step = step
+        self._killed_scorer_this_step = False
+
     def generate(self, requests: Sequence[RolloutRequest]) -> tuple[list[Rollout], list[Event]]:
-        return self._get(self.actors.rollout.generate.remote(list(requests)), "rollout")
+        ref = self.actors.rollout.generate.remote(list(requests))
+        self._maybe_kill_rollout()
+        return self._get(ref, "rollout")
 
     def stream(self, requests: Sequence[RolloutRequest], micro_batch: int) -> Iterator[tuple[list[Rollout], Event]]:
         gen = self.actors.rollout.stream.remote(list(requests), micro_batch)
         for ref in gen:
-            yield self._get(ref, "rollout")
+            item = self._get(ref, "rollout")
+            self._maybe_kill_rollout()
+            yield item
 
     def submit_score(self, replica: int, rollouts: list[Rollout], batch: int) -> PendingScore:
-        return PendingScore(self.actors.scorers[replica].score.remote(rollouts, batch), replica, rollouts, batch)
+        pending = PendingScore(self.actors.scorers[replica].score.remote(rollouts, batch), replica, rollouts, batch)
+        if replica == 0 and self._step in self._plan.kill_scorer_steps and not self._killed_scorer_this_step:
+            self._killed_scorer_this_step = True
+            self.faults["injected"] += 1
+            ray.kill(self.actors.scorers[0], no_restart=False)  # Ray restarts it (max_restarts)
+        return pending
+
+    def _maybe_kill_rollout(self) -> None:
+        if self._step == self._plan.kill_rollout_step:
+            self._plan.kill_rollout_step = None  # once
+            self.faults["injected"] += 1
+            ray.kill(self.actors.rollout, no_restart=True)
 
     def collect(self, handles: list[PendingScore]) -> list[tuple[dict[int, float], list[Event]]]:
         """Results of every pending score, re-sending a batch whose scorer died (up to ``max_attempts``)."""
@@ -74,6 +109,9 @@ class RayStepBackend:
                 failed_replicas.add(p.replica)
                 pending[retry.ref] = retry
         self.faults["scorer_failures"] += len(failed_replicas)
+        if self._killed_scorer_this_step:  # every rollout was scored despite the kill: survived
+            self.faults["survived"] += 1
+            self._killed_scorer_this_step = False
         return results
 
     def train(self, rollouts: list[Rollout], rewards: dict[int, float]) -> tuple[dict[str, Any], list[Event]]:

@@ -75,6 +75,9 @@ class RolloutWorker(_Worker):
         self._weights = WeightsFolder()
         self._mark_started()
 
+    def ready(self) -> dict[str, Any]:
+        return {**super().ready(), "backend": getattr(self.generator, "name", type(self.generator).__name__)}
+
     def generate(self, requests: Sequence[RolloutRequest]) -> tuple[list[Rollout], list[Event]]:
         t0 = time.time()
         rollouts = self.generator.generate(requests)
@@ -113,6 +116,10 @@ class ScoringWorker(_Worker):
         super().__init__(name, placement, pin)
         self.stage = make()
         self._mark_started()
+
+    def ready(self) -> dict[str, Any]:
+        scorer = getattr(self.stage, "scorer", None)
+        return {**super().ready(), "runtime": getattr(scorer, "name", None)}
 
     def score(self, rollouts: Sequence[Rollout], batch: int) -> tuple[dict[int, float], list[Event]]:
         t0 = time.time()

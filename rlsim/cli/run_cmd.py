@@ -17,6 +17,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    help="override a setting, e.g. --set steps=5 --set placement.preset=split (repeatable)")
     p.add_argument("--out", default=None, help="output folder (default runs/<config name>)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar (for logs)")
+    p.add_argument("--resume", action="store_true",
+                   help="continue the run saved in --out after its last completed step (same config)")
     p.set_defaults(func=run)
 
 
@@ -36,7 +38,9 @@ def run(args: argparse.Namespace) -> int:
     from rlsim.loop.run import run_loop, summary_lines
 
     console = Console(stderr=True)
-    results = run_loop(config, out, console=console, show_progress=not args.no_progress)
+    again = " ".join(["rlsim run", args.config, *(f"--set {o}" for o in args.overrides), "--out", str(out), "--resume"])
+    results = run_loop(config, out, console=console, show_progress=not args.no_progress, resume=args.resume,
+                       resume_hint=again)
     for line in summary_lines(results):
         console.print(line)
     console.print(f"results in {out}/ (results.json, timeline.json, report.md, gantt.png, breakdown.png)")

@@ -46,7 +46,15 @@ def build_generator(backend: str, policy: str, settings: GeneratorSettings) -> A
     from rlsim.models import resolve_policy
     from rlsim.rollout.generator import make_generator
 
+    if backend == "auto":
+        backend = "vllm" if _importable("vllm") else "hf"
     return make_generator(backend, resolve_policy(policy), settings)
+
+
+def _importable(module: str) -> bool:
+    import importlib.util
+
+    return importlib.util.find_spec(module) is not None
 
 
 def build_reward_stage(policy: str, settings: RewardStageSettings) -> Any:

@@ -25,10 +25,12 @@ class _Strict(BaseModel):
 
 
 class PolicyConfig(_Strict):
-    """The policy and its generation engine. ``kv_cache_gib``: vLLM's CPU KV cache (GiB)."""
+    """The policy and its generation engine. ``backend``: ``vllm``, ``hf`` (Hugging Face generate) or
+    ``auto`` (vLLM where it can be imported, else hf; results say which ran). ``kv_cache_gib``: vLLM's
+    CPU KV cache (GiB)."""
 
     model: str = "tiny-llama"
-    backend: Literal["vllm", "hf"] = "vllm"
+    backend: Literal["vllm", "hf", "auto"] = "vllm"
     device: Literal["cpu", "cuda"] = "cpu"
     dtype: Literal["float32", "bfloat16", "float16"] = "float32"
     max_model_len: int = Field(512, ge=16)
@@ -125,6 +127,19 @@ class RayConfig(_Strict):
     start_timeout_s: float = Field(300.0, gt=0)
 
 
+class FaultsConfig(_Strict):
+    """Faults injected on purpose, to show the loop survives them. ``kill_scorer_steps``: steps in which
+    scorer-0 is killed right after its first micro-batch is sent (Ray restarts it and the driver sends its
+    unscored batches again); ``kill_rollout_step``: the step in which the rollout actor is killed during
+    generation (the run stops with an error, completed steps stay on disk, and it says how to resume).
+    ``scorer_restarts``: restarts Ray allows a scorer; ``score_attempts``: sends per batch before giving up."""
+
+    kill_scorer_steps: list[int] = Field(default_factory=list)
+    kill_rollout_step: int | None = Field(None, ge=1)
+    scorer_restarts: int = Field(2, ge=0)
+    score_attempts: int = Field(3, ge=1)
+
+
 class RunConfig(_Strict):
     """One ``rlsim run``: ``steps`` GRPO steps with the ``schedule`` (``sequential`` or ``overlapped``)."""
 
@@ -139,6 +154,7 @@ class RunConfig(_Strict):
     trainer: TrainerConfig = Field(default_factory=TrainerConfig)
     placement: PlacementConfig = Field(default_factory=PlacementConfig)
     ray: RayConfig = Field(default_factory=RayConfig)
+    faults: FaultsConfig = Field(default_factory=FaultsConfig)
 
 
 def load_run_config(path: str | Path, overrides: Sequence[str] = ()) -> RunConfig:
@@ -170,6 +186,8 @@ def cross_field_problems(config: RunConfig) -> list[str]:
         problems.append("placement.scorer.gpu: a GPU share needs reward.device: cuda")
     if config.placement.trainer.gpu > 0 and config.trainer.device != "cuda":
         problems.append("placement.trainer.gpu: a GPU share needs trainer.device: cuda")
+    if config.faults.kill_scorer_steps and config.faults.scorer_restarts == 0:
+        problems.append("faults.kill_scorer_steps: a killed scorer needs faults.scorer_restarts >= 1 to come back")
     problems += _placement_problems(config)
     return problems
 

@@ -18,7 +18,7 @@ import ray
 
 from rlsim.actors.placement import ResolvedPlacement, resolve_placement
 from rlsim.actors.ray_actors import ActorSet, create_actors
-from rlsim.actors.ray_backend import RayStepBackend
+from rlsim.actors.ray_backend import FaultPlan, RayStepBackend
 from rlsim.loop.build import factories
 from rlsim.loop.config import RunConfig
 from rlsim.loop.records import step_record, timeline_rows
@@ -57,8 +57,15 @@ class LoopSession:
             self.config.placement.strategy,
             self.config.placement.ready_timeout_s,
             self.config.ray.start_timeout_s,
+            scorer_restarts=self.config.faults.scorer_restarts,
         )
-        self.backend = RayStepBackend(self.actors, WeightSync(self.config.trainer.sync, self.config.trainer.simulated_sync_s))
+        faults = self.config.faults
+        self.backend = RayStepBackend(
+            self.actors,
+            WeightSync(self.config.trainer.sync, self.config.trainer.simulated_sync_s),
+            max_attempts=faults.score_attempts,
+            plan=FaultPlan(tuple(faults.kill_scorer_steps), faults.kill_rollout_step),
+        )
         t2 = time.perf_counter()
         if self.config.warmup:
             self.backend.warmup(warmup_requests(self.config))
@@ -70,6 +77,7 @@ class LoopSession:
         cfg = self.config
         requests = make_step_requests(cfg.workload.spec, step, cfg.workload.prompts_per_step, cfg.workload.group_size)
         before = self._cpu_seconds()
+        self.backend.begin_step(step)
         outcome = run_step(self.backend, schedule or cfg.schedule, requests, cfg.micro_batch, progress)
         after = self._cpu_seconds()
         cpu = {k: after[k] - before[k] for k in after}

@@ -61,6 +61,14 @@ def busiest_actor_gap(events: Sequence[Event], start: float, end: float) -> floa
     return (total - max(busy.values(), default=0.0)) / total if total > 0 else 0.0
 
 
+def gpu_seconds(events: Sequence[Event], start: float, end: float) -> dict[str, float]:
+    """GPU-seconds per actor that holds a GPU share: its busy time x its share (an estimate, not a
+    hardware counter: a busy actor is assumed to keep its share of the GPU occupied)."""
+    share = {e.actor: e.gpu for e in events if e.gpu > 0}
+    busy = busy_by_actor([e for e in events if e.actor in share], start, end)
+    return {a: busy[a] * share[a] for a in share}
+
+
 def timeline_rows(step: int, events: Sequence[Event], start: float) -> list[dict[str, Any]]:
     """Events as JSON rows with times relative to the step start (seconds)."""
     rows = []
@@ -88,6 +96,7 @@ def step_record(
         "cpu_s": {k: round(v, 4) for k, v in cpu_s.items()},
         "busy_s": {k: round(v, 6) for k, v in busy_by_actor(outcome.events, outcome.start, outcome.end).items()},
         "tokens": tokens,
+        "gpu_s": {k: round(v, 6) for k, v in gpu_seconds(outcome.events, outcome.start, outcome.end).items()},
         "overhead_fraction": round(times["idle"] / times["total"], 6) if times["total"] > 0 else 0.0,
         "busiest_actor_gap_fraction": round(busiest_actor_gap(outcome.events, outcome.start, outcome.end), 6),
         "sync": {"method": outcome.sync.method, "seconds": round(outcome.sync.seconds, 6), "detail": outcome.sync.detail},

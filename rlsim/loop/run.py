@@ -7,6 +7,7 @@ also when the run stops early.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +15,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 import rlsim
+from rlsim.errors import RlsimError
 from rlsim.io import atomic_write_json, atomic_write_text
 from rlsim.loop.config import RunConfig
 from rlsim.loop.driver import LoopSession
@@ -24,7 +26,7 @@ from rlsim.loop.report import render_markdown, write_figures
 class RunOutputs:
     """The files of one run in ``out``; ``results`` is the ``results.json`` content."""
 
-    def __init__(self, out: Path, config: RunConfig) -> None:
+    def __init__(self, out: Path, config: RunConfig, resume: bool = False) -> None:
         self.out = Path(out)
         self.out.mkdir(parents=True, exist_ok=True)
         self.rows: list[dict[str, Any]] = []
@@ -36,7 +38,36 @@ class RunOutputs:
             "overhead_fraction": 0.0,
             "faults": {"injected": 0, "survived": 0},
         }
+        if resume:
+            self._load_previous()
         self.flush()
+
+    @property
+    def next_step(self) -> int:
+        return len(self.results["steps"]) + 1
+
+    def _load_previous(self) -> None:
+        """Take over the steps of an earlier run of the same config in ``out`` (``--resume``)."""
+        path = self.out / "results.json"
+        if not path.is_file():
+            raise RlsimError(f"--resume: {path} does not exist; run without --resume to start a new run there")
+        old = json.loads(path.read_text())
+        mine = self.results["config"]
+        # steps may grow and faults may be dropped on resume; anything else would mix two experiments.
+        differ = sorted(k for k in set(mine) | set(old.get("config", {}))
+                        if k not in ("steps", "faults") and mine.get(k) != old.get("config", {}).get(k))
+        if differ:
+            raise RlsimError(
+                f"--resume: {self.out} holds a run of a different config ({', '.join(differ)} differ); resume with "
+                "the same config file and --set overrides, or choose a new --out"
+            )
+        timeline = self.out / "timeline.json"
+        self.rows = json.loads(timeline.read_text())["events"] if timeline.is_file() else []
+        self.results["steps"] = list(old.get("steps", []))
+        self.results["resumed_at_step"] = self.next_step
+        self.results["faults_before_resume"] = old.get("faults", {})
+        if self.results["steps"]:
+            self.results["overhead_fraction"] = round(overall_overhead(self.results["steps"]), 6)
 
     def update(self, **fields: Any) -> None:
         self.results.update(fields)
@@ -66,22 +97,26 @@ def run_loop(
     console: Console | None = None,
     show_progress: bool = True,
     session: LoopSession | None = None,
+    resume: bool = False,
+    resume_hint: str = "rerun the same command with --resume",
 ) -> dict[str, Any]:
-    """Run ``config.steps`` steps; returns the final ``results.json`` content.
+    """Run steps up to ``config.steps``; returns the final ``results.json`` content.
 
     ``session``: an already started session to run on (it is left open); by default a new one is
-    started for ``config`` and closed at the end, also on errors and Ctrl-C.
+    started for ``config`` and closed at the end, also on errors and Ctrl-C. ``resume``: continue the
+    run saved in ``out`` after its last completed step (faults are not injected again at or before it).
     """
     console = console or Console(stderr=True)
-    outputs = RunOutputs(out, config)
+    outputs = RunOutputs(out, config, resume=resume)
+    first = outputs.next_step
     own = session is None
-    session = session or LoopSession(config)
+    session = session or LoopSession(_faults_from(config, first) if resume else config)
     try:
-        if own:
+        if own and first <= config.steps:
             with console.status("starting Ray and the actors (vLLM's engine takes ~35 s on 2 cores)..."):
                 session.start()
         outputs.update(startup_s={k: round(v, 3) for k, v in session.startup_s.items()}, **session.describe())
-        _steps(session, outputs, console, show_progress, config.steps)
+        _steps(session, outputs, console, show_progress, first, config.steps, resume_hint)
         outputs.update(complete=True, faults=_faults(session))
     finally:
         try:
@@ -93,19 +128,35 @@ def run_loop(
     return outputs.results
 
 
-def _steps(session: LoopSession, outputs: RunOutputs, console: Console, show_progress: bool, steps: int) -> None:
+def _faults_from(config: RunConfig, first: int) -> RunConfig:
+    """``config`` without the faults of steps before ``first + 1``: the stopped run already injected them."""
+    f = config.faults
+    kept = f.model_copy(update={
+        "kill_scorer_steps": [s for s in f.kill_scorer_steps if s > first],
+        "kill_rollout_step": f.kill_rollout_step if (f.kill_rollout_step or 0) > first else None,
+    })
+    return config.model_copy(update={"faults": kept})
+
+
+def _steps(
+    session: LoopSession, outputs: RunOutputs, console: Console, show_progress: bool, first: int, last: int, hint: str
+) -> None:
     cfg = session.config
     columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
     with Progress(*columns, console=console, disable=not show_progress, transient=False) as bar:
-        steps_task = bar.add_task("steps", total=steps)
-        for step in range(1, steps + 1):
+        steps_task = bar.add_task("steps", total=last, completed=first - 1)
+        for step in range(first, last + 1):
             total = cfg.workload.prompts_per_step * cfg.workload.group_size
             task = bar.add_task(f"step {step}: generate", total=total)
 
             def note(phase: str, done: int, of: int, task: Any = task, step: int = step) -> None:
                 bar.update(task, description=f"step {step}: {phase}", completed=done if phase != "update" else of)
 
-            record, rows = session.step(step, progress=note)
+            try:
+                record, rows = session.step(step, progress=note)
+            except RlsimError as err:
+                saved = f"steps 1..{step - 1} are saved in {outputs.out}/results.json" if step > 1 else "no step completed"
+                raise RlsimError(f"step {step} failed: {err}\n{saved}; to continue: {hint}") from None
             bar.update(task, completed=total, description=f"step {step}: {record['time_s']['total']:.1f} s")
             outputs.add_step(record, rows)
             bar.advance(steps_task)

@@ -94,3 +94,33 @@ def test_an_actor_that_fails_to_start_reports_the_cause(by_value) -> None:
     makers = {**fakes(), "scorer": loop_doubles.broken_factory}
     with pytest.raises(RlsimError, match="fix reward.model"):
         start(makers, replicas=1)
+
+
+def test_injected_scorer_kill_is_survived(by_value) -> None:
+    from rlsim.actors.ray_backend import FaultPlan, RayStepBackend
+
+    actors = start(fakes(), replicas=1, strategy="PACK")
+    try:
+        backend = RayStepBackend(actors, WeightSync("simulated", 0.0), plan=FaultPlan(kill_scorer_steps=(2,)))
+        for step in (1, 2):
+            backend.begin_step(step)
+            out = run_step(backend, "overlapped", requests(4, 3), micro_batch=4)
+            assert out.counts["scored"] == out.counts["trained"] == 12
+        assert backend.faults["injected"] == backend.faults["survived"] == 1  # only step 2 had a kill
+        assert backend.faults["resubmitted_batches"] >= 1
+    finally:
+        actors.close()
+
+
+def test_injected_rollout_kill_fails_the_step_with_a_clear_error(by_value) -> None:
+    from rlsim.actors.ray_backend import FaultPlan, RayStepBackend
+
+    actors = start(fakes(), replicas=1, strategy="PACK")
+    try:
+        backend = RayStepBackend(actors, WeightSync("simulated", 0.0), plan=FaultPlan(kill_rollout_step=1))
+        backend.begin_step(1)
+        with pytest.raises(RlsimError, match="rollout actor died"):
+            run_step(backend, "sequential", requests(4, 3), micro_batch=4)
+        assert backend.faults == {**backend.faults, "injected": 1, "survived": 0}
+    finally:
+        actors.close()

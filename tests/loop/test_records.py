@@ -61,3 +61,11 @@ def test_timeline_rows_are_relative_to_the_step_start_and_sorted() -> None:
     rows = timeline_rows(3, list(reversed(EVENTS)), 100)
     assert [r["start"] for r in rows] == sorted(r["start"] for r in rows)
     assert rows[0] == {**rows[0], "step": 3, "actor": "rollout", "phase": "generate", "start": 0.0, "end": 2.0}
+
+
+def test_gpu_seconds_are_busy_time_times_the_share() -> None:
+    from rlsim.loop.records import gpu_seconds
+
+    events = [Event("rollout", "generate", 0, 0, 4, [0], gpu=0.5), Event("rollout", "sync", 0, 5, 6, [0], gpu=0.5),
+              Event("scorer-0", "score", 0, 1, 3, [0], gpu=0.0)]
+    assert gpu_seconds(events, 0, 10) == {"rollout": pytest.approx(2.5)}  # (4 + 1) s x 0.5; no share, no entry
