@@ -1,0 +1,8 @@
+"""``rlsim experiment contention``: how much capacity a faster scoring runtime frees on a shared pool.
+
+Per runtime, on the ``shared`` placement: generation alone, scoring alone, both together (the
+``overlapped`` schedule) and a time-boxed variant, in R repeats. ``config`` validates the experiment,
+``conditions`` runs one condition, ``accounting`` measures pool time by process accounting,
+``capacity`` and ``analysis`` turn the records into figures with CIs, ``report``/``plots`` write
+them out, ``runner`` drives it all (``session`` is the only module that touches Ray).
+"""

@@ -1,0 +1,161 @@
+"""Statistics over repeats: every figure as {mean, ci_low, ci_high}, and significance in words.
+
+Uses ``rlsim.metrics.stats`` only: Student-t CIs on means (``mean_ci``), Fieller CIs on ratios of
+means (``ratio_ci``: slowdowns and the step-time change), CI overlap and the Mann-Whitney U test.
+Differences against the baseline (freed capacity) are paired within a repeat, so their CI is the
+t-interval of the per-repeat differences. A CI bound that does not exist (Fieller's interval is
+unbounded when the denominator is not clearly non-zero) is written as ``null``.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Mapping, Sequence
+
+from rlsim.experiment.capacity import BAR_GROUPS, Samples, capacity_samples, values
+from rlsim.metrics.stats import ci_overlap, mann_whitney_p, mean_ci, ratio_ci
+
+ALPHA = 0.05
+
+
+def _finite(x: float) -> float | None:
+    return round(float(x), 6) if math.isfinite(x) else None
+
+
+def estimate(samples: Sequence[float]) -> dict[str, Any]:
+    """``{mean, ci_low, ci_high, n, method}``; the CI is null below two samples."""
+    if not samples:
+        return {"mean": None, "ci_low": None, "ci_high": None, "n": 0, "method": "not measured"}
+    if len(samples) < 2:
+        return {"mean": _finite(samples[0]), "ci_low": None, "ci_high": None, "n": 1, "method": "single sample"}
+    e = mean_ci(samples)
+    return {"mean": _finite(e.mean), "ci_low": _finite(e.ci_low), "ci_high": _finite(e.ci_high), "n": e.n,
+            "method": e.method}
+
+
+def ratio_minus_one(numer: Sequence[float], denom: Sequence[float]) -> dict[str, Any]:
+    """``mean(numer) / mean(denom) - 1`` with Fieller's 95 % interval, as a fraction (0.25 = +25 %)."""
+    if len(numer) < 2 or len(denom) < 2:
+        return estimate([])
+    try:
+        r = ratio_ci(numer, denom)
+    except ValueError as err:  # a denominator of mean 0: nothing to compare against
+        return {**estimate([]), "method": f"undefined ({err})"}
+    return {"mean": _finite(r.ratio - 1.0), "ci_low": _finite(r.ci_low - 1.0), "ci_high": _finite(r.ci_high - 1.0),
+            "n": min(len(numer), len(denom)), "method": "Fieller ratio of means, minus 1"}
+
+
+def smallest_p(n_a: int, n_b: int) -> float:
+    """The smallest two-sided exact Mann-Whitney p-value that samples of these sizes can give."""
+    return min(1.0, 2.0 / math.comb(n_a + n_b, n_a))
+
+
+def compare(a: Sequence[float], b: Sequence[float]) -> dict[str, Any]:
+    """Is ``a`` different from ``b``? CI overlap of the two means and a two-sided Mann-Whitney test.
+
+    ``significant``: True when the CIs do not overlap *and* p < 0.05, False when they overlap and
+    p >= 0.05, None when the two disagree (``words`` says which way).
+    """
+    if len(a) < 2 or len(b) < 2:
+        return {"ci_overlap": None, "mann_whitney_p": None, "significant": None,
+                "words": "not tested (fewer than 2 repeats)"}
+    ea, eb = mean_ci(a), mean_ci(b)
+    overlap = ci_overlap(ea.ci_low, ea.ci_high, eb.ci_low, eb.ci_high)
+    p = mann_whitney_p(a, b)
+    floor = smallest_p(len(a), len(b))
+    return {"ci_overlap": overlap, "mann_whitney_p": round(p, 6), "significant": _verdict(overlap, p),
+            "smallest_reachable_p": round(floor, 6), "words": _words(overlap, p)}
+
+
+def _verdict(overlap: bool, p: float) -> bool | None:
+    if not overlap and p < ALPHA:
+        return True
+    if overlap and p >= ALPHA:
+        return False
+    return None
+
+
+def _words(overlap: bool, p: float) -> str:
+    test = f"Mann-Whitney p = {p:.2g}"
+    verdict = _verdict(overlap, p)
+    if verdict is True:
+        return f"significant: 95% CIs apart, {test}"
+    if verdict is False:
+        return f"not significant: 95% CIs overlap, {test}"
+    if not overlap:
+        return f"not established: 95% CIs apart, but {test}"
+    return f"not established: {test}, but the 95% CIs overlap"
+
+
+def runtime_figures(per: Mapping[str, Mapping[str, Samples]], runtime: str, baseline: str,
+                    pool_cores: int) -> dict[str, Any]:
+    """Every per-runtime figure of results.json (see the report's glossary for definitions)."""
+    v = lambda rt, key: values(per, rt, key)  # noqa: E731
+    gen_alone, gen_tog = v(runtime, "gen_alone.gen_tokens_per_s"), v(runtime, "together.gen_tokens_per_s")
+    sc_alone, sc_tog = v(runtime, "score_alone.score_rollouts_per_s"), v(runtime, "together.score_rollouts_per_s")
+    out: dict[str, Any] = {
+        "step_time_s": estimate(v(runtime, "together.step_s")),
+        "scoring_critical_s": estimate(v(runtime, "together.score_exposed_s")),
+        "scoring_critical_share": estimate(v(runtime, "together.score_critical_share")),
+        "scoring_core_s": estimate(v(runtime, "together.score_core_s")),
+        "scoring_core_s_alone": estimate(v(runtime, "score_alone.score_core_s")),
+        "scoring_busy_s": estimate(v(runtime, "together.score_busy_s")),
+        "gen_tokens_per_s_alone": estimate(gen_alone),
+        "gen_tokens_per_s_together": estimate(gen_tog),
+        "gen_slowdown": ratio_minus_one(gen_alone, gen_tog),
+        "score_rollouts_per_s_alone": estimate(sc_alone),
+        "score_rollouts_per_s_together": estimate(sc_tog),
+        "score_slowdown": ratio_minus_one(sc_alone, sc_tog),
+        "gen_core_s_per_rollout": estimate(v(runtime, "gen_alone.gen_core_s_per_rollout")),
+        "timeboxed_rollouts_per_hour": estimate(v(runtime, "timeboxed.rollouts_per_hour")),
+        "pool_core_s_per_step": {bar: estimate(v(runtime, f"together.pool.{bar}")) for bar in BAR_GROUPS},
+    }
+    capacity = capacity_samples(per, runtime, baseline, pool_cores)
+    for key in ("freed_core_s", "freed_pool_share", "extra_gen_tokens_per_s", "extra_rollouts_per_step",
+                "extra_rollouts_per_hour"):
+        out[key] = estimate(capacity.get(key, []))
+    out["step_time_change"] = (_exact_zero(len(v(runtime, "together.step_s"))) if runtime == baseline else
+                               ratio_minus_one(v(runtime, "together.step_s"), v(baseline, "together.step_s")))
+    freed = out["freed_core_s"]
+    out["freed_ci_half_width_fraction"] = _half_width_fraction(freed)
+    out["significance"] = _significance(v, runtime, baseline)
+    return out
+
+
+def _exact_zero(n: int) -> dict[str, Any]:
+    return {"mean": 0.0, "ci_low": 0.0, "ci_high": 0.0, "n": n, "method": "baseline (compared with itself)"}
+
+
+def _half_width_fraction(e: Mapping[str, Any]) -> float | None:
+    if e["mean"] in (None, 0) or e["ci_low"] is None or e["ci_high"] is None:
+        return None
+    return round((e["ci_high"] - e["ci_low"]) / 2.0 / abs(e["mean"]), 4)
+
+
+def _significance(v: Any, runtime: str, baseline: str) -> dict[str, Any]:
+    out = {
+        "gen_slowdown": compare(v(runtime, "gen_alone.gen_tokens_per_s"), v(runtime, "together.gen_tokens_per_s")),
+        "score_slowdown": compare(v(runtime, "score_alone.score_rollouts_per_s"),
+                                  v(runtime, "together.score_rollouts_per_s")),
+    }
+    if runtime != baseline:
+        for name, key in (("step_time_s", "together.step_s"), ("scoring_core_s", "together.score_core_s"),
+                          ("gen_tokens_per_s_together", "together.gen_tokens_per_s"),
+                          ("timeboxed_rollouts_per_hour", "timeboxed.rollouts_per_hour")):
+            out[name] = compare(v(runtime, key), v(baseline, key))
+    return out
+
+
+def accounting_summary(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """How well the identity held over every measured step, and how much of the pool others used."""
+    checked = [r for r in rows if r["pool"]["checked"]]
+    residuals = [r["pool"]["residual_fraction"] for r in checked]
+    other = [r["pool"]["core_s"].get("other", 0.0) / r["pool"]["pool_core_s"] for r in checked
+             if r["pool"]["pool_core_s"] > 0]
+    return {
+        "steps": len(rows), "checked": len(checked),
+        "within_5pct": sum(1 for r in checked if r["pool"]["within_5pct"]),
+        "max_abs_residual_fraction": round(max((abs(x) for x in residuals), default=0.0), 5),
+        "mean_residual_fraction": round(sum(residuals) / len(residuals), 5) if residuals else None,
+        "other_processes_pool_share": round(sum(other) / len(other), 4) if other else None,
+    }

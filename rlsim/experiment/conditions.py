@@ -1,0 +1,173 @@
+"""The four measured conditions, each on one runtime's step backend, each bracketed by pool snapshots.
+
+Plain Python against the loop's ``StepBackend`` (Ray or in-process); every figure comes from the
+actors' own event times and the pool accounting, never from the driver's clock alone.
+
+- ``gen_alone``: the step's requests streamed in micro-batches, nothing else running.
+- ``score_alone``: those same micro-batches queued on the scorer(s), nothing else running.
+- ``together``: a full ``overlapped`` step (generate while scoring, update, weight sync).
+- ``timeboxed``: for ``budget_s`` seconds, waves of requests stream from the generator and every
+  micro-batch finished before the deadline goes to a scorer; rollouts whose scoring ended before the
+  deadline count. The last wave is drained (never counted past the deadline): a Ray actor call
+  cannot be cut short, and a cancelled vLLM request would only waste the same work.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable, Mapping, Sequence
+
+from rlsim.experiment.accounting import PoolAccountant, PoolTime
+from rlsim.loop.records import breakdown, union_length
+from rlsim.loop.schedules import StepBackend, run_step
+from rlsim.rollout.prompts import make_step_requests
+from rlsim.rollout.types import Event, Rollout
+from rlsim.workloads import WorkloadSpec
+
+TIMEBOX_STEP_BASE = 100_000  # waves of time-boxed steps draw requests from their own step numbers
+
+
+@dataclass
+class Measurement:
+    """One measured condition: ``figures`` (seconds, tokens/s, core-seconds; names in capacity.py),
+    the pool time between its snapshots and, for score_alone, nothing more."""
+
+    condition: str
+    runtime: str
+    repeat: int
+    step: int
+    figures: dict[str, float]
+    pool: PoolTime
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"condition": self.condition, "runtime": self.runtime, "repeat": self.repeat, "step": self.step,
+                "figures": {k: round(v, 6) for k, v in self.figures.items()}, "pool": self.pool.as_dict(),
+                **self.extra}
+
+
+@dataclass(frozen=True)
+class Workload:
+    """A step's work: ``prompts`` x ``group`` rollouts from ``spec``, streamed in ``micro_batch``es."""
+
+    spec: WorkloadSpec
+    prompts: int
+    group: int
+    micro_batch: int
+    timebox_micro_batch: int
+    budget_s: float
+
+
+class ConditionRunner:
+    """Runs conditions for one runtime. ``roots``: accounting group -> actor pids (``generate``,
+    ``score``, ``update``, ...), as ``PoolAccountant.snapshot`` takes them."""
+
+    def __init__(self, backend: StepBackend, accountant: PoolAccountant, roots: Mapping[str, Sequence[int]],
+                 work: Workload, runtime: str, repeat: int) -> None:
+        self.backend, self.accountant, self.roots, self.work = backend, accountant, dict(roots), work
+        self.runtime, self.repeat = runtime, repeat
+        self._streamed: dict[int, list[list[Rollout]]] = {}
+
+    def _measure(self, condition: str, step: int, body: Callable[[], tuple[dict[str, float], dict[str, Any]]]
+                 ) -> Measurement:
+        before = self.accountant.snapshot(self.roots)
+        figures, extra = body()
+        pool = self.accountant.between(before, self.accountant.snapshot(self.roots))
+        for group in ("generate", "score", "update"):
+            figures[f"{group}_core_s"] = pool.groups.get(group, 0.0)
+        return Measurement(condition, self.runtime, self.repeat, step, figures, pool, extra)
+
+    def run(self, condition: str, step: int) -> Measurement:
+        bodies = {"gen_alone": self._gen_alone, "score_alone": self._score_alone,
+                  "together": self._together, "timeboxed": self._timeboxed}
+        if condition == "score_alone" and step not in self._streamed:
+            raise RuntimeError("score_alone scores the rollouts of gen_alone: run gen_alone for this step first")
+        measurement = self._measure(condition, step, lambda: bodies[condition](step))
+        if condition == "gen_alone":
+            rollouts = measurement.figures["rollouts"]
+            measurement.figures["gen_core_s_per_rollout"] = measurement.figures["generate_core_s"] / rollouts
+        return measurement
+
+    def _requests(self, step: int) -> list[Any]:
+        w = self.work
+        return make_step_requests(w.spec, step, w.prompts, w.group)
+
+    def _gen_alone(self, step: int) -> tuple[dict[str, float], dict[str, Any]]:
+        batches, events = [], []
+        for batch, event in self.backend.stream(self._requests(step), self.work.micro_batch):
+            batches.append(batch)
+            events.append(event)
+        self._streamed[step] = batches
+        tokens = sum(len(r.response_ids) for b in batches for r in b)
+        gen_s = union_length((e.start, e.end) for e in events)
+        return {"gen_s": gen_s, "gen_tokens": tokens, "gen_tokens_per_s": tokens / gen_s,
+                "rollouts": sum(len(b) for b in batches)}, {}
+
+    def _score_alone(self, step: int) -> tuple[dict[str, float], dict[str, Any]]:
+        batches = self._streamed.pop(step)
+        n = self.backend.num_scorers
+        handles = [self.backend.submit_score(k % n, batch, k) for k, batch in enumerate(batches)]
+        events = [e for _, evs in self.backend.collect(handles) for e in evs]
+        busy = sum(e.duration for e in events)
+        rollouts = sum(len(b) for b in batches)
+        return {"score_busy_s": busy, "rollouts": rollouts, "score_rollouts_per_s": rollouts / busy}, {}
+
+    def _together(self, step: int) -> tuple[dict[str, float], dict[str, Any]]:
+        outcome = run_step(self.backend, "overlapped", self._requests(step), self.work.micro_batch)
+        return together_figures(outcome.events, outcome.start, outcome.end, outcome.rollouts), {
+            "sync": outcome.sync.method}
+
+    def _timeboxed(self, step: int) -> tuple[dict[str, float], dict[str, Any]]:
+        w, n = self.work, self.backend.num_scorers
+        start = time.time()
+        deadline = start + w.budget_s
+        gen_events: list[Event] = []
+        handles, wave = [], 0
+        while time.time() < deadline:
+            wave_step = TIMEBOX_STEP_BASE + 1000 * step + wave
+            requests = make_step_requests(w.spec, wave_step, w.prompts, w.group)
+            for batch, event in self.backend.stream(requests, w.timebox_micro_batch):
+                gen_events.append(event)
+                if event.end <= deadline:  # finished in time: scoring it may still count
+                    handles.append(self.backend.submit_score(len(handles) % n, batch, len(handles)))
+            wave += 1
+        score_events = [e for _, evs in self.backend.collect(handles) for e in evs]
+        figures = timebox_counts(gen_events, score_events, deadline, w.budget_s)
+        figures["overrun_s"] = time.time() - deadline
+        return figures, {"waves": wave}
+
+
+def together_figures(events: Sequence[Event], start: float, end: float, rollouts: Sequence[Rollout]) -> dict[str, float]:
+    """Step time, its phases, throughputs and how much scoring sits on the critical path.
+
+    Scoring is on the critical path while it runs and generation does not (after generation ends,
+    the update waits for the last score): ``score_exposed_s = |score U generate| - |generate|``.
+    """
+    times = breakdown(events, start, end)
+    spans = {p: [(max(e.start, start), min(e.end, end)) for e in events if e.phase == p] for p in ("generate", "score")}
+    exposed = union_length(spans["generate"] + spans["score"]) - union_length(spans["generate"])
+    tokens = sum(len(r.response_ids) for r in rollouts)
+    busy = sum(e.duration for e in events if e.phase == "score")
+    figures = {f"{k}_s": v for k, v in times.items()}
+    figures.update({
+        "step_s": times["total"], "gen_s": times["generate"], "gen_tokens": tokens,
+        "gen_tokens_per_s": tokens / times["generate"] if times["generate"] > 0 else 0.0,
+        "rollouts": len(rollouts), "score_busy_s": busy,
+        "score_rollouts_per_s": len(rollouts) / busy if busy > 0 else 0.0,
+        "score_exposed_s": exposed, "score_critical_share": exposed / times["total"] if times["total"] > 0 else 0.0,
+    })
+    return figures
+
+
+def timebox_counts(gen_events: Sequence[Event], score_events: Sequence[Event], deadline: float,
+                   budget_s: float) -> dict[str, float]:
+    """Rollouts generated, and generated *and* scored, by ``deadline``; rates per hour of budget.
+
+    A micro-batch counts when its event ended by the deadline (its rollouts finish together), and
+    only micro-batches generated in time were sent to scoring, so scored implies generated.
+    """
+    generated = sum(e.items for e in gen_events if e.end <= deadline)
+    scored = sum(e.items for e in score_events if e.end <= deadline)
+    return {"budget_s": budget_s, "generated_in_budget": generated, "scored_in_budget": scored,
+            "rollouts_per_hour": scored * 3600.0 / budget_s, "generated_per_hour": generated * 3600.0 / budget_s}

@@ -1,0 +1,124 @@
+"""The contention experiment's config: a ``contention`` section plus the loop config it runs (``loop``).
+
+``loop`` is exactly ``rlsim run``'s config (rlsim/loop/config.py). The experiment decides three of
+its settings itself and says so instead of silently ignoring them: ``loop.reward.runtime`` (each
+runtime in ``contention.runtimes`` in turn), ``loop.steps`` (``contention.steps_per_condition``) and
+``loop.schedule`` (the "together" condition is always ``overlapped``).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Sequence
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from rlsim.config_loader import load_config
+from rlsim.errors import ConfigError
+from rlsim.loop.config import RunConfig, cross_field_problems
+from rlsim.scoring.base import ALL_RUNTIMES
+
+CONDITIONS = ("gen_alone", "score_alone", "together", "timeboxed")
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class TimeboxSettings(_Strict):
+    """Time-boxed steps: generation keeps producing rollouts for ``budget_s`` wall-clock seconds while
+    scoring keeps up; rollouts generated *and* scored within the budget are counted. ``micro_batch``:
+    rollouts per micro-batch streamed to the scorer (smaller counts finer at the deadline)."""
+
+    budget_s: float = Field(10.0, gt=0)
+    micro_batch: int = Field(4, ge=1)
+
+
+class QuickSettings(_Strict):
+    """What ``--quick`` replaces: fewer runtimes, repeats, steps and a shorter time box."""
+
+    runtimes: list[str] = Field(default_factory=lambda: ["eager", "ort-int8"])
+    repeats: int = Field(2, ge=2)
+    steps_per_condition: int = Field(1, ge=1)
+    budget_s: float = Field(6.0, gt=0)
+
+
+class ContentionSettings(_Strict):
+    """``runtimes`` compared against ``baseline``; ``repeats`` independent repeats (each a fresh Ray
+    session unless ``session_per_repeat`` is false); ``steps_per_condition`` measured steps per
+    condition, runtime and repeat (averaged into one sample per repeat)."""
+
+    runtimes: list[str] = Field(default_factory=lambda: list(ALL_RUNTIMES))
+    baseline: str = "eager"
+    repeats: int = Field(4, ge=2, description="at least 2: a CI needs two independent samples")
+    steps_per_condition: int = Field(1, ge=1)
+    session_per_repeat: bool = True
+    timebox: TimeboxSettings = Field(default_factory=TimeboxSettings)
+    quick: QuickSettings = Field(default_factory=QuickSettings)
+
+
+class ContentionConfig(_Strict):
+    contention: ContentionSettings = Field(default_factory=ContentionSettings)
+    loop: RunConfig = Field(default_factory=RunConfig)
+
+    def for_runtime(self, runtime: str) -> RunConfig:
+        """The loop config with ``runtime`` scoring, the overlapped schedule and the experiment's step count."""
+        reward = self.loop.reward.model_copy(update={"runtime": runtime})
+        return self.loop.model_copy(update={"reward": reward, "schedule": "overlapped",
+                                            "steps": self.contention.steps_per_condition})
+
+
+def load_contention_config(
+    path: str | Path,
+    overrides: Sequence[str] = (),
+    quick: bool = False,
+    repeats: int | None = None,
+    runtimes: Sequence[str] | None = None,
+) -> ContentionConfig:
+    """Load ``path`` with ``--set`` overrides, then ``--quick``, ``--repeats`` and ``--runtimes`` on top.
+
+    Raises ``ConfigError`` listing every problem (including runtimes that are not installed).
+    """
+    config = load_config(ContentionConfig, path, overrides)
+    settings = config.contention
+    if quick:
+        q = settings.quick
+        settings = settings.model_copy(update={
+            "runtimes": list(q.runtimes), "repeats": q.repeats, "steps_per_condition": q.steps_per_condition,
+            "timebox": settings.timebox.model_copy(update={"budget_s": q.budget_s}),
+        })
+    if repeats is not None:
+        settings = settings.model_copy(update={"repeats": repeats})
+    if runtimes is not None:
+        settings = settings.model_copy(update={"runtimes": list(runtimes)})
+    config = config.model_copy(update={"contention": settings})
+    problems = contention_problems(config)
+    if problems:
+        raise ConfigError(problems, source=str(path))
+    return config
+
+
+def contention_problems(config: ContentionConfig) -> list[str]:
+    """Every reason this experiment cannot run as configured; empty when it can."""
+    from rlsim.bench.scoring_config import check_runtimes
+
+    s = config.contention
+    problems = []
+    if s.repeats < 2:
+        problems.append(f"contention.repeats: {s.repeats}; a confidence interval needs at least 2 repeats")
+    if not s.runtimes:
+        problems.append("contention.runtimes: empty; name at least the baseline, e.g. [eager, native]")
+    if len(set(s.runtimes)) != len(s.runtimes):
+        problems.append(f"contention.runtimes: {s.runtimes} names a runtime twice; list each once")
+    if s.baseline not in s.runtimes:
+        problems.append(f"contention.baseline: {s.baseline!r} is not in contention.runtimes {s.runtimes}; "
+                        "add it (freed capacity is measured against it)")
+    problems += check_runtimes(list(s.runtimes))
+    if config.loop.placement.preset != "shared":
+        problems.append("loop.placement.preset: the contention experiment measures one shared pool; "
+                        "set it to shared (split pools do not contend)")
+    if config.loop.ray.address is not None:
+        problems.append("loop.ray.address: pool time is measured from this machine's process and kernel "
+                        "accounting, so the experiment starts its own local Ray; remove ray.address")
+    problems += [f"loop: {p}" for p in cross_field_problems(config.loop)]
+    return problems

@@ -1,0 +1,201 @@
+"""report.md of the contention experiment, with the conclusions written from the measured figures.
+
+Every sentence is built from results.json values (mean and 95 % CI from the repeats) and the
+significance verdicts of ``analysis.compare``; nothing here is a fixed claim.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+GLOSSARY = [
+    ("step time", "wall time of a together step: overlapped generate + score, then update and weight sync"),
+    ("scoring on the critical path", "time scoring runs while generation does not (the update waits for it), "
+     "as a share of step time"),
+    ("scoring core-s", "CPU seconds of the scoring actors and their children per together step (process accounting)"),
+    ("gen slowdown", "generation tokens/s alone / together - 1, a fraction: 0.25 = 25% slower beside scoring"),
+    ("score slowdown", "scoring rollouts per busy second alone / together - 1, a fraction"),
+    ("freed core-s", "baseline scoring core-s - this runtime's, paired within a repeat"),
+    ("extra rollouts per step", "freed core-s / generation core-s per rollout measured alone"),
+    ("time-boxed rollouts per hour", "rollouts generated and scored within the budget, per hour of budget"),
+]
+
+
+def _num(x: float | None, fmt: str) -> str:
+    return "n/a" if x is None else format(x, fmt)
+
+
+def fmt_est(e: Mapping[str, Any] | None, fmt: str = ".3g", unit: str = "") -> str:
+    """``1.23 (95% CI 1.10 to 1.36)`` or ``1.23`` when there is no CI."""
+    if not e or e.get("mean") is None:
+        return "n/a"
+    text = format(e["mean"], fmt) + unit
+    if e.get("ci_low") is None or e.get("ci_high") is None:
+        return text + (" (CI unbounded)" if e.get("n", 0) >= 2 else "")
+    return f"{text} (95% CI {format(e['ci_low'], fmt)} to {format(e['ci_high'], fmt)}{unit})"
+
+
+def _pm(e: Mapping[str, Any], fmt: str, unit: str = "") -> str:
+    """``0.90 +/- 0.10`` (half-width of the 95 % CI) for symmetric t-intervals."""
+    if e.get("mean") is None:
+        return "n/a"
+    if e.get("ci_low") is None or e.get("ci_high") is None:
+        return format(e["mean"], fmt) + unit
+    half = format((e["ci_high"] - e["ci_low"]) / 2, fmt.replace("+", ""))
+    return f"{format(e['mean'], fmt)} +/- {half}{unit}"
+
+
+def _excludes_zero(e: Mapping[str, Any]) -> bool | None:
+    if e.get("ci_low") is None or e.get("ci_high") is None:
+        return None
+    return e["ci_low"] > 0 or e["ci_high"] < 0
+
+
+def _runtime_sentence(name: str, f: Mapping[str, Any], baseline: str) -> str:
+    freed, sig = f["freed_core_s"], f["significance"]
+    zero = _excludes_zero(freed)
+    freed_words = ("significant: its paired 95% CI excludes 0" if zero else
+                   "not significant: its paired 95% CI includes 0" if zero is False else "no CI")
+    share = f["freed_pool_share"]["mean"]
+    parts = [
+        f"**{name}** frees {_pm(freed, '.2f')} core-s per step"
+        f"{f' ({share:.0%} of the pool)' if share is not None else ''} vs {baseline} ({freed_words}); "
+        f"step time changes {fmt_est(f['step_time_change'], '+.1%')}, {sig['step_time_s']['words']}.",
+        f"Generation together runs {_pm(f['extra_gen_tokens_per_s'], '+.0f')} tokens/s vs {baseline} "
+        f"({sig['gen_tokens_per_s_together']['words']}); the freed core-s are worth "
+        f"{_pm(f['extra_rollouts_per_step'], '+.1f')} rollouts per step at the measured generation cost.",
+        f"Time-boxed: {_pm(f['extra_rollouts_per_hour'], '+.0f')} rollouts per hour vs {baseline} "
+        f"({sig['timeboxed_rollouts_per_hour']['words']}).",
+    ]
+    return " ".join(parts)
+
+
+def conclusions(results: Mapping[str, Any]) -> list[str]:
+    """The report's conclusions, one string per finding, from the figures in ``results``."""
+    runtimes, baseline = results.get("runtimes", {}), results.get("baseline")
+    if not runtimes:
+        return ["no repeat finished yet"]
+    out = []
+    floor = _rank_test_floor(results)
+    if floor is not None and floor >= 0.05:
+        out.append(f"With {results.get('repeats_done')} repeats per runtime no Mann-Whitney test can go below "
+                   f"p = {floor:.2g}, so no difference below can be called significant; use at least 4 repeats.")
+    for name, f in runtimes.items():
+        gs, ss = f["gen_slowdown"], f["score_slowdown"]
+        out.append(
+            f"Beside {name} scoring, generation slows by {fmt_est(gs, '+.0%')} against generation alone "
+            f"({f['significance']['gen_slowdown']['words']}); {name} scoring slows by {fmt_est(ss, '+.0%')} against "
+            f"scoring alone ({f['significance']['score_slowdown']['words']}). Scoring sits on the critical path for "
+            f"{fmt_est(f['scoring_critical_share'], '.0%')} of the step and costs {_pm(f['scoring_core_s'], '.2f')} "
+            "core-s per step."
+        )
+    for name, f in runtimes.items():
+        if name != baseline and baseline in runtimes:
+            out.append(_runtime_sentence(name, f, baseline))
+    best = _most_freed(runtimes, baseline)
+    if best:
+        out.append(best)
+    acc = results.get("accounting", {})
+    if acc.get("checked"):
+        held = f"{acc['within_5pct']} of {acc['checked']}"
+        other = acc.get("other_processes_pool_share")
+        out.append(
+            f"Accounting identity (processes + idle + kernel = pool cores x time) held within 5% in {held} measured "
+            f"steps (largest miss {acc['max_abs_residual_fraction']:.1%}); processes outside the experiment used "
+            f"{_num(other, '.0%')} of the pool on average"
+            + (", so the figures carry that background load." if other and other > 0.05 else ".")
+        )
+    return out
+
+
+def _rank_test_floor(results: Mapping[str, Any]) -> float | None:
+    for f in results.get("runtimes", {}).values():
+        floor = f["significance"]["gen_slowdown"].get("smallest_reachable_p")
+        if floor is not None:
+            return float(floor)
+    return None
+
+
+def _most_freed(runtimes: Mapping[str, Any], baseline: str | None) -> str | None:
+    cands = [(f["freed_core_s"]["mean"], n) for n, f in runtimes.items()
+             if n != baseline and f["freed_core_s"]["mean"] is not None]
+    if not cands:
+        return None
+    value, name = max(cands)
+    f = runtimes[name]
+    return (f"Most capacity freed: {name}, {value:.2f} core-s per step, while its step time moved "
+            f"{fmt_est(f['step_time_change'], '+.1%')}: the gain shows as pool capacity, not as step time."
+            if value > 0 else f"No runtime used fewer scoring core-s than {baseline}.")
+
+
+def _table(results: Mapping[str, Any]) -> list[str]:
+    cols = [("step time s", "step_time_s", ".2f"), ("scoring critical share", "scoring_critical_share", ".0%"),
+            ("scoring core-s", "scoring_core_s", ".2f"), ("freed core-s", "freed_core_s", ".2f"),
+            ("freed share of pool", "freed_pool_share", ".0%"), ("gen tok/s alone", "gen_tokens_per_s_alone", ".0f"),
+            ("gen tok/s together", "gen_tokens_per_s_together", ".0f"), ("gen slowdown", "gen_slowdown", "+.0%"),
+            ("score slowdown", "score_slowdown", "+.0%"), ("time-boxed rollouts/h", "timeboxed_rollouts_per_hour", ".0f"),
+            ("extra rollouts/h", "extra_rollouts_per_hour", "+.0f")]
+    lines = ["| runtime | " + " | ".join(c[0] for c in cols) + " |", "|---" * (len(cols) + 1) + "|"]
+    for name, f in results["runtimes"].items():
+        lines.append(f"| {name} | " + " | ".join(fmt_est(f[key], fmt) for _, key, fmt in cols) + " |")
+    return lines
+
+
+def _pool_table(results: Mapping[str, Any]) -> list[str]:
+    runtimes = results["runtimes"]
+    bars = list(next(iter(runtimes.values()))["pool_core_s_per_step"])
+    lines = ["| runtime | " + " | ".join(bars) + " |", "|---" * (len(bars) + 1) + "|"]
+    for name, f in runtimes.items():
+        lines.append(f"| {name} | " + " | ".join(_pm(f["pool_core_s_per_step"][b], ".2f") for b in bars) + " |")
+    return lines
+
+
+def _accounting_rows(results: Mapping[str, Any]) -> list[str]:
+    lines = ["| repeat | runtime | condition | step | pool core-s | accounted | residual | within 5% |",
+             "|---|---|---|---|---|---|---|---|"]
+    for r in results.get("measurements", []):
+        p = r["pool"]
+        lines.append(f"| {r['repeat']} | {r['runtime']} | {r['condition']} | {r['step']} | {p['pool_core_s']:.2f} | "
+                     f"{p['accounted_core_s']:.2f} | {p['residual_fraction']:+.1%} | {'yes' if p['within_5pct'] else 'NO'} |")
+    return lines
+
+
+def _quality(results: Mapping[str, Any]) -> list[str]:
+    """The issue's precision target: freed-capacity CI half-width at most 10 % of its mean."""
+    lines = []
+    for name, f in results["runtimes"].items():
+        if name == results.get("baseline"):
+            continue
+        frac = f.get("freed_ci_half_width_fraction")
+        verdict = "n/a" if frac is None else ("met" if frac <= 0.10 else "not met")
+        shown = "n/a" if frac is None else f"{frac:.0%}"
+        lines.append(f"- {name}: freed core-s CI half-width = {shown} of the mean (target <= 10%: {verdict})")
+    return lines
+
+
+def render_markdown(results: Mapping[str, Any], figures: list[str]) -> str:
+    cfg = results.get("config", {})
+    w = cfg.get("loop", {}).get("workload", {})
+    head = [
+        "# Contention and freed capacity", "",
+        f"Runtimes {', '.join(results.get('runtime_order', []))} against baseline **{results.get('baseline')}** on one "
+        f"shared pool of {results.get('pool_cores')} cores; {results.get('repeats_done', 0)} of "
+        f"{results.get('repeats')} repeats done (each a fresh Ray session unless configured otherwise), "
+        f"{results.get('steps_per_condition')} step(s) per condition, {w.get('prompts_per_step')} prompts x "
+        f"{w.get('group_size')} samples per step, time box {results.get('timebox_budget_s')} s. "
+        f"{'Complete' if results.get('complete') else 'INCOMPLETE (interrupted or still running)'}; "
+        f"{results.get('elapsed_s', 0):.0f} s.", "",
+        "All figures: mean over repeats with a 95% CI (Student t; Fieller for ratios). Slowdowns are fractions.", "",
+    ]
+    if not results.get("runtimes"):
+        return "\n".join(head + ["No measurement finished yet."]) + "\n"
+    body = ["## Conclusions", ""] + [f"- {c}" for c in results.get("conclusions", [])] + [""]
+    body += ["## Figures", ""] + [f"![{f}]({f})" for f in figures] + [""]
+    body += ["## Per runtime", ""] + _table(results) + [""]
+    body += ["## Measurement quality", ""] + _quality(results) + [""]
+    body += ["## Pool core-seconds per together step, by activity (+/- 95% CI half-width)", ""] + _pool_table(results)
+    body += ["", "## Accounting identity per measured step", "",
+             "processes (each activity, orchestration, other processes) + idle + kernel vs pool cores x time.", ""]
+    body += _accounting_rows(results)
+    body += ["", "## Glossary", ""] + [f"- **{k}**: {v}" for k, v in GLOSSARY]
+    return "\n".join(head + body) + "\n"
