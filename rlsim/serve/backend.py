@@ -15,7 +15,8 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from rlsim.batching.dynamic import DynamicBatcher
+from rlsim.batching.dynamic import DynamicBatcher, QueueFull
+from rlsim.errors import RlsimError
 from rlsim.scoring.base import EncodedBatch, Scorer
 
 WARMUP_TEXTS = ["warm-up", "a longer warm-up text, so the first real request does not pay for first-call set-up"]
@@ -40,8 +41,28 @@ class JobResult:
     truncated: int
 
 
+class Overloaded(QueueFull):
+    """The queue has room, but the work ahead would outlast the request's timeout: answer 503 now."""
+
+    def __init__(self, wait_s: float, limit_s: float, queued: int, size: int, capacity: int) -> None:
+        RlsimError.__init__(
+            self,
+            f"server overloaded: the estimated wait ({wait_s:.1f} s for {queued} queued sequences) exceeds the "
+            f"{limit_s:g} s request timeout; retry later or send less load",
+        )
+        self.queued, self.size, self.capacity, self.wait_s = queued, size, capacity, wait_s
+
+
 class ScoringBackend:
-    """A scorer, its batcher and warm-up. ``on_batch(sequences, seconds)`` feeds metrics."""
+    """A scorer, its batcher and warm-up. ``on_batch(sequences, seconds)`` feeds metrics.
+
+    ``max_delay_s`` (usually the request timeout) sheds load by time, not only by queue length: a
+    job whose estimated wait exceeds it would time out anyway, after costing the client that long
+    and, if it reached the model, costing everyone the forward pass. Rejecting it at once (503)
+    keeps the accepted requests within their timeout when the server is past saturation.
+    """
+
+    EWMA_WEIGHT = 0.2  # weight of the newest batch in the seconds-per-sequence estimate
 
     def __init__(
         self,
@@ -50,19 +71,35 @@ class ScoringBackend:
         max_batch_size: int,
         max_wait_s: float,
         max_queue: int,
+        max_delay_s: float | None = None,
         on_batch: Callable[[int, float], None] | None = None,
     ) -> None:
         self.scorer = scorer
         self.warmup_s = 0.0
+        self.max_delay_s = max_delay_s
+        self._s_per_seq: float | None = None
+        self._on_batch = on_batch
         self._batcher: DynamicBatcher[ScoreJob, JobResult] = DynamicBatcher(
             self._process,
             max_batch_size=max_batch_size,
             max_wait_s=max_wait_s,
             max_queue=max_queue,
             size_of=lambda job: job.size,
-            on_batch=on_batch,
+            on_batch=self._observe,
             name=f"rlsim-serve-{scorer.name}",
         )
+
+    def _observe(self, sequences: int, seconds: float) -> None:
+        if sequences > 0:
+            per_seq = seconds / sequences
+            old = self._s_per_seq
+            self._s_per_seq = per_seq if old is None else old + self.EWMA_WEIGHT * (per_seq - old)
+        if self._on_batch is not None:
+            self._on_batch(sequences, seconds)
+
+    def estimated_wait_s(self, extra_sequences: int = 0) -> float:
+        """Seconds until the queued work (plus ``extra_sequences``) is scored, at the recent rate."""
+        return (self._batcher.queued_size + extra_sequences) * (self._s_per_seq or 0.0)
 
     # ---- what the app asks -----------------------------------------------------------------------
     @property
@@ -82,12 +119,8 @@ class ScoringBackend:
         return self._batcher.queued_items
 
     def retry_after_s(self) -> int:
-        """Seconds a rejected client should wait: time to drain the queue at the rate seen so far."""
-        stats = self._batcher.stats
-        rate = stats.batched_size / stats.busy_s if stats.busy_s > 0 else 0.0
-        if rate <= 0:
-            return 1
-        return int(min(30, max(1, math.ceil(self._batcher.queued_size / rate))))
+        """Seconds a rejected client should wait: time to drain the queue at the recent rate (1..30)."""
+        return int(min(30, max(1, math.ceil(self.estimated_wait_s()))))
 
     def warm_up(self) -> None:
         """One forward pass before the server reports ready, so first-call costs are not a request's."""
@@ -96,7 +129,13 @@ class ScoringBackend:
         self.warmup_s = time.perf_counter() - t0
 
     def submit(self, job: ScoreJob) -> "Future[JobResult]":
-        """Queue a job; raises ``QueueFull`` (answer 503) or ``BatcherClosed`` (shutting down)."""
+        """Queue a job; raises ``QueueFull``/``Overloaded`` (answer 503) or ``BatcherClosed`` (shutting down)."""
+        queued = self._batcher.queued_size
+        # An empty queue always admits: the estimate may be stale, and the job would run next anyway.
+        if self.max_delay_s is not None and queued > 0:
+            wait = self.estimated_wait_s(job.size)
+            if wait > self.max_delay_s:
+                raise Overloaded(wait, self.max_delay_s, queued, job.size, self._batcher.max_queue)
         return self._batcher.submit(job)
 
     def close(self, timeout_s: float | None = None) -> None:

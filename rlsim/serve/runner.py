@@ -38,6 +38,7 @@ def registry_backend_factory(settings: ServeSettings) -> BackendFactory:
             max_batch_size=settings.max_batch_size,
             max_wait_s=settings.max_wait_s,
             max_queue=settings.max_queue,
+            max_delay_s=settings.request_timeout_s,
             on_batch=metrics.observe_batch,
         )
 

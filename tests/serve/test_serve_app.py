@@ -84,6 +84,29 @@ def test_full_queue_answers_503_with_retry_after_and_accepted_requests_complete(
         assert post(client, {"texts": ["after the rush"]}).status_code == 200
 
 
+def test_work_that_would_outlast_the_timeout_is_refused_at_once(start_server, tiny_scorer_factory) -> None:
+    scorer = tiny_scorer_factory()
+    scorer.delay_s = 1.0  # every batch takes at least 1 s, so the server's estimate is >= 1 s per sequence
+    srv = start_server(
+        scorer=scorer, max_batch_size=1, max_wait_s=0.0, request_timeout_s=3.0, max_queue=64, max_texts=4
+    )
+    with ThreadPoolExecutor(12) as pool, srv.client() as client:
+        assert post(client, {"texts": ["teaches the server its speed"]}).status_code == 200
+        scorer.gate.clear()
+        scorer.entered.clear()
+        held = pool.submit(post, client, {"texts": ["held"]})
+        wait_until(scorer.entered.is_set, "a batch in the model")
+        later = [pool.submit(post, client, {"texts": [f"q{i}"]}) for i in range(10)]
+        answered = lambda: [f.result() for f in later if f.done()]  # noqa: E731
+        wait_until(lambda: len(answered()) + srv.state.backend.queued_requests == 10, "all ten answered or queued")
+        # With >= 1 s per sequence and a 3 s timeout, a 4th queued sequence would wait > 3 s: refused.
+        refused = [r for r in answered() if r.status_code == 503]
+        assert len(refused) >= 7
+        assert all("estimated wait" in r.json()["detail"] and int(r.headers["retry-after"]) >= 1 for r in refused)
+        scorer.gate.set()
+        assert {f.result(WAIT).status_code for f in [held, *later]} <= {200, 503, 504}
+
+
 def test_request_not_scored_in_time_gets_504_and_is_never_run(start_server) -> None:
     srv = start_server(request_timeout_s=0.2, max_wait_s=0.0)
     srv.scorer.gate.clear()
