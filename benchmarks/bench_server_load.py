@@ -7,8 +7,8 @@ Each client sends ``--texts-per-request`` texts (drawn from a seeded workload), 
 and sends again; on 503 it honours ``Retry-After`` (capped at 1 s), as a polite client would. Per
 level: throughput, p50/p99 latency of answered requests, answers by kind (ok, 503, 504, other 4xx,
 5xx) and ``lost`` (sent, never answered). Every reward is checked against the reward of the same
-text scored alone ("wrong_answers"), and the server's own /metrics count of 200s must equal the
-client's ("answered_exactly_once"). The server and this load generator are pinned to different
+text scored alone ("wrong_answers"), and the server's own /metrics counts of answers by status must
+equal the clients' ("answered_exactly_once", with ``lost`` == 0). The server and this load generator are pinned to different
 cores when there are at least two, so the clients do not steal the model's CPU.
 
 JSON (benchmarks/results/bench_server_load.json; last stdout line): top-level ``requests_ok``,
@@ -97,16 +97,28 @@ def stop_server(proc: subprocess.Popen[bytes]) -> int:
         return proc.wait()
 
 
-def server_ok_count(url: str) -> float:
-    """The server's own count of 200 answers on /score (from /metrics)."""
+def server_answers(url: str) -> dict[str, float]:
+    """The server's own count of /score answers by status code (from /metrics)."""
     from prometheus_client.parser import text_string_to_metric_families
 
-    text = httpx.get(f"{url}/metrics", timeout=30).text
-    return sum(
-        s.value
-        for f in text_string_to_metric_families(text)
-        for s in f.samples
-        if s.name == "rlsim_serve_requests_total" and s.labels == {"endpoint": "/score", "status": "200"}
+    counts: dict[str, float] = {}
+    for family in text_string_to_metric_families(httpx.get(f"{url}/metrics", timeout=30).text):
+        for s in family.samples:
+            if s.name == "rlsim_serve_requests_total" and s.labels.get("endpoint") == "/score":
+                counts[s.labels["status"]] = s.value
+    return counts
+
+
+def check_exactly_once(level: dict[str, Any], before: dict[str, float], after: dict[str, float]) -> None:
+    """Every request the clients saw answered was answered once by the server, and none was lost."""
+    served = {code: after.get(code, 0) - before.get(code, 0) for code in after}
+    level["server_answers"] = {code: int(n) for code, n in served.items() if n}
+    client = {"200": level["ok"], "503": level["rejected_503"], "504": level["timeout_504"]}
+    others = sum(n for code, n in served.items() if code not in client)
+    level["answered_exactly_once"] = (
+        all(served.get(code, 0) == n for code, n in client.items())
+        and others == level["errors_4xx"] + level["errors_5xx"]
+        and level["lost"] == 0
     )
 
 
@@ -221,16 +233,15 @@ def main(argv: list[str] | None = None) -> int:
         os.sched_setaffinity(0, client_cores)
         try:
             meta = {"server_start_s": round(time.perf_counter() - t0, 2), "server_cores": sorted(server_cores),
-                    "client_cores": sorted(client_cores)}
+                    "client_cores": sorted(client_cores), "load_average_1m_at_start": os.getloadavg()[0]}
             ref = reference_rewards(url, pool)
             results = []
             with Progress(transient=True) as progress:
                 task = progress.add_task("load levels", total=len(levels))
                 for clients in levels:
-                    before = server_ok_count(url)
+                    before = server_answers(url)
                     level = asyncio.run(run_level(url, clients, args, pool, ref))
-                    level["server_ok"] = server_ok_count(url) - before
-                    level["answered_exactly_once"] = level["server_ok"] == level["ok"] and level["lost"] == 0
+                    check_exactly_once(level, before, server_answers(url))
                     results.append(level)
                     progress.console.print(f"{clients:>4} clients: {level['requests_per_s']:.1f} req/s, "
                                            f"p99 {level['p99_s']} s, 503 {level['rejected_503']}, lost {level['lost']}")
