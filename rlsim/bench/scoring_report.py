@@ -82,11 +82,51 @@ def samples_csv_text(raw: dict[str, list[dict[str, Any]]]) -> str:
     return buf.getvalue()
 
 
+def markdown_summary(result: dict[str, Any]) -> str:
+    """Headline table in Markdown (for a README): one row per cell, plus the targets checked."""
+    comp = {c["cell"]: c for c in result["comparisons"]}
+    w = result["workload"]
+    lines = [
+        f"Model `{result['model']}`, {w['sequences']} texts (mean {w['mean_tokens']:.0f} tokens, max "
+        f"{w['max_tokens']}), {result['repeats']} repeats per cell in fresh processes, GEMM rate "
+        f"{result['gemm_gflops']:.0f} GFLOP/s. Mean [95% t-interval]; ratio vs `{result['baseline']}` "
+        "[Fieller 95%]; p: Mann-Whitney U.",
+        "",
+        "| cell | seq/s | ± % | tok/s | p50 / p99 batch ms | padding waste | GEMM fraction | vs baseline | p |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for c in result["cells"]:
+        s, cmp = c["throughput_seq_s"], comp.get(c["cell"])
+        ratio = "baseline" if cmp is None else f"{cmp['ratio']:.2f} [{cmp['ratio_ci_low']:.2f}, {cmp['ratio_ci_high']:.2f}]"
+        frac = "-" if c["gemm_fraction"] is None else f"{c['gemm_fraction']:.2f}"
+        p = "-" if cmp is None else f"{cmp['p_value']:.3f}"
+        lines.append(
+            f"| {c['cell']} | {s['mean']:.1f} [{s['ci_low']:.1f}, {s['ci_high']:.1f}] | {s['ci_half_width_pct']:.1f} "
+            f"| {c['throughput_tok_s']['mean']:.0f} | {c['latency_ms']['p50']:.0f} / {c['latency_ms']['p99']:.0f} "
+            f"| {c['padding_waste']:.1%} | {frac} | {ratio} | {p} |"
+        )
+    return "\n".join(lines + ["", *_target_lines(result["targets"])]) + "\n"
+
+
+def _target_lines(t: dict[str, Any]) -> list[str]:
+    yes = lambda ok: "met" if ok else "NOT met"  # noqa: E731
+    lines = [f"Targets (this run): best cell `{t['best_cell_vs_baseline']['cell']}` is "
+             f"{t['best_cell_vs_baseline']['ratio']:.2f}x the baseline (>= {t['best_cell_min_ratio']}x: "
+             f"{yes(t['best_cell_vs_baseline']['meets_target'])}); largest CI half-width "
+             f"{t['ci_half_width_max_pct']:.1f}% (<= {t['ci_half_width_target_pct']}%: {yes(t['ci_within_target'])})."]  # fmt: skip
+    for g in t["best_batcher_vs_fixed"]:
+        lines.append(f"- `{g['cell']}` vs `{g['baseline']}`: {g['ratio']:.2f}x [{g['ratio_ci_low']:.2f}, "
+                     f"{g['ratio_ci_high']:.2f}] (>= {t['best_batcher_min_ratio']}x: {yes(g['meets_target'])}; "
+                     f"at the CI's low end: {yes(g['ci_low_meets_target'])})")  # fmt: skip
+    return lines
+
+
 def write_outputs(result: dict[str, Any], raw: dict[str, list[dict[str, Any]]], out_dir: Path) -> list[Path]:
     """CSV files and PNG plots into ``out_dir``; returns the paths written."""
     paths = [
         atomic_write_text(out_dir / "cells.csv", csv_text(result)),
         atomic_write_text(out_dir / "samples.csv", samples_csv_text(raw)),
+        atomic_write_text(out_dir / "summary.md", markdown_summary(result)),
     ]
     from rlsim.bench.scoring_plots import plot_all
 

@@ -76,9 +76,11 @@ def run_cell(job: WorkerJob) -> dict[str, Any]:
         for _ in range(job.warmup_passes):
             score_texts(scorer, texts, batcher, lengths=lengths)
         warmup_s = time.perf_counter() - t0
-        compile_before = scorer.stats.compile_s
+        before = (scorer.stats.compile_s, scorer.stats.tokens, scorer.stats.padded_tokens)
         rewards, report = score_texts(scorer, texts, batcher)
-        timed_compile_s = scorer.stats.compile_s - compile_before
+        timed_compile_s = scorer.stats.compile_s - before[0]
+        # What the runtime really computed: ``compile`` pads further, up to its length buckets.
+        real, padded = scorer.stats.tokens - before[1], scorer.stats.padded_tokens - before[2]
     finally:
         scorer.close()
     return {
@@ -87,6 +89,7 @@ def run_cell(job: WorkerJob) -> dict[str, Any]:
         "real_tokens": report.real_tokens,
         "padded_tokens": report.padded_tokens,
         "padding_waste": report.padding_waste,
+        "computed_padding_waste": (padded - real) / padded if padded > 0 else None,
         "batch_sizes": report.batch_sizes,
         "batch_latencies_s": report.batch_latencies_s,
         "lengths_s": report.lengths_s,

@@ -58,7 +58,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     s.add_argument("--config", default=None, help="YAML with BenchScoringConfig fields; flags override it")
     s.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="override, e.g. workload.response.mean=300")
     s.add_argument("--quick", action="store_true", help="small grid that finishes in about a minute")
-    s.add_argument("--out", default="results/bench-scoring", help="output folder (default results/bench-scoring)")
+    s.add_argument("--out", default="runs/bench-scoring", help="output folder (default runs/bench-scoring)")
     add_settings_args(s)
     s.set_defaults(func=run)
 

@@ -47,7 +47,7 @@ def test_quick_style_run_writes_every_output(tmp_path: Path, capsys, fake_runtim
     assert labels == ["fake-words/fixed/4", "fake-words/sorted/4", "fake-words/token-budget/600"]
     assert result["gemm_gflops"] > 0 and len(result["gemm_gflops_runs"]) == 2
     assert [c["cell"] for c in result["comparisons"]] == labels[1:]
-    for name in ("results.json", "cells.csv", "samples.csv", "raw_samples.json", "throughput.png",
+    for name in ("results.json", "cells.csv", "samples.csv", "summary.md", "raw_samples.json", "throughput.png",
                  "throughput_vs_batch.png", "padding_waste.png"):  # fmt: skip
         assert (out / name).stat().st_size > 0, name
     assert json.loads((out / "results.json").read_text()) == result

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from rlsim.bench.scoring_config import BenchScoringConfig, Cell
-from rlsim.bench.scoring_report import csv_text, table
+from rlsim.bench.scoring_report import csv_text, markdown_summary, table
 from rlsim.bench.scoring_summary import summarize
 
 FIXED = Cell("rt", "fixed", batch_size=8)
@@ -31,7 +31,7 @@ def result() -> dict:
         SORTED.label: [run(20, [0.1, 0.25]), run(22, [0.1, 0.2]), run(24, [0.1, 0.2])],
     }
     gemm = [{"gflops": 90.0}, {"gflops": 110.0}]
-    return summarize(cfg, [FIXED, SORTED], raw, gemm, {"sequences": 100})
+    return summarize(cfg, [FIXED, SORTED], raw, gemm, {"sequences": 100, "mean_tokens": 200.0, "max_tokens": 300})
 
 
 def test_cell_statistics(result: dict) -> None:
@@ -94,3 +94,10 @@ def test_table_and_csv_render(result: dict) -> None:
     assert "rt/sorted/8" in text and "2.00" in text and "baseline" in text
     lines = csv_text(result).splitlines()
     assert lines[0].startswith("cell,runtime,batcher") and len(lines) == 3
+
+
+def test_markdown_summary_has_a_row_per_cell_and_the_targets(result: dict) -> None:
+    md = markdown_summary(result)
+    assert "| rt/fixed/8 | 11.0 [8.5, 13.5] | 22.6 |" in md
+    assert "| rt/sorted/8 | 22.0 [17.0, 27.0] |" in md and "| 2.00 [" in md
+    assert "best cell `rt/sorted/8` is 2.00x the baseline" in md
