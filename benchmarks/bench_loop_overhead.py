@@ -3,8 +3,8 @@
     python benchmarks/bench_loop_overhead.py                     # default config, 6 steps per schedule
     python benchmarks/bench_loop_overhead.py --steps 10 --schedules sequential,overlapped --set reward.runtime=eager
 
-Writes benchmarks/results/bench_loop_overhead.json (plus the run's own results.json/report.md/PNGs in
-benchmarks/results/loop_overhead_run/); the last stdout line is one JSON object. Target: < 5%.
+Writes benchmarks/results/bench_loop_overhead.json (the run's own results.json/report.md/PNGs go to
+runs/bench_loop_overhead/); the last stdout line is one JSON object. Target: < 5%.
 
 Overhead = step time minus the union of every actor's busy intervals (Ray calls, object transfers, the
 driver's logic: time during which nothing computes). The literal "step time minus the busiest actor's
@@ -68,7 +68,8 @@ def main() -> int:
     schedules = [s.strip() for s in args.schedules.split(",") if s.strip()]
     config = load_run_config(args.config, args.overrides + [f"steps={args.steps * len(schedules)}"])
     out = Path(args.out)
-    outputs = RunOutputs(out / "loop_overhead_run", config)
+    # The run's own files (results.json, report.md, PNGs) go to runs/, which git ignores.
+    outputs = RunOutputs(ROOT / "runs" / "bench_loop_overhead", config)
     session = LoopSession(config)
     per_schedule: dict[str, list[dict]] = {s: [] for s in schedules}
     t0 = time.perf_counter()

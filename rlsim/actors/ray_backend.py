@@ -8,6 +8,7 @@ Faults can be injected on purpose (``FaultPlan``): the backend kills an actor at
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 from typing import Any, Iterator, Sequence
 
@@ -18,6 +19,11 @@ from rlsim.errors import RlsimError
 from rlsim.loop.sync import WeightSync
 from rlsim.rollout.generator import SyncResult
 from rlsim.rollout.types import Event, Rollout, RolloutRequest
+
+
+# How long a batch may keep meeting a restarting scorer before the step gives up (seconds): a
+# scorer restart reloads its model, about 20 s on a busy 2-core machine.
+RESTART_WAIT_S = 180.0
 
 
 @dataclass
@@ -38,6 +44,8 @@ class PendingScore:
     rollouts: list[Rollout]
     batch: int
     attempts: int = 1
+    retries: int = 0
+    first_failure: float | None = None
 
 
 class RayStepBackend:
@@ -95,17 +103,9 @@ class RayStepBackend:
             done, _ = ray.wait(list(pending), num_returns=1)
             p = pending.pop(done[0])
             try:
-                results.append(ray.get(p.ref))
+                results.append(self._get(p.ref, f"scorer-{p.replica}", fatal=False))
             except ray.exceptions.RayActorError as err:
-                if p.attempts >= self._max_attempts:
-                    raise RlsimError(
-                        f"scorer-{p.replica} died {p.attempts} times scoring batch {p.batch}: {_cause(err)}"
-                    ) from None
-                retry = PendingScore(
-                    self.actors.scorers[p.replica].score.remote(p.rollouts, p.batch),
-                    p.replica, p.rollouts, p.batch, p.attempts + 1,
-                )
-                self.faults["resubmitted_batches"] += 1
+                retry = self._resend(p, err)
                 failed_replicas.add(p.replica)
                 pending[retry.ref] = retry
         self.faults["scorer_failures"] += len(failed_replicas)
@@ -113,6 +113,23 @@ class RayStepBackend:
             self.faults["survived"] += 1
             self._killed_scorer_this_step = False
         return results
+
+    def _resend(self, p: PendingScore, err: Exception) -> PendingScore:
+        """Send ``p`` again after a short back-off. A call refused while the actor restarts
+        (``ActorUnavailableError``) is not counted as an attempt, up to ``RESTART_WAIT_S`` in all."""
+        unavailable = isinstance(err, getattr(ray.exceptions, "ActorUnavailableError", ()))
+        attempts = p.attempts + (0 if unavailable else 1)
+        waited = time.monotonic() - (p.first_failure or time.monotonic())
+        if attempts > self._max_attempts or waited > RESTART_WAIT_S:
+            raise RlsimError(
+                f"scorer-{p.replica} failed {p.attempts} times scoring batch {p.batch} ({_cause(err)}); raise "
+                "faults.score_attempts / faults.scorer_restarts, or look at the scorer's log for why it dies"
+            ) from None
+        time.sleep(min(2.0, 0.1 * 2 ** min(p.retries, 5)))
+        self.faults["resubmitted_batches"] += 1
+        ref = self.actors.scorers[p.replica].score.remote(p.rollouts, p.batch)
+        return PendingScore(ref, p.replica, p.rollouts, p.batch, attempts, p.retries + 1,
+                            p.first_failure or time.monotonic())
 
     def train(self, rollouts: list[Rollout], rewards: dict[int, float]) -> tuple[dict[str, Any], list[Event]]:
         return self._get(self.actors.trainer.train.remote(rollouts, rewards), "trainer")
@@ -139,7 +156,9 @@ class RayStepBackend:
         values = ray.get([a.cpu_seconds.remote() for a in self.actors.all])
         return dict(zip(self.actors.names, values))
 
-    def _get(self, ref: Any, role: str) -> Any:
+    def _get(self, ref: Any, role: str, fatal: bool = True) -> Any:
+        """``ray.get`` with the worker's own ``RlsimError`` re-raised as is; a dead actor is an
+        ``RlsimError`` when ``fatal``, else its ``RayActorError`` propagates (the caller recovers)."""
         try:
             return ray.get(ref)
         except ray.exceptions.RayTaskError as err:
@@ -147,6 +166,8 @@ class RayStepBackend:
                 raise err.cause from None
             raise
         except ray.exceptions.RayActorError as err:
+            if not fatal:
+                raise
             raise RlsimError(
                 f"the {role} actor died: {_cause(err)}. Completed steps are saved; rerun to start again"
             ) from None

@@ -72,8 +72,8 @@ def test_a_scorer_that_dies_mid_step_is_restarted_and_its_batch_resent(by_value,
         out = run_step(backend, "overlapped", requests(4, 3), micro_batch=4)
         assert (tmp_path / "died").exists()  # the crash really happened
         assert out.counts["scored"] == out.counts["trained"] == 12
-        # Every batch queued on the scorer when it died is sent again: 1 to all 3 micro-batches.
-        assert 1 <= backend.faults["resubmitted_batches"] <= 3
+        # Every batch queued on the scorer when it died is sent again (and again, while it restarts).
+        assert backend.faults["resubmitted_batches"] >= 1
         assert backend.faults["scorer_failures"] == 1
     finally:
         actors.close()
