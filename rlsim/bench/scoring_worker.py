@@ -105,7 +105,8 @@ def run_cell(job: WorkerJob) -> dict[str, Any]:
 def run_gemm(job: WorkerJob) -> dict[str, Any]:
     from rlsim.bench.gemm import measure_gemm_gflops
 
-    return measure_gemm_gflops(scorer_settings(job.settings).resolved_threads())
+    settings = scorer_settings(job.settings)
+    return measure_gemm_gflops(settings.resolved_threads(), device=settings.device)
 
 
 def main(argv: list[str] | None = None) -> int:
