@@ -170,6 +170,11 @@ def _check_texts(texts: Sequence[str]) -> None:
     for i, t in enumerate(texts):
         if not isinstance(t, str):
             raise RlsimError(f"text {i} is {type(t).__name__}, not str; pass a list of strings")
+        try:
+            t.encode("utf-8")
+        except UnicodeEncodeError:
+            # Unpaired surrogates (e.g. from a bad JSON decode) make the tokenizer raise TypeError.
+            raise RlsimError(f"text {i} is not valid Unicode (unpaired surrogate); clean the input text") from None
 
 
 def make_scorer(runtime: str, model: "RewardModelSpec", settings: ScorerSettings | None = None) -> Scorer:

@@ -71,3 +71,8 @@ def test_export_has_fusions_and_dynamic_axes(minilm):
     assert ex.fusions.get("Attention", 0) == minilm.num_layers
     for path in (ex.plain, ex.optimized, ex.int8):
         check_graph_matches(path, minilm)
+
+
+def test_unpaired_surrogate_is_a_clear_error(minilm):
+    with pytest.raises(RlsimError, match="unpaired surrogate"):
+        make_scorer("ort", minilm).score_batch(["fine", "bad \ud800 text"])
