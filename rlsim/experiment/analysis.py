@@ -100,6 +100,7 @@ def runtime_figures(per: Mapping[str, Mapping[str, Samples]], runtime: str, base
         "scoring_core_s": estimate(v(runtime, "together.score_core_s")),
         "scoring_core_s_alone": estimate(v(runtime, "score_alone.score_core_s")),
         "scoring_busy_s": estimate(v(runtime, "together.score_busy_s")),
+        "scoring_gpu_s": estimate(v(runtime, "together.score_gpu_s")),
         "gen_tokens_per_s_alone": estimate(gen_alone),
         "gen_tokens_per_s_together": estimate(gen_tog),
         "gen_slowdown": ratio_minus_one(gen_alone, gen_tog),
@@ -111,7 +112,7 @@ def runtime_figures(per: Mapping[str, Mapping[str, Samples]], runtime: str, base
         "pool_core_s_per_step": {bar: estimate(v(runtime, f"together.pool.{bar}")) for bar in BAR_GROUPS},
     }
     capacity = capacity_samples(per, runtime, baseline, pool_cores)
-    for key in ("freed_core_s", "freed_pool_share", "extra_gen_tokens_per_s", "extra_rollouts_per_step",
+    for key in ("freed_core_s", "freed_gpu_s", "freed_pool_share", "extra_gen_tokens_per_s", "extra_rollouts_per_step",
                 "extra_rollouts_per_hour"):
         out[key] = estimate(capacity.get(key, []))
     out["step_time_change"] = (_exact_zero(len(v(runtime, "together.step_s"))) if runtime == baseline else

@@ -72,6 +72,7 @@ def capacity_samples(
 
     - ``freed_core_s``: baseline's scoring core-s per together step minus this runtime's;
     - ``freed_pool_share``: that over the pool's core-seconds in a baseline step (cores x step time);
+    - ``freed_gpu_s``: the same in GPU-seconds (scorers' busy time x GPU share; 0 on CPU);
     - ``extra_gen_tokens_per_s``: generation tokens/s together, this runtime minus baseline;
     - ``extra_rollouts_per_step``: freed core-s / generation core-s per rollout (measured alone);
     - ``extra_rollouts_per_hour``: time-boxed rollouts per hour, this runtime minus baseline.
@@ -86,6 +87,9 @@ def capacity_samples(
         out["freed_core_s"].append(freed)
         out["freed_pool_share"].append(freed / (pool_cores * base[step][rep]))
         out["extra_rollouts_per_step"].append(freed / cost[rep])
+    gpu = "together.score_gpu_s"
+    for rep in _common(rt[gpu], base[gpu]):
+        out["freed_gpu_s"].append(base[gpu][rep] - rt[gpu][rep])
     for rep in _common(rt[tps], base[tps]):
         out["extra_gen_tokens_per_s"].append(rt[tps][rep] - base[tps][rep])
     for rep in _common(rt[rph], base[rph]):

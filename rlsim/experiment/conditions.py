@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Sequence
 
 from rlsim.experiment.accounting import PoolAccountant, PoolTime
-from rlsim.loop.records import breakdown, union_length
+from rlsim.loop.records import breakdown, gpu_seconds, union_length
 from rlsim.loop.schedules import StepBackend, run_step
 from rlsim.rollout.prompts import make_step_requests
 from rlsim.rollout.types import Event, Rollout
@@ -156,6 +156,8 @@ def together_figures(events: Sequence[Event], start: float, end: float, rollouts
         "rollouts": len(rollouts), "score_busy_s": busy,
         "score_rollouts_per_s": len(rollouts) / busy if busy > 0 else 0.0,
         "score_exposed_s": exposed, "score_critical_share": exposed / times["total"] if times["total"] > 0 else 0.0,
+        # GPU-seconds (busy time x GPU share) of the scorers: the scoring cost on a GPU; 0 on CPU.
+        "score_gpu_s": sum(v for a, v in gpu_seconds(events, start, end).items() if a.startswith("scorer")),
     })
     return figures
 

@@ -35,12 +35,13 @@ class TimeboxSettings(_Strict):
 
 
 class QuickSettings(_Strict):
-    """What ``--quick`` replaces: fewer runtimes, repeats, steps and a shorter time box."""
+    """What ``--quick`` puts in place of ``runtimes``, ``repeats``, ``steps_per_condition`` and
+    ``timebox.budget_s`` (change a quick run with ``--set contention.quick.repeats=3``)."""
 
     runtimes: list[str] = Field(default_factory=lambda: ["eager", "ort-int8"])
     repeats: int = Field(2, ge=2)
     steps_per_condition: int = Field(1, ge=1)
-    budget_s: float = Field(6.0, gt=0)
+    budget_s: float = Field(5.0, gt=0)
 
 
 class ContentionSettings(_Strict):
@@ -120,5 +121,9 @@ def contention_problems(config: ContentionConfig) -> list[str]:
     if config.loop.ray.address is not None:
         problems.append("loop.ray.address: pool time is measured from this machine's process and kernel "
                         "accounting, so the experiment starts its own local Ray; remove ray.address")
+    faults = config.loop.faults
+    if faults.kill_scorer_steps or faults.kill_rollout_step is not None:
+        problems.append("loop.faults: the contention experiment injects no faults (a restart would distort "
+                        "the figures); remove loop.faults")
     problems += [f"loop: {p}" for p in cross_field_problems(config.loop)]
     return problems

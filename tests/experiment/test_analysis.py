@@ -1,0 +1,105 @@
+"""Statistics over repeats (means with CIs, ratios, significance in words) with hand-worked answers."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+from recorded import POOL_CORES, rows
+
+from rlsim.experiment.analysis import (
+    accounting_summary,
+    compare,
+    estimate,
+    ratio_minus_one,
+    runtime_figures,
+    smallest_p,
+)
+from rlsim.experiment.capacity import per_repeat
+
+T_975_DF2 = 4.302652729911275  # Student t quantile, 97.5 %, 2 degrees of freedom
+
+
+def test_estimate_is_the_t_interval_of_the_repeats() -> None:
+    # mean 2.1, sample sd 0.1, half-width t(2) x 0.1 / sqrt(3)
+    e = estimate([2.0, 2.1, 2.2])
+    half = T_975_DF2 * 0.1 / math.sqrt(3)
+    assert e["mean"] == pytest.approx(2.1)
+    assert (e["ci_low"], e["ci_high"]) == pytest.approx((2.1 - half, 2.1 + half), abs=1e-6)
+    assert e["n"] == 3
+
+
+def test_estimate_without_two_samples_has_no_ci() -> None:
+    assert estimate([1.5]) == {"mean": 1.5, "ci_low": None, "ci_high": None, "n": 1, "method": "single sample"}
+    assert estimate([])["mean"] is None
+
+
+def test_ratio_minus_one_of_constant_samples_is_exact() -> None:
+    # alone 2 tokens/s, together 1 token/s in every repeat: the same work takes 100 % longer together.
+    r = ratio_minus_one([2.0, 2.0, 2.0], [1.0, 1.0, 1.0])
+    assert (r["mean"], r["ci_low"], r["ci_high"]) == (1.0, 1.0, 1.0)
+
+
+def test_ratio_minus_one_with_a_zero_denominator_is_undefined_not_an_error() -> None:
+    r = ratio_minus_one([1.0, 2.0], [0.0, 0.0])
+    assert r["mean"] is None and "undefined" in r["method"]
+
+
+def test_smallest_reachable_mann_whitney_p() -> None:
+    # Exact two-sided test: the most extreme of C(n_a + n_b, n_a) orderings, counted on both sides.
+    assert smallest_p(2, 2) == pytest.approx(2 / 6)
+    assert smallest_p(3, 3) == pytest.approx(2 / 20)
+    assert smallest_p(4, 4) == pytest.approx(2 / 70)
+
+
+def test_compare_separated_samples_is_significant() -> None:
+    c = compare([1, 2, 3, 4, 5], [11, 12, 13, 14, 15])
+    assert c["ci_overlap"] is False
+    assert c["mann_whitney_p"] == pytest.approx(2 / 252, abs=1e-6)  # stored to 6 decimals
+    assert c["significant"] is True and c["words"].startswith("significant")
+
+
+def test_compare_interleaved_samples_is_not_significant() -> None:
+    c = compare([1, 2, 3, 4], [1.5, 2.5, 3.5, 4.5])
+    assert c["ci_overlap"] is True and c["significant"] is False
+    assert c["words"].startswith("not significant")
+
+
+def test_compare_says_when_three_repeats_cannot_establish_a_difference() -> None:
+    # The CIs are far apart but with 3 and 3 repeats the smallest p is 0.1: not established.
+    c = compare([1.0, 1.1, 1.2], [5.0, 5.1, 5.2])
+    assert c["ci_overlap"] is False and c["mann_whitney_p"] == pytest.approx(0.1, abs=1e-6)
+    assert c["significant"] is None and "not established" in c["words"]
+
+
+def test_runtime_figures_on_recorded_rows() -> None:
+    f = runtime_figures(per_repeat(rows()), "fast", "eager", POOL_CORES)
+    assert f["freed_core_s"]["mean"] == pytest.approx(2.1)
+    half = T_975_DF2 * 0.1 / math.sqrt(3)
+    assert f["freed_ci_half_width_fraction"] == pytest.approx(half / 2.1, abs=1e-4)
+    # gen slowdown = mean alone / mean together - 1 = 123.2 / 112 - 1 = 0.1 (a fraction)
+    assert f["gen_slowdown"]["mean"] == pytest.approx(0.1)
+    # score slowdown = 60 / 50 - 1 = 0.2, constant samples: exact
+    assert (f["score_slowdown"]["mean"], f["score_slowdown"]["ci_low"]) == pytest.approx((0.2, 0.2))
+    # step time change = mean(10, 10.5, 12.5) / mean(10, 11, 12) - 1 = 11 / 11 - 1 = 0
+    assert f["step_time_change"]["mean"] == pytest.approx(0.0, abs=1e-9)
+    assert f["timeboxed_rollouts_per_hour"]["mean"] == pytest.approx(1500.0)
+    assert f["extra_rollouts_per_hour"]["mean"] == pytest.approx(400.0)
+    assert set(f["significance"]) >= {"step_time_s", "scoring_core_s", "gen_slowdown", "timeboxed_rollouts_per_hour"}
+    # scoring core-s 1.0-1.2 vs 3.0-3.4: CIs apart, but 3 vs 3 repeats cannot reach p < 0.05
+    assert f["significance"]["scoring_core_s"]["significant"] is None
+
+
+def test_the_baseline_compares_to_itself_exactly() -> None:
+    f = runtime_figures(per_repeat(rows()), "eager", "eager", POOL_CORES)
+    assert f["step_time_change"]["mean"] == 0.0 and f["step_time_change"]["ci_high"] == 0.0
+    assert f["freed_core_s"]["mean"] == 0.0
+    assert "step_time_s" not in f["significance"]  # nothing to compare with
+
+
+def test_accounting_summary_counts_steps_within_tolerance() -> None:
+    recorded = rows()
+    recorded[0]["pool"].update(residual_fraction=0.08, within_5pct=False)
+    s = accounting_summary(recorded)
+    assert s["checked"] == len(recorded) and s["within_5pct"] == len(recorded) - 1
+    assert s["max_abs_residual_fraction"] == pytest.approx(0.08)

@@ -1,0 +1,89 @@
+"""Condition figures from recorded timelines (hand-worked), and the four conditions on in-process doubles."""
+
+from __future__ import annotations
+
+import pytest
+from loop_doubles import FakeGenerator, FakeStage, FakeTrainer
+
+from rlsim.actors.workers import RolloutWorker, ScoringWorker, TrainerWorker
+from rlsim.experiment.accounting import Snapshot, pool_time
+from rlsim.experiment.conditions import ConditionRunner, Workload, timebox_counts, together_figures
+from rlsim.loop.local_backend import InProcessBackend
+from rlsim.loop.sync import WeightSync
+from rlsim.rollout.types import Event, Rollout
+from rlsim.workloads import FixedLengths, WorkloadSpec
+
+
+def ev(phase: str, start: float, end: float, items: int = 0, actor: str | None = None) -> Event:
+    return Event(actor or {"score": "scorer-x-0"}.get(phase, phase), phase, 0, start, end, [0, 1], 0.0, items)
+
+
+def test_together_figures_on_a_recorded_step() -> None:
+    # generate [0,4] and [4,6]; score [3,5] and [6,7.5]; update [7.5,9]; sync [9,9.5]; step [0,10].
+    events = [ev("generate", 0, 4), ev("generate", 4, 6), ev("score", 3, 5), ev("score", 6, 7.5),
+              ev("update", 7.5, 9), ev("sync", 9, 9.5)]
+    rollouts = [Rollout(0, 0, [1], [7] * 10), Rollout(1, 0, [1], [7] * 20)]
+    f = together_figures(events, 0.0, 10.0, rollouts)
+    assert (f["step_s"], f["generate_s"], f["score_s"], f["update_s"], f["sync_s"]) == pytest.approx((10, 6, 3.5, 1.5, 0.5))
+    assert f["idle_s"] == pytest.approx(0.5)  # [9.5, 10] is covered by nothing
+    # scoring alone on the path: |score U generate| - |generate| = 7.5 - 6 = 1.5 s, 15 % of the step
+    assert f["score_exposed_s"] == pytest.approx(1.5) and f["score_critical_share"] == pytest.approx(0.15)
+    assert f["gen_tokens_per_s"] == pytest.approx(30 / 6)  # 30 response tokens in 6 s of generation
+    assert f["score_rollouts_per_s"] == pytest.approx(2 / 3.5)  # 2 rollouts in 3.5 busy seconds
+    assert f["score_gpu_s"] == 0.0
+
+
+def test_timebox_counts_only_what_finished_by_the_deadline() -> None:
+    gen = [ev("generate", 0, e, 4) for e in (1, 2, 3.5, 5)]
+    score = [ev("score", 0, e, 4) for e in (1.5, 2.5, 4.5)]
+    f = timebox_counts(gen, score, deadline=4.0, budget_s=4.0)
+    # generated: batches ending at 1, 2, 3.5 -> 12; scored: ending at 1.5, 2.5 -> 8; per hour: 8 x 3600 / 4
+    assert (f["generated_in_budget"], f["scored_in_budget"]) == (12, 8)
+    assert f["rollouts_per_hour"] == pytest.approx(7200.0)
+
+
+class CountingAccountant:
+    """Snapshots that advance by fixed amounts, so every condition's pool time is known."""
+
+    def __init__(self) -> None:
+        self.n = 0
+
+    def snapshot(self, roots) -> Snapshot:
+        self.n += 1
+        return Snapshot(float(self.n), {"generate": 0.5 * self.n, "score": 0.25 * self.n, "update": 0.0}, 0.0, 0.0)
+
+    def between(self, before: Snapshot, after: Snapshot):
+        return pool_time(before, after, cores=2)
+
+
+@pytest.fixture
+def runner() -> ConditionRunner:
+    backend = InProcessBackend(
+        RolloutWorker("rollout", None, FakeGenerator, pin=False),
+        [ScoringWorker("scorer-fake-0", None, FakeStage, pin=False)],
+        TrainerWorker("trainer", None, FakeTrainer, pin=False),
+        WeightSync("simulated", 0.0),
+    )
+    spec = WorkloadSpec(prompt=FixedLengths(tokens=4), response=FixedLengths(tokens=6))
+    work = Workload(spec, prompts=3, group=2, micro_batch=2, timebox_micro_batch=2, budget_s=0.05)
+    return ConditionRunner(backend, CountingAccountant(), {}, work, "fake", repeat=0)
+
+
+def test_conditions_on_in_process_doubles(runner: ConditionRunner) -> None:
+    gen = runner.run("gen_alone", 1)
+    assert gen.figures["rollouts"] == 6 and gen.figures["gen_tokens"] == 36  # 3 prompts x 2, 6 tokens each
+    # 0.5 generate core-s per snapshot step over 6 rollouts
+    assert gen.figures["gen_core_s_per_rollout"] == pytest.approx(0.5 / 6)
+    score = runner.run("score_alone", 1)
+    assert score.figures["rollouts"] == 6 and score.figures["score_core_s"] == pytest.approx(0.25)
+    together = runner.run("together", 1)
+    assert together.figures["rollouts"] == 6 and together.figures["gen_tokens"] == 36
+    boxed = runner.run("timeboxed", 1)
+    assert 0 < boxed.figures["scored_in_budget"] <= boxed.figures["generated_in_budget"]
+    assert boxed.extra["waves"] >= 1
+    assert together.as_dict()["pool"]["core_s"]["generate"] == pytest.approx(0.5)
+
+
+def test_score_alone_needs_the_rollouts_of_gen_alone(runner: ConditionRunner) -> None:
+    with pytest.raises(RuntimeError, match="gen_alone"):
+        runner.run("score_alone", 1)
