@@ -17,6 +17,13 @@ CSV_COLUMNS = [
 ]  # fmt: skip
 
 
+def ratio_text(cmp: dict[str, Any]) -> str:
+    """``1.62 [1.40, 1.85]``; an unbounded Fieller side (null in the JSON) prints as ``inf``."""
+    low = "-inf" if cmp["ratio_ci_low"] is None else f"{cmp['ratio_ci_low']:.2f}"
+    high = "inf" if cmp["ratio_ci_high"] is None else f"{cmp['ratio_ci_high']:.2f}"
+    return f"{cmp['ratio']:.2f} [{low}, {high}]"
+
+
 def table(result: dict[str, Any]):
     """A rich ``Table``: one row per cell, ratios against the baseline."""
     from rich.table import Table
@@ -32,7 +39,7 @@ def table(result: dict[str, Any]):
     for c in result["cells"]:
         s = c["throughput_seq_s"]
         cmp = comp.get(c["cell"])
-        ratio = "baseline" if cmp is None else f"{cmp['ratio']:.2f} [{cmp['ratio_ci_low']:.2f}, {cmp['ratio_ci_high']:.2f}]"
+        ratio = "baseline" if cmp is None else ratio_text(cmp)
         t.add_row(
             c["cell"],
             f"{s['mean']:.1f} [{s['ci_low']:.1f}, {s['ci_high']:.1f}]",
@@ -97,7 +104,7 @@ def markdown_summary(result: dict[str, Any]) -> str:
     ]
     for c in result["cells"]:
         s, cmp = c["throughput_seq_s"], comp.get(c["cell"])
-        ratio = "baseline" if cmp is None else f"{cmp['ratio']:.2f} [{cmp['ratio_ci_low']:.2f}, {cmp['ratio_ci_high']:.2f}]"
+        ratio = "baseline" if cmp is None else ratio_text(cmp)
         frac = "-" if c["gemm_fraction"] is None else f"{c['gemm_fraction']:.2f}"
         p = "-" if cmp is None else f"{cmp['p_value']:.3f}"
         lines.append(
@@ -115,8 +122,8 @@ def _target_lines(t: dict[str, Any]) -> list[str]:
              f"{yes(t['best_cell_vs_baseline']['meets_target'])}); largest CI half-width "
              f"{t['ci_half_width_max_pct']:.1f}% (<= {t['ci_half_width_target_pct']}%: {yes(t['ci_within_target'])})."]  # fmt: skip
     for g in t["best_batcher_vs_fixed"]:
-        lines.append(f"- `{g['cell']}` vs `{g['baseline']}`: {g['ratio']:.2f}x [{g['ratio_ci_low']:.2f}, "
-                     f"{g['ratio_ci_high']:.2f}] (>= {t['best_batcher_min_ratio']}x: {yes(g['meets_target'])}; "
+        lines.append(f"- `{g['cell']}` vs `{g['baseline']}`: {ratio_text(g)} "
+                     f"(>= {t['best_batcher_min_ratio']}x: {yes(g['meets_target'])}; "
                      f"at the CI's low end: {yes(g['ci_low_meets_target'])})")  # fmt: skip
     return lines
 

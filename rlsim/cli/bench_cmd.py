@@ -122,5 +122,5 @@ def run(args: argparse.Namespace) -> int:
         out_console = Console(width=160)
     out_console.print(table(result))
     err.print("wrote " + ", ".join(str(p) for p in [out / "results.json", *paths]))
-    print(json.dumps(result))
+    print(json.dumps(result, allow_nan=False))
     return 0

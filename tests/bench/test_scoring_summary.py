@@ -101,3 +101,18 @@ def test_markdown_summary_has_a_row_per_cell_and_the_targets(result: dict) -> No
     assert "| rt/fixed/8 | 11.0 [8.5, 13.5] | 22.6 |" in md
     assert "| rt/sorted/8 | 22.0 [17.0, 27.0] |" in md and "| 2.00 [" in md
     assert "best cell `rt/sorted/8` is 2.00x the baseline" in md
+
+
+def test_unbounded_ratio_is_null_in_strict_json() -> None:
+    import json
+
+    cfg = BenchScoringConfig(runtimes=["eager"]).model_copy(update={"baseline": FIXED.label, "repeats": 2})
+    # Baseline [1, 10]: mean 5.5, se 4.5, t(0.975, 1) = 12.71 -> zero is well inside its interval, so
+    # Fieller's interval for any ratio over it is unbounded.
+    raw = {FIXED.label: [run(1, [0.1]), run(10, [0.1])], SORTED.label: [run(20, [0.1]), run(21, [0.1])]}
+    result = summarize(cfg, [FIXED, SORTED], raw, [{"gflops": 100.0}], {"sequences": 100, "mean_tokens": 1, "max_tokens": 1})
+    (cmp,) = result["comparisons"]
+    assert cmp["ratio_ci_low"] is None and cmp["ratio_ci_high"] is None
+    json.dumps(result, allow_nan=False)  # raises on inf/nan
+    assert "[-inf, inf]" in markdown_summary(result)
+    assert result["targets"]["best_batcher_vs_fixed"][0]["ci_low_meets_target"] is False
