@@ -48,7 +48,9 @@ def token_lengths(scorer: Any, texts: Sequence[str]) -> list[int]:
     ``max_length`` that ``TokenizingScorer`` keeps.
     """
     if hasattr(scorer, "token_lengths"):
-        return [int(n) for n in scorer.token_lengths(texts)]
+        # The scorer reports untruncated lengths (it counts truncation); batches see at most max_length.
+        limit = getattr(scorer, "max_length", None) or (1 << 30)
+        return [min(int(n), limit) for n in scorer.token_lengths(texts)]
     tokenizer = getattr(scorer, "_tokenizer", None)
     if tokenizer is None:
         raise RlsimError(

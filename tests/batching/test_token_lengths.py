@@ -35,3 +35,12 @@ def test_scorer_without_tokenizer_is_a_clear_error() -> None:
 
     with pytest.raises(RlsimError, match="exposes no tokenizer"):
         token_lengths(Opaque(), ["a"])
+
+
+def test_real_scorer_lengths_are_clipped_to_its_limit():
+    """Batches are planned on what the model sees: a 1,000-word text counts as max_length tokens."""
+    from rlsim.models import resolve_reward_model
+    from rlsim.scoring import ScorerSettings, make_scorer
+
+    scorer = make_scorer("ort", resolve_reward_model("minilm-rm"), ScorerSettings(max_length=64))
+    assert token_lengths(scorer, ["house " * 1000, "house"]) == [64, 3]
