@@ -152,7 +152,8 @@ class RayStepBackend:
         ray.get([s.score.remote(rollouts, -1) for s in self.actors.scorers])
         ray.get(self.actors.trainer.warmup.remote(rollouts))
 
-    def cpu_seconds(self) -> dict[str, float]:
+    def cpu_seconds(self) -> dict[str, tuple[int, float]]:
+        """Per actor: (pid, CPU seconds of its process tree so far). A new pid means Ray restarted it."""
         values = ray.get([a.cpu_seconds.remote() for a in self.actors.all])
         return dict(zip(self.actors.names, values))
 
@@ -168,6 +169,4 @@ class RayStepBackend:
         except ray.exceptions.RayActorError as err:
             if not fatal:
                 raise
-            raise RlsimError(
-                f"the {role} actor died: {_cause(err)}. Completed steps are saved; rerun to start again"
-            ) from None
+            raise RlsimError(f"the {role} actor died: {_cause(err)}") from None

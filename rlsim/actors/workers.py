@@ -49,9 +49,9 @@ class _Worker:
             "start_s": self._start_s,
         }
 
-    def cpu_seconds(self) -> float:
-        """CPU seconds used so far by this process and its children (vLLM's engine processes)."""
-        return process_tree_cpu_seconds()
+    def cpu_seconds(self) -> tuple[int, float]:
+        """(pid, CPU seconds used so far by this process and its children, e.g. vLLM's engine processes)."""
+        return os.getpid(), process_tree_cpu_seconds()
 
     def _mark_started(self) -> None:
         self._start_s = time.perf_counter() - self._started

@@ -24,6 +24,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     import json
+    import shlex
     import sys
     from pathlib import Path
 
@@ -38,7 +39,8 @@ def run(args: argparse.Namespace) -> int:
     from rlsim.loop.run import run_loop, summary_lines
 
     console = Console(stderr=True)
-    again = " ".join(["rlsim run", args.config, *(f"--set {o}" for o in args.overrides), "--out", str(out), "--resume"])
+    again = " ".join(["rlsim run", shlex.quote(args.config), *(f"--set {shlex.quote(o)}" for o in args.overrides),
+                      "--out", shlex.quote(str(out)), "--resume"])
     results = run_loop(config, out, console=console, show_progress=not args.no_progress, resume=args.resume,
                        resume_hint=again)
     for line in summary_lines(results):

@@ -80,7 +80,7 @@ class LoopSession:
         self.backend.begin_step(step)
         outcome = run_step(self.backend, schedule or cfg.schedule, requests, cfg.micro_batch, progress)
         after = self._cpu_seconds()
-        cpu = {k: after[k] - before[k] for k in after}
+        cpu = cpu_deltas(before, after)
         tokens = {
             "prompt": sum(len(r.prompt_ids) for r in outcome.rollouts),
             "generated": sum(len(r.response_ids) for r in outcome.rollouts),
@@ -88,11 +88,11 @@ class LoopSession:
         record = step_record(step, schedule or cfg.schedule, outcome, cpu, tokens)
         return record, timeline_rows(step, outcome.events, outcome.start)
 
-    def _cpu_seconds(self) -> dict[str, float]:
+    def _cpu_seconds(self) -> dict[str, tuple[int, float]]:
         assert self.backend is not None
         values = self.backend.cpu_seconds()
         usage = resource.getrusage(resource.RUSAGE_SELF)
-        values["driver"] = usage.ru_utime + usage.ru_stime
+        values["driver"] = (os.getpid(), usage.ru_utime + usage.ru_stime)
         return values
 
     def describe(self) -> dict[str, Any]:
@@ -112,6 +112,19 @@ class LoopSession:
         if self._started_ray and ray.is_initialized():
             ray.shutdown()
             self._started_ray = False
+
+
+def cpu_deltas(before: dict[str, tuple[int, float]], after: dict[str, tuple[int, float]]) -> dict[str, float]:
+    """CPU seconds per actor over a step from (pid, cumulative seconds) readings.
+
+    An actor Ray restarted during the step has a new pid: its reading counts from the new process's
+    start, and the dead process's last seconds are lost (so the figure is a lower bound for that step).
+    """
+    out = {}
+    for name, (pid, seconds) in after.items():
+        old_pid, old_seconds = before.get(name, (pid, 0.0))
+        out[name] = seconds - old_seconds if pid == old_pid else seconds
+    return out
 
 
 def connect_ray(config: RunConfig) -> bool:

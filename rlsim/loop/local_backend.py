@@ -46,6 +46,6 @@ class InProcessBackend:
 
         return self._sync.run(reload, self.rollout.simulate_sync)
 
-    def cpu_seconds(self) -> dict[str, float]:
+    def cpu_seconds(self) -> dict[str, tuple[int, float]]:
         # One process: every worker would report the same total, so report it once.
         return {"in-process": self.rollout.cpu_seconds()}

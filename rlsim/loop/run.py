@@ -66,6 +66,7 @@ class RunOutputs:
         self.results["steps"] = list(old.get("steps", []))
         self.results["resumed_at_step"] = self.next_step
         self.results["faults_before_resume"] = old.get("faults", {})
+        self.results["faults"] = dict(old.get("faults", {}))
         if self.results["steps"]:
             self.results["overhead_fraction"] = round(overall_overhead(self.results["steps"]), 6)
 
@@ -117,10 +118,10 @@ def run_loop(
                 session.start()
         outputs.update(startup_s={k: round(v, 3) for k, v in session.startup_s.items()}, **session.describe())
         _steps(session, outputs, console, show_progress, first, config.steps, resume_hint)
-        outputs.update(complete=True, faults=_faults(session))
+        outputs.update(complete=True, faults=_faults(session, outputs.results.get("faults_before_resume")))
     finally:
         try:
-            outputs.results["faults"] = _faults(session)
+            outputs.results["faults"] = _faults(session, outputs.results.get("faults_before_resume"))
             outputs.finish()
         finally:
             if own:
@@ -162,9 +163,14 @@ def _steps(
             bar.advance(steps_task)
 
 
-def _faults(session: LoopSession) -> dict[str, int]:
-    faults = dict(session.backend.faults) if session.backend else {}
-    return {"injected": faults.get("injected", 0), "survived": faults.get("survived", 0), **faults}
+def _faults(session: LoopSession, before: dict[str, int] | None = None) -> dict[str, int]:
+    """This session's fault counts, added to ``before`` (the counts of the run a ``--resume`` continues)."""
+    now = dict(session.backend.faults) if session.backend else {}
+    total = {"injected": 0, "survived": 0}
+    for counts in (before or {}, now):
+        for k, v in counts.items():
+            total[k] = total.get(k, 0) + int(v)
+    return total
 
 
 def summary_lines(results: dict[str, Any]) -> list[str]:

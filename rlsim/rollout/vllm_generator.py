@@ -30,7 +30,8 @@ def configure_vllm_env(settings: GeneratorSettings) -> None:
     Without an explicit binding vLLM's CPU backend binds to cores of its own choosing and reserves
     one for its scheduler process, ignoring the placement rlsim was given.
     """
-    os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", str(max(1, round(settings.kv_cache_gib))))
+    # The config decides, not whatever the parent environment held (vLLM takes whole GiB here).
+    os.environ["VLLM_CPU_KVCACHE_SPACE"] = str(max(1, round(settings.kv_cache_gib)))
     cores = settings.bound_cores()
     if settings.device == "cpu" and cores:
         os.environ["VLLM_CPU_OMP_THREADS_BIND"] = ",".join(str(c) for c in cores)

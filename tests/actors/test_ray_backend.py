@@ -58,7 +58,9 @@ def test_both_schedules_run_over_ray_spread_across_two_nodes(by_value) -> None:
             assert out.sync.method == "fake-reload"  # weights went trainer -> object store -> rollout actor
         assert {e.actor for e in out.events if e.phase == "score"} == {"scorer-0", "scorer-1"}
         cpu = backend.cpu_seconds()
-        assert set(cpu) == {"rollout", "scorer-0", "scorer-1", "trainer"} and all(v > 0 for v in cpu.values())
+        assert set(cpu) == {"rollout", "scorer-0", "scorer-1", "trainer"}
+        assert all(pid > 0 and seconds > 0 for pid, seconds in cpu.values())
+        assert len({pid for pid, _ in cpu.values()}) == 4  # four processes
     finally:
         actors.close()
 
@@ -107,7 +109,8 @@ def test_injected_scorer_kill_is_survived(by_value) -> None:
             out = run_step(backend, "overlapped", requests(4, 3), micro_batch=4)
             assert out.counts["scored"] == out.counts["trained"] == 12
         assert backend.faults["injected"] == backend.faults["survived"] == 1  # only step 2 had a kill
-        assert backend.faults["resubmitted_batches"] >= 1
+        # Whether a batch had to be resent depends on timing (the first one may finish before the
+        # kill lands); test_a_scorer_that_dies_mid_step... covers resending.
     finally:
         actors.close()
 
