@@ -140,7 +140,9 @@ def connect_ray(config: RunConfig) -> bool:
         ray.init(address=config.ray.address, log_to_driver=False)
         return True
     cpus = config.ray.num_cpus or len(os.sched_getaffinity(0))
-    ray.init(num_cpus=cpus, include_dashboard=False, log_to_driver=False)
+    # "local": a plain ray.init() would join the newest cluster started on this machine (its address
+    # is left in /tmp/ray), which is not what `address: null` promises.
+    ray.init(address="local", num_cpus=cpus, include_dashboard=False, log_to_driver=False)
     return True
 
 
