@@ -108,7 +108,7 @@ def _actor_order(name: str) -> tuple[int, str]:
     return ({"rollout": 0, "trainer": 2}.get(name, 1), name)
 
 
-def _pyplot():
+def _pyplot() -> Any:
     import matplotlib
 
     matplotlib.use("Agg")

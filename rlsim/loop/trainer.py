@@ -145,7 +145,7 @@ class PolicyTrainer:
         return {"ids": ids.to(dev), "attn": attn.to(dev), "mask": mask.to(dev), "targets": targets.to(dev),
                 "adv": per_token_adv.to(dev)}
 
-    def _token_logprobs(self, b: dict[str, Any]):
+    def _token_logprobs(self, b: dict[str, Any]) -> Any:
         """Log-prob of each response token under the current policy, ``(n_tokens,)`` float32.
 
         The vocabulary projection runs on response positions only: with a 30k vocabulary it is most

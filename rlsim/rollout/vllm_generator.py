@@ -105,7 +105,7 @@ class VllmGenerator:
             pending[rid] = req
         return pending
 
-    def _sampling(self, tokens: int):
+    def _sampling(self, tokens: int) -> Any:
         from vllm import SamplingParams
 
         # detokenize=False: the scorer decodes with the policy tokenizer itself, as a real pipeline
