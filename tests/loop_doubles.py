@@ -112,3 +112,13 @@ def broken_factory() -> None:
     from rlsim.errors import RlsimError
 
     raise RlsimError("the reward model folder is missing; fix reward.model")
+
+
+class StallingStage(FakeStage):
+    """Never answers within a test's patience: a scorer whose server hangs."""
+
+    def score(self, rollouts: Sequence[Rollout]) -> dict[int, float]:
+        import time
+
+        time.sleep(3600)
+        return {}

@@ -50,13 +50,19 @@ class PendingScore:
 
 class RayStepBackend:
     def __init__(
-        self, actors: ActorSet, sync: WeightSync, max_attempts: int = 3, plan: FaultPlan | None = None
+        self,
+        actors: ActorSet,
+        sync: WeightSync,
+        max_attempts: int = 3,
+        plan: FaultPlan | None = None,
+        score_timeout_s: float = 600.0,
     ) -> None:
         self.actors = actors
         self.num_scorers = len(actors.scorers)
         self._sync = sync
         self._max_attempts = max_attempts
         self._plan = plan or FaultPlan()
+        self._score_timeout_s = score_timeout_s
         self._step = 0
         self._killed_scorer_this_step = False
         # resubmitted_batches: batches sent again after their scorer died (all that were queued on it);
@@ -100,7 +106,14 @@ class RayStepBackend:
         failed_replicas: set[int] = set()
         results = []
         while pending:
-            done, _ = ray.wait(list(pending), num_returns=1)
+            done, _ = ray.wait(list(pending), num_returns=1, timeout=self._score_timeout_s)
+            if not done:  # a stalled scorer must fail the step, not hang it
+                where = sorted({f"scorer-{p.replica}" for p in pending.values()})
+                raise RlsimError(
+                    f"no scoring batch finished within {self._score_timeout_s:g} s ({len(pending)} waiting on "
+                    f"{', '.join(where)}); the scorer stalls: check its runtime (e.g. the http server), or raise "
+                    "faults.score_timeout_s"
+                )
             p = pending.pop(done[0])
             try:
                 results.append(self._get(p.ref, f"scorer-{p.replica}", fatal=False))

@@ -132,12 +132,14 @@ class FaultsConfig(_Strict):
     scorer-0 is killed right after its first micro-batch is sent (Ray restarts it and the driver sends its
     unscored batches again); ``kill_rollout_step``: the step in which the rollout actor is killed during
     generation (the run stops with an error, completed steps stay on disk, and it says how to resume).
-    ``scorer_restarts``: restarts Ray allows a scorer; ``score_attempts``: sends per batch before giving up."""
+    ``scorer_restarts``: restarts Ray allows a scorer; ``score_attempts``: sends per batch before giving up;
+    ``score_timeout_s``: longest wait for any scoring batch to finish before the step fails as stalled."""
 
     kill_scorer_steps: list[int] = Field(default_factory=list)
     kill_rollout_step: int | None = Field(None, ge=1)
     scorer_restarts: int = Field(2, ge=0)
     score_attempts: int = Field(3, ge=1)
+    score_timeout_s: float = Field(600.0, gt=0)
 
 
 class RunConfig(_Strict):

@@ -65,6 +65,7 @@ class LoopSession:
             WeightSync(self.config.trainer.sync, self.config.trainer.simulated_sync_s),
             max_attempts=faults.score_attempts,
             plan=FaultPlan(tuple(faults.kill_scorer_steps), faults.kill_rollout_step),
+            score_timeout_s=faults.score_timeout_s,
         )
         t2 = time.perf_counter()
         if self.config.warmup:

@@ -127,3 +127,15 @@ def test_injected_rollout_kill_fails_the_step_with_a_clear_error(by_value) -> No
         assert backend.faults == {**backend.faults, "injected": 1, "survived": 0}
     finally:
         actors.close()
+
+
+def test_a_stalled_scorer_fails_the_step_instead_of_hanging(by_value) -> None:
+    from rlsim.actors.ray_backend import RayStepBackend
+
+    actors = start({**fakes(), "scorer": loop_doubles.StallingStage}, replicas=1, strategy="PACK")
+    try:
+        backend = RayStepBackend(actors, WeightSync("simulated", 0.0), score_timeout_s=2.0)
+        with pytest.raises(RlsimError, match="no scoring batch finished within 2 s .* scorer-0"):
+            run_step(backend, "sequential", requests(2, 2), micro_batch=4)
+    finally:
+        actors.close(timeout_s=2)
