@@ -45,7 +45,7 @@ $(STAMPS)/native: $(STAMPS)/deps $(ORT_HEADERS) $(NATIVE_SRC) pyproject.toml
 native: $(STAMPS)/native
 
 run: setup
-	$(VENV)/bin/rlsim verify --model minilm-rm --runtimes all --json out/verify.json
+	$(VENV)/bin/rlsim run configs/default.yaml --out runs/default
 
 test: setup
 	$(PY) -m pytest $(PYTEST_ARGS)
