@@ -1,6 +1,9 @@
 """``rlsim plan CLUSTER.yaml``: predict RLHF step time on a cluster and search placements.
 
 Example: ``rlsim plan configs/cluster_example.yaml --target-step-s 90 --out out/plan``.
+``rlsim plan --validate [VALIDATION.yaml]`` runs the real loop on this machine for each configuration of
+the set (default ``configs/validate_cpu.yaml``) and compares the planner's step time with the measured one:
+``rlsim plan --validate --out runs/validate --json benchmarks/results/plan_validate_cpu.json``.
 """
 
 from __future__ import annotations
@@ -9,6 +12,8 @@ import argparse
 import sys
 from pathlib import Path
 
+DEFAULT_VALIDATION = Path(__file__).resolve().parents[2] / "configs" / "validate_cpu.yaml"
+
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser(
@@ -16,11 +21,20 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         help="simulate RLHF steps on a cluster from a measured profile and search placements",
         description=__doc__,
     )
-    p.add_argument("config", type=Path, help="cluster YAML (nodes, profiles, workload, placement, search)")
+    p.add_argument("config", type=Path, nargs="?", default=None,
+                   help="cluster YAML (nodes, profiles, workload, placement, search)")
+    p.add_argument("--validate", type=Path, nargs="?", const=DEFAULT_VALIDATION, default=None, metavar="VALIDATION",
+                   help="run the real loop for each config of this validation set (default "
+                        "configs/validate_cpu.yaml) and report predicted vs measured step time")
+    p.add_argument("--profile", type=Path, default=None, help="--validate: predict from this profile instead")
+    p.add_argument("--reuse", action="store_true",
+                   help="--validate: reuse complete runs of the same config already in OUT/runs (re-predict only)")
     p.add_argument("--target-step-s", type=float, default=None,
                    help="step-time target (s): search for the fewest resources that meet it")
-    p.add_argument("--json", type=Path, default=None, help="write the plan JSON here (default: OUT/plan.json)")
-    p.add_argument("--out", type=Path, default=None, help="folder for plan.json and the PNG plots")
+    p.add_argument("--json", type=Path, default=None,
+                   help="write the plan JSON here (default: OUT/plan.json; --validate: OUT/validate.json)")
+    p.add_argument("--out", type=Path, default=None,
+                   help="folder for plan.json and the PNG plots (--validate: for the loop runs, default runs/validate)")
     p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
                    help="override a config value, e.g. --set workload.group_size=8 (repeatable)")
     p.add_argument("--top", type=int, default=15, help="rows of the ranked table")
@@ -37,6 +51,10 @@ def run(args: argparse.Namespace) -> int:
     from rlsim.planner.plan import execute, prepare
     from rlsim.planner.report import plot_plan, plot_share_curves, print_plan, ranked_table
 
+    if args.validate is not None:
+        return _validate(args)
+    if args.config is None:
+        raise RlsimError("give a cluster YAML (rlsim plan CLUSTER.yaml) or --validate [VALIDATION.yaml]")
     if args.target_step_s is not None and args.target_step_s <= 0:
         raise RlsimError(f"--target-step-s must be > 0 seconds (got {args.target_step_s})")
     config, profile_path = load_plan_config(args.config, args.overrides, args.target_step_s)
@@ -68,4 +86,22 @@ def run(args: argparse.Namespace) -> int:
     if json_path:
         atomic_write_json(json_path, outcome.as_dict())
         out.print(f"wrote {json_path}" + (f" and plots in {args.out}" if args.out else ""))
+    return 0
+
+
+def _validate(args: argparse.Namespace) -> int:
+    from rich.console import Console
+
+    from rlsim.errors import RlsimError
+    from rlsim.planner.validate_cli import validate_command, validation_table
+
+    if args.config is not None:
+        raise RlsimError("--validate takes its validation set as its own argument: "
+                         "rlsim plan --validate VALIDATION.yaml (drop the cluster YAML)")
+    out = args.out or Path("runs") / "validate"
+    json_path = args.json or out / "validate.json"
+    report = validate_command(args.validate, args.overrides, args.profile, out, json_path, args.reuse)
+    console = Console() if sys.stdout.isatty() else Console(width=180)
+    console.print(validation_table(report))
+    console.print(f"wrote {json_path} (loop runs in {out})")
     return 0

@@ -9,7 +9,7 @@ present), as fractions (0.25 = 25 % slower). Anything a file lacks is reported, 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -28,9 +28,10 @@ class LoopSteps:
     time_s: dict[str, np.ndarray]
     tokens: np.ndarray | None
     rollouts: np.ndarray
+    numbers: list[int] = field(default_factory=list)  # the loop's step numbers (from 1) of the kept steps
 
 
-def _read_json(path: Path) -> dict[str, Any]:
+def read_json(path: Path) -> dict[str, Any]:
     if not path.is_file():
         raise RlsimError(f"results file {path} does not exist; run the loop (`rlsim run CONFIG --out DIR`) first")
     try:
@@ -61,11 +62,17 @@ def read_loop_steps(path: str | Path, skip_first: int = 1) -> LoopSteps:
     ``skip_first`` steps are dropped as warm-up (engine start, compilation) when more remain.
     """
     p = Path(path)
-    steps = _read_json(p).get("steps")
+    return parse_loop_steps(read_json(p), p, skip_first)
+
+
+def parse_loop_steps(data: dict[str, Any], source: Path, skip_first: int = 1) -> LoopSteps:
+    """``read_loop_steps`` on an already loaded results.json (``source`` names it in messages)."""
+    p = source
+    steps = data.get("steps")
     if not isinstance(steps, list) or not steps:
         raise RlsimError(f"{p} has no `steps` list; it must be the results.json of `rlsim run`")
-    if len(steps) > skip_first:
-        steps = steps[skip_first:]
+    first = skip_first if len(steps) > skip_first else 0
+    steps = steps[first:]
     phases = ("generate", "score", "update", "sync", "idle", "total")
     try:
         time_s = {ph: np.array([float(s["time_s"][ph]) for s in steps]) for ph in phases}
@@ -74,7 +81,8 @@ def read_loop_steps(path: str | Path, skip_first: int = 1) -> LoopSteps:
         raise RlsimError(f"{p}: a step lacks time_s.{{{','.join(phases)}}} or rollouts.generated ({err}); "
                          "it must be the results.json of `rlsim run`") from None
     tokens = [_tokens_of(s) for s in steps]
-    return LoopSteps(p, time_s, None if any(t is None for t in tokens) else np.array(tokens), rollouts)
+    numbers = [int(s.get("step", first + i + 1)) for i, s in enumerate(steps)]
+    return LoopSteps(p, time_s, None if any(t is None for t in tokens) else np.array(tokens), rollouts, numbers)
 
 
 @dataclass(frozen=True)
@@ -90,7 +98,7 @@ class RunSettings:
 def read_run_settings(path: str | Path) -> RunSettings:
     """``config.workload`` and ``placement`` of a results.json written by ``rlsim run``."""
     p = Path(path)
-    data = _read_json(p)
+    data = read_json(p)
     try:
         workload = data["config"]["workload"]
         placement = data["placement"]
@@ -139,7 +147,7 @@ def read_contention(path: str | Path) -> tuple[dict[str, ContentionEntry], list[
     A runtime without ``score_slowdown`` keeps ``gen_slowdown`` for both, and that is reported.
     """
     p = Path(path)
-    runtimes = _read_json(p).get("runtimes")
+    runtimes = read_json(p).get("runtimes")
     if not isinstance(runtimes, dict) or not runtimes:
         raise RlsimError(f"{p} has no `runtimes` object; it must be the results.json of "
                          "`rlsim experiment contention`")

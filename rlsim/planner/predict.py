@@ -12,7 +12,9 @@ does).
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, Sequence
+
+import numpy as np
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -89,12 +91,59 @@ def knobs_from_run_config(config: "RunConfig", cores: int | None = None) -> Loop
     )
 
 
-def predict_step(config: "LoopKnobs | RunConfig", profile: Profile, noise: bool = False) -> Evaluation:
+class ReplayWorkload(Workload):
+    """Given steps' lengths replayed in order: simulated step ``i`` gets ``trace[i]`` (prompt and
+    response tokens per rollout), instead of a fresh draw from the distributions."""
+
+    trace: list[tuple[list[int], list[int]]] = Field(min_length=1)
+
+    def sample_step(self, seed: int, step: int) -> tuple[np.ndarray, np.ndarray]:
+        prompts, responses = self.trace[step % len(self.trace)]
+        return np.asarray(prompts, dtype=np.int64), np.asarray(responses, dtype=np.int64)
+
+
+def loop_trace(config: "RunConfig", steps: Sequence[int]) -> list[tuple[list[int], list[int]]]:
+    """Per loop step (numbered from 1) the prompt and response lengths ``rlsim run`` will request.
+
+    The loop draws each step's requests from seeds derived from ``(workload.seed, step)``, so they are
+    known before it runs. Prompt tokens are counted as words: synthetic prompts are single-token words.
+    """
+    from rlsim.rollout.prompts import make_step_requests
+
+    w = config.workload
+    out = []
+    for step in steps:
+        requests = make_step_requests(w.spec, step, w.prompts_per_step, w.group_size)
+        out.append(([len(r.prompt.split()) for r in requests], [r.response_tokens for r in requests]))
+    return out
+
+
+def predict_step(
+    config: "LoopKnobs | RunConfig", profile: Profile, noise: bool = False, replay: Sequence[int] | None = None
+) -> Evaluation:
     """Simulate the steps of a loop configuration; ``.time_s`` has the loop's breakdown.
 
     ``noise`` is off by default: a validation compares the *expected* step time with the measured one.
+    ``replay`` (a ``RunConfig`` only): simulate exactly these loop steps (numbered from 1) with the
+    lengths the loop draws for them, rather than ``steps`` fresh draws from the length distributions.
     """
+    if replay is not None and not isinstance(config, LoopKnobs):
+        return predict_trace(config, profile, loop_trace(config, replay), noise)
     knobs = config if isinstance(config, LoopKnobs) else knobs_from_run_config(config)
+    return _evaluate(knobs, profile, noise, None)
+
+
+def predict_trace(
+    config: "RunConfig", profile: Profile, trace: list[tuple[list[int], list[int]]], noise: bool = False
+) -> Evaluation:
+    """Simulate one step per ``trace`` entry (prompt and response tokens per rollout, see ``loop_trace``)."""
+    knobs = knobs_from_run_config(config)
+    workload = ReplayWorkload(prompts_per_step=knobs.prompts_per_step, group_size=knobs.group_size,
+                              response_tokens=knobs.response_tokens, trace=trace)
+    return _evaluate(knobs.model_copy(update={"steps": len(trace)}), profile, noise, workload)
+
+
+def _evaluate(knobs: LoopKnobs, profile: Profile, noise: bool, workload: Workload | None) -> Evaluation:
     node = NodeSpec(count=1, cores=knobs.cores, gpus=knobs.gpus, kind=profile.hardware_kind)
     split = knobs.placement == "split"
     spec = PlacementSpec(
@@ -104,6 +153,6 @@ def predict_step(config: "LoopKnobs | RunConfig", profile: Profile, noise: bool 
         max_running=knobs.max_num_seqs, dispatch="round_robin", train_on="scoring" if split else "generation",
         max_length=knobs.max_length,
     )
-    workload = Workload(prompts_per_step=knobs.prompts_per_step, group_size=knobs.group_size,
-                        prompt_tokens=knobs.prompt_tokens, response_tokens=knobs.response_tokens)
+    workload = workload or Workload(prompts_per_step=knobs.prompts_per_step, group_size=knobs.group_size,
+                                    prompt_tokens=knobs.prompt_tokens, response_tokens=knobs.response_tokens)
     return evaluate(node, profile, workload, spec, knobs.steps, seed=knobs.seed, noise=noise)

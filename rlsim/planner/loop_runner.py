@@ -1,0 +1,166 @@
+"""Run real-loop configurations back to back on one Ray session, reusing actors where the loop allows.
+
+This is the one planner module that starts real work (Ray, vLLM, torch, through ``rlsim.loop``);
+every such import sits inside a method, so importing the planner stays light and Ray-free.
+
+Actors (the vLLM engine, the scorers, the trainer) are built from every part of a config except
+``SESSION_FREE``: configurations that differ only in workload, schedule, micro-batch or steps run
+on the same ``LoopSession``, whose ``config`` is swapped between runs (the session reads it at
+every step). Any other difference (runtime, placement, batcher, ...) closes the actors and starts
+new ones on the same Ray session: about 35 s on an idle 2-core machine, 90 s under load.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Callable, Protocol
+
+from rlsim.planner import machine_load
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from rlsim.loop.config import RunConfig
+    from rlsim.planner.validation_set import LoopCase, QuietGate
+
+LOAD_FILE = "machine_load.json"  # beside results.json: how much other work shared the cores during the run
+# Read by LoopSession.step at every step (not baked into the actors), so they may change between runs.
+SESSION_FREE = {"steps", "schedule", "micro_batch", "workload", "warmup"}
+
+
+def actor_key(config: "RunConfig") -> str:
+    """What the actors of ``config`` are built from; equal keys can share one set of actors."""
+    return json.dumps(config.model_dump(mode="json", exclude=SESSION_FREE), sort_keys=True)
+
+
+class LoopRunner(Protocol):
+    """Runs one case and returns its ``results.json`` content (also written under ``out``)."""
+
+    def run(self, case: "LoopCase", out: Path) -> dict[str, Any]: ...
+
+    def close(self) -> None: ...
+
+
+class RealLoopRunner:
+    """``rlsim run`` for each case, sharing Ray and (where ``actor_key`` allows) the actors.
+
+    ``sessions`` records, per set of actors, the cases it ran and its start-up seconds.
+    """
+
+    def __init__(self, console: "Console | None" = None, show_progress: bool = True) -> None:
+        self._console = console
+        self._show_progress = show_progress
+        self._session: Any = None
+        self._key: str | None = None
+        self._started_ray = False
+        self.sessions: list[dict[str, Any]] = []
+
+    def run(self, case: "LoopCase", out: Path) -> dict[str, Any]:
+        from rlsim.io import atomic_write_json
+        from rlsim.loop.run import run_loop
+
+        session = self._session_for(case)
+        before = machine_load.sample()
+        results = run_loop(case.config, out, console=self._console, show_progress=self._show_progress, session=session)
+        own = sum(sum(step.get("cpu_s", {}).values()) for step in results.get("steps", []))
+        share = machine_load.foreign_share(before, machine_load.sample(), own)
+        atomic_write_json(out / LOAD_FILE, {"foreign_cpu_share": share, "own_cpu_s": own})
+        return results
+
+    def _session_for(self, case: "LoopCase") -> Any:
+        from rlsim.loop.driver import LoopSession, connect_ray
+
+        key = actor_key(case.config)
+        if self._session is not None and key == self._key:
+            self._session.config = case.config
+            self.sessions[-1]["configs"].append(case.name)
+            return self._session
+        self._close_session()
+        if not self._started_ray:
+            self._started_ray = connect_ray(case.config)
+        session = LoopSession(case.config)
+        t0 = time.perf_counter()
+        try:
+            if self._console is not None:
+                with self._console.status(f"{case.name}: starting actors (vLLM's engine takes ~35 s on 2 cores)..."):
+                    session.start()
+            else:
+                session.start()
+        except BaseException:
+            session.close()
+            raise
+        self._session, self._key = session, key
+        self.sessions.append({"configs": [case.name], "start_s": round(time.perf_counter() - t0, 3),
+                              "startup_s": {k: round(v, 3) for k, v in session.startup_s.items()}})
+        return session
+
+    def _close_session(self) -> None:
+        if self._session is not None:
+            session, self._session, self._key = self._session, None, None
+            session.close()
+
+    def close(self) -> None:
+        """Stop the actors, then the Ray session this runner started (if it started one)."""
+        try:
+            self._close_session()
+        finally:
+            if self._started_ray:
+                import ray
+
+                ray.shutdown()
+                self._started_ray = False
+
+
+def run_cases(
+    cases: "list[LoopCase]", runner: LoopRunner, runs_dir: Path, reuse: bool = False,
+    note: Callable[[str], None] | None = None, quiet: "QuietGate | None" = None,
+) -> list[Path]:
+    """Run every case into ``runs_dir/NAME`` (``reuse``: keep a complete earlier run of the same config);
+    returns the results.json paths. ``quiet``: wait for idle cores before each run. The runner is
+    closed at the end, also on errors."""
+    tell = note or (lambda _msg: None)
+    paths = []
+    try:
+        for i, case in enumerate(cases, start=1):
+            out = runs_dir / case.name
+            if reuse and reusable_results(out, case) is not None:
+                tell(f"[{i}/{len(cases)}] {case.name}: reusing {out}")
+            else:
+                tell(f"[{i}/{len(cases)}] {case.name}: running ({case.note or case.config.schedule})")
+                wait_if_asked(quiet, tell)
+                runner.run(case, out)
+            paths.append(out / "results.json")
+    finally:
+        runner.close()
+    return paths
+
+
+def reusable_results(out: Path, case: "LoopCase") -> dict[str, Any] | None:
+    """A complete earlier run of exactly this config in ``out`` (``--reuse``), else None."""
+    path = out / "results.json"
+    if not path.is_file():
+        return None
+    try:
+        data = json.loads(path.read_text())
+    except json.JSONDecodeError:
+        return None
+    same = data.get("config") == case.config.model_dump(mode="json")
+    return data if same and data.get("complete") else None
+
+
+def wait_if_asked(quiet: "QuietGate | None", note: Callable[[str], None]) -> dict[str, Any] | None:
+    """Hold the next run until the cores are quiet, if the set asks for it; returns what happened."""
+    if quiet is None:
+        return None
+    return machine_load.wait_until_quiet(quiet.busy_below, quiet.max_wait_s, note=note)
+
+
+def run_load(out: Path) -> dict[str, Any]:
+    """What the runner recorded about other work during the run in ``out`` (empty if nothing)."""
+    try:
+        data = json.loads((out / LOAD_FILE).read_text())
+    except (OSError, json.JSONDecodeError):
+        return {}
+    return data if isinstance(data, dict) else {}

@@ -1,0 +1,102 @@
+"""``rlsim plan --validate`` without argparse: load the set, check everything, run, show the table.
+
+Every input (the set, each loop config, the profile, each prediction) is checked before the first
+loop starts, so a bad entry costs seconds, not an engine start.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Sequence
+
+from rich.console import Console
+from rich.table import Table
+
+import rlsim
+from rlsim.planner.loop_runner import LoopRunner
+from rlsim.planner.predict import predict_step
+from rlsim.planner.profile import Profile, load_profile
+from rlsim.planner.validation import run_validation
+from rlsim.planner.validation_set import LoopCase, LoopSet, load_loop_set, resolve_cases, resolve_path
+
+
+def prepare_validation(
+    path: Path, overrides: Sequence[str], profile_path: Path | None
+) -> tuple[list[LoopCase], Profile, Path, LoopSet]:
+    """The cases, the profile and its path, and the set itself; raises RlsimError on bad input."""
+    from rlsim.errors import RlsimError
+
+    loop_set, base_dir = load_loop_set(path, overrides)
+    if profile_path is None:
+        if loop_set.profile is None:
+            raise RlsimError(f"{path} names no profile; add `profile: PATH` to it or pass --profile PATH")
+        profile_path = resolve_path(base_dir, loop_set.profile)
+    profile = load_profile(profile_path)
+    cases = resolve_cases(loop_set, base_dir, source=str(path))
+    for case in cases:  # a config the planner cannot simulate fails here, before any loop starts
+        predict_step(case.config, profile, replay=[loop_set.warmup_steps + 1])
+    return cases, profile, profile_path, loop_set
+
+
+def validate_command(
+    path: Path, overrides: Sequence[str], profile_path: Path | None, out: Path, json_path: Path,
+    reuse: bool, runner: LoopRunner | None = None, console: Console | None = None,
+) -> dict[str, Any]:
+    """Run the validation set at ``path``; writes ``json_path`` after every configuration."""
+    console = console or Console(stderr=True)
+    cases, profile, profile_path, loop_set = prepare_validation(path, overrides, profile_path)
+    if runner is None:
+        from rlsim.planner.loop_runner import RealLoopRunner
+
+        runner = RealLoopRunner(console=console)
+    meta = {
+        "rlsim_version": rlsim.__version__,
+        "validation_set": str(path),
+        "command": " ".join(["rlsim", *sys.argv[1:]]) if sys.argv and sys.argv[0].endswith("rlsim") else None,
+        "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "profile": {"path": str(profile_path), "hardware_kind": profile.hardware_kind,
+                    "illustrative": profile.illustrative, "notes": profile.notes},
+        "warmup_steps": loop_set.warmup_steps,
+        "quiet": loop_set.quiet.model_dump() if loop_set.quiet else None,
+        "error_definition": "predicted_step_s / measured_step_s - 1 (medians over the measured steps)",
+    }
+    t0 = time.perf_counter()
+    done = 0
+
+    def note(message: str, entry: dict[str, Any] | None) -> None:
+        nonlocal done
+        done += entry is not None
+        console.print(f"[{done}/{len(cases)}] {message}")
+
+    try:
+        report = run_validation(cases, profile, runner, out, json_path, loop_set.warmup_steps, reuse, note, meta,
+                                loop_set.quiet)
+    finally:
+        runner.close()
+    report["wall_s"] = round(time.perf_counter() - t0, 1)
+    report["sessions"] = getattr(runner, "sessions", None)
+    from rlsim.io import atomic_write_json
+
+    atomic_write_json(json_path, report)
+    return report
+
+
+def validation_table(report: dict[str, Any]) -> Table:
+    """One row per configuration: predicted and measured step time and rollouts/hour, and the error."""
+    table = Table(title=f"plan --validate: median |error| {report['median_abs_error']:.1%}, "
+                        f"max {report['max_abs_error']:.1%}")
+    for col in ("config", "schedule", "placement", "runtime", "rollouts", "predicted s", "measured s",
+                "error", "pred rollouts/h", "meas rollouts/h", "load"):
+        table.add_column(col, justify="left" if col in ("config", "schedule", "placement", "runtime") else "right",
+                         no_wrap=True)
+    for e in report["configs"]:
+        colour = "green" if abs(e["error"]) <= 0.10 else "red"
+        table.add_row(e["name"], e.get("schedule", ""), e.get("placement", ""), e.get("runtime", ""),
+                      f"{e['rollouts_per_step']:g}", f"{e['predicted_step_s']:.2f}", f"{e['measured_step_s']:.2f}",
+                      f"[{colour}]{e['error']:+.1%}[/{colour}]", f"{e['predicted_rollouts_per_hour']:,.0f}",
+                      f"{e['measured_rollouts_per_hour']:,.0f}",
+                      "" if e.get("load_avg_1m") is None else f"{e['load_avg_1m']:.1f}")
+    return table

@@ -1,0 +1,147 @@
+"""A set of real-loop configurations, as YAML: what ``rlsim plan --validate`` and ``rlsim profile`` run.
+
+Every entry is an ``rlsim run`` config: the ``base`` YAML (for example ``configs/default.yaml``),
+then the set's common ``run`` settings, then the entry's own ``run`` settings, merged key by key
+(a nested mapping changes only the keys it names). Each entry runs ``steps`` steps; the first
+``warmup_steps`` are not measured (vLLM and the scorers are still warming up).
+
+Example (``configs/validate_cpu.yaml``)::
+
+    profile: profiles/cpu_2core_measured.json
+    base: default.yaml
+    steps: 3
+    run: {policy: {backend: vllm}}
+    configs:
+      - name: seq-uniform
+        run: {schedule: sequential, workload: {prompts_per_step: 4, group_size: 8}}
+
+Paths are relative to the YAML file. Every config is validated (``load_run_config`` rules included)
+before anything runs, and every problem of every entry is reported at once.
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Sequence
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from rlsim.config_loader import apply_overrides, load_yaml, validate
+from rlsim.errors import ConfigError, RlsimError
+
+if TYPE_CHECKING:
+    from rlsim.loop.config import RunConfig
+
+
+class LoopEntry(BaseModel):
+    """One configuration: a short ``name`` (a folder name) and the ``run`` settings it changes."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: str = Field(min_length=1, max_length=64)
+    note: str = ""
+    run: dict[str, Any] = Field(default_factory=dict)
+
+    @field_validator("name")
+    @classmethod
+    def _folder_name(cls, v: str) -> str:
+        if not all(c.isalnum() or c in "-_." for c in v) or v.startswith("."):
+            raise ValueError("use letters, digits, '-', '_' or '.' only (it names the run's folder)")
+        return v
+
+
+class QuietGate(BaseModel):
+    """Before each run, wait until all cores are busy less than ``busy_below`` of a 3-second window
+    (other programs' work would slow the run in ways no profile models), for at most ``max_wait_s``."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    busy_below: float = Field(default=0.3, gt=0, le=1)
+    max_wait_s: float = Field(default=240.0, ge=0)
+
+
+class LoopSet(BaseModel):
+    """Loop configurations to run on this machine. ``profile``: the profile predictions come from
+    (``plan --validate`` only). ``steps`` per configuration, the first ``warmup_steps`` not measured.
+    ``quiet``: wait for idle cores before each run (see ``QuietGate``)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    base: str
+    profile: str | None = None
+    steps: int = Field(default=3, ge=1)
+    warmup_steps: int = Field(default=1, ge=0)
+    run: dict[str, Any] = Field(default_factory=dict)
+    quiet: QuietGate | None = None
+    configs: list[LoopEntry] = Field(min_length=1)
+
+    @field_validator("configs")
+    @classmethod
+    def _unique(cls, v: list[LoopEntry]) -> list[LoopEntry]:
+        names = [e.name for e in v]
+        doubled = sorted({n for n in names if names.count(n) > 1})
+        if doubled:
+            raise ValueError(f"config names must be unique; repeated: {', '.join(doubled)}")
+        return v
+
+
+@dataclass(frozen=True)
+class LoopCase:
+    """One entry resolved into the loop's own typed config."""
+
+    name: str
+    note: str
+    config: "RunConfig"
+
+
+def deep_merge(base: dict[str, Any], changes: dict[str, Any]) -> dict[str, Any]:
+    """A copy of ``base`` with ``changes`` applied: mappings merge key by key, anything else replaces."""
+    out = copy.deepcopy(base)
+    for key, value in changes.items():
+        if isinstance(value, dict) and isinstance(out.get(key), dict):
+            out[key] = deep_merge(out[key], value)
+        else:
+            out[key] = copy.deepcopy(value)
+    return out
+
+
+def load_loop_set(path: str | Path, overrides: Sequence[str] = ()) -> tuple[LoopSet, Path]:
+    """Validate the set's YAML (with ``--set`` overrides); returns it and the folder paths are relative to."""
+    p = Path(path)
+    data = apply_overrides(load_yaml(p), overrides)
+    return validate(LoopSet, data, source=str(p)), p.resolve().parent
+
+
+def resolve_cases(loop_set: LoopSet, base_dir: Path, source: str = "validation set") -> list[LoopCase]:
+    """Every entry as a ``RunConfig`` with ``steps`` set; one ConfigError listing every bad entry."""
+    from rlsim.loop.config import RunConfig, cross_field_problems
+
+    base_path = resolve_path(base_dir, loop_set.base)
+    base = load_yaml(base_path)
+    common = deep_merge(base, loop_set.run)
+    cases, errors = [], []
+    for entry in loop_set.configs:
+        data = deep_merge(common, entry.run)
+        data["steps"] = loop_set.steps
+        try:
+            config = validate(RunConfig, data, source=f"config {entry.name}")
+            problems = cross_field_problems(config)
+            if problems:
+                raise ConfigError(problems, source=f"config {entry.name}")
+        except ConfigError as err:
+            errors += [f"{entry.name}: {e}" for e in err.errors]
+            continue
+        cases.append(LoopCase(entry.name, entry.note, config))
+    if errors:
+        raise ConfigError(errors, source=f"{source} (base {base_path})")
+    if loop_set.steps <= loop_set.warmup_steps:
+        raise RlsimError(f"{source}: steps ({loop_set.steps}) must exceed warmup_steps ({loop_set.warmup_steps}) "
+                         "so at least one step is measured; raise steps")
+    return cases
+
+
+def resolve_path(base_dir: Path, path: str) -> Path:
+    p = Path(path)
+    return p if p.is_absolute() else base_dir / p

@@ -1,0 +1,184 @@
+"""``rlsim plan --validate`` logic with a fake loop runner: sets, predictions, arithmetic, JSON, reuse."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from rlsim.cli.main import main
+from rlsim.errors import ConfigError, RlsimError
+from rlsim.planner.loop_runner import actor_key, run_cases
+from rlsim.planner.predict import loop_trace, predict_step
+from rlsim.planner.profile import save_profile
+from rlsim.planner.validate_cli import validate_command
+from rlsim.planner.validation import run_validation
+from rlsim.planner.validation_set import LoopCase, deep_merge, load_loop_set, resolve_cases
+from rlsim.rollout.prompts import make_step_requests
+
+from planner_cases import make_profile
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def loop_profile() -> Any:
+    """``make_profile`` with the runtime the loop configs below use (eager = the constant 0.5 s scorer)."""
+    profile = make_profile(step_s=0.01, per_seq_s=0.001)
+    return profile.model_copy(update={"runtimes": {"eager": profile.runtimes["const"]}})
+
+
+def write_set(tmp_path: Path, configs: list[dict[str, Any]], **top: Any) -> Path:
+    save_profile(loop_profile(), tmp_path / "profile.json")
+    doc = {"base": str(ROOT / "configs" / "default.yaml"), "profile": "profile.json", "steps": 3,
+           "run": {"reward": {"runtime": "eager"}, "policy": {"backend": "hf"}}, "configs": configs, **top}
+    path = tmp_path / "set.yaml"
+    path.write_text(yaml.safe_dump(doc))
+    return path
+
+
+class FakeRunner:
+    """Writes a results.json whose every step takes ``step_s[name]`` seconds (split into phases)."""
+
+    def __init__(self, step_s: dict[str, list[float]]) -> None:
+        self.step_s = step_s
+        self.ran: list[str] = []
+        self.closed = False
+
+    def run(self, case: LoopCase, out: Path) -> dict[str, Any]:
+        self.ran.append(case.name)
+        w = case.config.workload
+        steps = []
+        for i, total in enumerate(self.step_s[case.name], start=1):
+            generated = sum(r.response_tokens for r in make_step_requests(w.spec, i, w.prompts_per_step, w.group_size))
+            steps.append({"step": i, "time_s": {"generate": total * 0.5, "score": total * 0.2, "update": total * 0.2,
+                                                "sync": total * 0.1, "idle": 0.0, "total": total},
+                          "rollouts": {"generated": w.prompts_per_step * w.group_size},
+                          "tokens": {"generated": generated}})
+        results = {"config": case.config.model_dump(mode="json"), "complete": True, "steps": steps}
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "results.json").write_text(json.dumps(results))
+        return results
+
+    def close(self) -> None:
+        self.closed = True
+
+
+TWO = [{"name": "a", "run": {"schedule": "sequential", "workload": {"prompts_per_step": 2, "group_size": 2}}},
+       {"name": "b", "run": {"schedule": "overlapped", "workload": {"prompts_per_step": 3, "group_size": 2}}}]
+
+
+def test_errors_predictions_and_json_with_a_fake_runner(tmp_path: Path) -> None:
+    path = write_set(tmp_path, TWO)
+    loop_set, base_dir = load_loop_set(path)
+    cases = resolve_cases(loop_set, base_dir)
+    profile = loop_profile()
+    expected = {}
+    for case in cases:  # the planner's own prediction of steps 2 and 3, each replayed with its lengths
+        totals = [s.time_s["total"] for s in predict_step(case.config, profile, replay=[2, 3]).steps]
+        expected[case.name] = (totals[0] + totals[1]) / 2  # median of two
+    # Step 1 is warm-up (100 s, ignored); the median of steps 2-3 is what gets compared.
+    runner = FakeRunner({"a": [100.0, 2.0, 4.0], "b": [100.0, 5.0, 5.0]})
+    report = run_validation(cases, profile, runner, tmp_path / "runs", tmp_path / "v.json", warmup_steps=1)
+    by_name = {e["name"]: e for e in report["configs"]}
+    assert by_name["a"]["measured_step_s"] == pytest.approx(3.0)
+    assert by_name["b"]["measured_step_s"] == pytest.approx(5.0)
+    for name, measured in (("a", 3.0), ("b", 5.0)):
+        entry = by_name[name]
+        assert entry["predicted_step_s"] == pytest.approx(expected[name])
+        assert entry["error"] == pytest.approx(expected[name] / measured - 1)
+        rollouts = entry["rollouts_per_step"]
+        assert entry["measured_rollouts_per_hour"] == pytest.approx(rollouts * 3600 / measured)
+        assert entry["predicted_rollouts_per_hour"] == pytest.approx(rollouts * 3600 / expected[name])
+        assert entry["steps"] == [2, 3] and entry["phases_s"]["generate"]["measured"] == pytest.approx(measured / 2)
+    errors = sorted(abs(e["error"]) for e in report["configs"])
+    assert report["median_abs_error"] == pytest.approx((errors[0] + errors[1]) / 2)
+    assert report["max_abs_error"] == pytest.approx(errors[1])
+    on_disk = json.loads((tmp_path / "v.json").read_text())
+    assert on_disk["complete"] is True and [c["name"] for c in on_disk["configs"]] == ["a", "b"]
+
+
+def test_reuse_skips_runs_of_the_same_config_only(tmp_path: Path) -> None:
+    path = write_set(tmp_path, TWO)
+    cases = resolve_cases(*load_loop_set(path))
+    first = FakeRunner({"a": [1.0, 2.0, 2.0], "b": [1.0, 3.0, 3.0]})
+    run_validation(cases, loop_profile(), first, tmp_path / "runs", None)
+    again = FakeRunner({"a": [9.0, 9.0, 9.0], "b": [9.0, 9.0, 9.0]})
+    report = run_validation(cases, loop_profile(), again, tmp_path / "runs", None, reuse=True)
+    assert again.ran == [] and [e["reused"] for e in report["configs"]] == [True, True]
+    assert report["configs"][0]["measured_step_s"] == pytest.approx(2.0)
+    # A changed config is run again even with reuse: the old results measured something else.
+    changed = resolve_cases(*load_loop_set(path, ["steps=4"]))
+    third = FakeRunner({"a": [9.0] * 4, "b": [9.0] * 4})
+    run_cases(changed, third, tmp_path / "runs", reuse=True)
+    assert third.ran == ["a", "b"] and third.closed
+
+
+def test_validate_command_writes_json_and_the_table_after_checking_everything(tmp_path: Path) -> None:
+    path = write_set(tmp_path, TWO)
+    runner = FakeRunner({"a": [1.0, 2.0, 2.0], "b": [1.0, 3.0, 3.0]})
+    report = validate_command(path, [], None, tmp_path / "runs", tmp_path / "out" / "v.json", reuse=False,
+                              runner=runner)
+    assert runner.closed and report["profile"]["hardware_kind"] == "test-kind"
+    assert json.loads((tmp_path / "out" / "v.json").read_text())["median_abs_error"] == report["median_abs_error"]
+    # A runtime the profile lacks is refused before any loop runs.
+    bad = write_set(tmp_path, [{"name": "c", "run": {"reward": {"runtime": "ort"}}}])
+    idle = FakeRunner({})
+    with pytest.raises(RlsimError, match="no latency model for runtime 'ort'"):
+        validate_command(bad, [], None, tmp_path / "runs", tmp_path / "x.json", reuse=False, runner=idle)
+    assert idle.ran == []
+
+
+def test_every_bad_entry_is_reported_at_once(tmp_path: Path) -> None:
+    path = write_set(tmp_path, [{"name": "ok", "run": {}},
+                                {"name": "typo", "run": {"schedul": "sequential"}},
+                                {"name": "short", "run": {"workload": {"group_size": 1}}}])
+    with pytest.raises(ConfigError) as err:
+        resolve_cases(*load_loop_set(path))
+    text = str(err.value)
+    assert "typo: schedul" in text and "short: workload.group_size" in text and "ok:" not in text
+    doubled = write_set(tmp_path, [{"name": "x"}, {"name": "x"}])
+    with pytest.raises(ConfigError, match="repeated: x"):
+        load_loop_set(doubled)
+    with pytest.raises(RlsimError, match="must exceed warmup_steps"):
+        resolve_cases(*load_loop_set(write_set(tmp_path, [{"name": "x"}], steps=1)))
+
+
+def test_cli_validate_errors_are_one_message(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["plan"]) == 2
+    assert "--validate" in capsys.readouterr().err
+    assert main(["plan", "--validate", str(tmp_path / "missing.yaml")]) == 2
+    assert "does not exist" in capsys.readouterr().err
+    path = write_set(tmp_path, TWO, profile="nowhere.json")
+    assert main(["plan", "--validate", str(path)]) == 2
+    assert "rlsim profile" in capsys.readouterr().err
+
+
+def test_deep_merge_changes_only_the_keys_named() -> None:
+    base = {"a": {"b": 1, "c": 2}, "d": [1]}
+    merged = deep_merge(base, {"a": {"c": 3}, "d": [2]})
+    assert merged == {"a": {"b": 1, "c": 3}, "d": [2]} and base == {"a": {"b": 1, "c": 2}, "d": [1]}
+
+
+def test_actors_are_shared_only_when_nothing_they_are_built_from_differs(tmp_path: Path) -> None:
+    path = write_set(tmp_path, [
+        {"name": "a", "run": {"schedule": "sequential"}},
+        {"name": "b", "run": {"schedule": "overlapped", "micro_batch": 4, "workload": {"prompts_per_step": 3}}},
+        {"name": "c", "run": {"placement": {"preset": "split"}}},
+        {"name": "d", "run": {"reward": {"batch_size": 8}}},
+    ])
+    keys = [actor_key(c.config) for c in resolve_cases(*load_loop_set(path))]
+    assert keys[0] == keys[1] and len({keys[0], keys[2], keys[3]}) == 3
+
+
+def test_replayed_lengths_are_the_ones_the_loop_requests(tmp_path: Path) -> None:
+    case = resolve_cases(*load_loop_set(write_set(tmp_path, TWO)))[1]
+    w = case.config.workload
+    trace = loop_trace(case.config, [2, 5])
+    for (prompts, responses), step in zip(trace, (2, 5)):
+        requests = make_step_requests(w.spec, step, w.prompts_per_step, w.group_size)
+        assert responses == [r.response_tokens for r in requests]
+        assert prompts == [32] * len(requests)  # the default workload's fixed 32-token prompts
+    assert trace[0][1] != trace[1][1]  # different steps, different draws
