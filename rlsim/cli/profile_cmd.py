@@ -1,12 +1,20 @@
 """``rlsim profile CONFIG --out PROFILE``: measure what the planner's simulation needs on this machine.
 
-Example: ``rlsim profile configs/profiles/measure_cpu.yaml --out out/profile_cpu.json``.
+Example: ``rlsim profile configs/profiles/measure_cpu_2core.yaml --out configs/profiles/cpu_2core_measured.json``
+(real loop runs of the config's ``loop_set`` for generation, update, sync and contention, then the
+scorer latency grid). ``--reuse`` keeps complete loop runs of the same config already in ``--runs``.
 """
 
 from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from rlsim.planner.profiling import ProfileConfig
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -15,7 +23,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         help="measure scorer latency, generation, update and contention into a planner profile (JSON)",
         description=__doc__,
     )
-    p.add_argument("config", type=Path, help="profile YAML (runtimes, grid, loop results, contention results)")
+    p.add_argument("config", type=Path, help="profile YAML (runtimes, grid, loop set or results, contention results)")
     p.add_argument("--out", type=Path, required=True, help="profile JSON to write")
     p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
                    help="override a config value, e.g. --set repeats=5 (repeatable)")
@@ -23,6 +31,11 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
                    help="copy sections this run cannot measure from another profile (listed as unmeasured)")
     p.add_argument("--no-scorers", action="store_true",
                    help="skip timing real scorers (fit only from the loop/contention results given)")
+    p.add_argument("--scorers-from", type=Path, default=None,
+                   help="re-fit the scorer models from the samples stored in this measured profile instead of timing")
+    p.add_argument("--runs", type=Path, default=None,
+                   help="folder for the loop set's runs (default runs/profile/HARDWARE_KIND)")
+    p.add_argument("--reuse", action="store_true", help="reuse complete loop runs of the same config in --runs")
     p.set_defaults(func=run)
 
 
@@ -35,14 +48,18 @@ def run(args: argparse.Namespace) -> int:
     from rlsim.planner.profiling import ProfileConfig, build_profile
 
     config = load_config(ProfileConfig, args.config, args.overrides)
+    base_dir = args.config.resolve().parent
     fill = load_profile(args.fill_from) if args.fill_from else None
+    scorers_from = load_profile(args.scorers_from) if args.scorers_from else None
     console = Console(stderr=True)
+    loop_results = _loop_runs(config, base_dir, args, console)
     cells = len(config.runtimes) * len(config.units) * len(config.batch_sizes) * len(config.lengths)
     with Progress(TextColumn("measuring"), BarColumn(), TimeElapsedColumn(), TextColumn("{task.description}"),
                   console=console, transient=True) as bar:
         task = bar.add_task("", total=cells if not args.no_scorers else 0)
-        built = build_profile(config, args.config.resolve().parent, measure=not args.no_scorers, fill_from=fill,
-                              on_cell=lambda label: bar.update(task, advance=1, description=label))
+        built = build_profile(config, base_dir, measure=not args.no_scorers, fill_from=fill,
+                              on_cell=lambda label: bar.update(task, advance=1, description=label),
+                              loop_results=loop_results, scorers_from=scorers_from, notes=_provenance(args))
     save_profile(built.profile, args.out)
     out = Console()
     out.print(f"wrote {args.out} ({built.profile.hardware_kind}, rlsim {built.profile.rlsim_version})")
@@ -52,6 +69,36 @@ def run(args: argparse.Namespace) -> int:
         out.print(f"  [yellow]not measured[/yellow]  {line}")
     missing = [s for s in ("generation", "trainer", "contention") if getattr(built.profile, s) is None]
     if missing:
-        out.print(f"[yellow]the planner needs {', '.join(missing)} as well[/yellow]: give loop_runs / "
+        out.print(f"[yellow]the planner needs {', '.join(missing)} as well[/yellow]: give loop_set / loop_runs / "
                   "contention_results in the config, or --fill-from a profile that has them")
     return 0
+
+
+def _loop_runs(config: "ProfileConfig", base_dir: Path, args: argparse.Namespace, console: "Console") -> list[Path]:
+    """Run the config's loop set (if any) and return its results.json paths."""
+    if not config.loop_set:
+        return []
+    from rlsim.planner.loop_runner import RealLoopRunner, run_cases
+    from rlsim.planner.validation_set import load_loop_set, resolve_cases, resolve_path
+
+    path = resolve_path(base_dir, config.loop_set)
+    loop_set, set_dir = load_loop_set(path)
+    cases = resolve_cases(loop_set, set_dir, source=str(path))
+    runs_dir = args.runs or Path("runs") / "profile" / config.hardware_kind
+    return run_cases(cases, RealLoopRunner(console=console), runs_dir, reuse=args.reuse, note=console.print,
+                     quiet=loop_set.quiet)
+
+
+def _provenance(args: argparse.Namespace) -> list[str]:
+    """When, where and by which command the profile was measured (kept in the profile's notes)."""
+    import os
+    import socket
+    import sys
+    from datetime import datetime, timezone
+
+    load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
+    return [
+        f"measured {datetime.now(timezone.utc).isoformat(timespec='seconds')} on {socket.gethostname()} "
+        f"({len(os.sched_getaffinity(0))} cores; load average at the end {load})",
+        "command: rlsim " + " ".join(sys.argv[1:]) if "profile" in sys.argv else f"command: rlsim profile {args.config}",
+    ]

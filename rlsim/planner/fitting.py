@@ -25,7 +25,7 @@ from rlsim.planner.profile import (
     ScorerLatencyModel,
 )
 
-_EXPONENT_GRID = np.round(np.linspace(0.0, 1.5, 61), 4)
+EXPONENT_GRID = np.round(np.linspace(0.0, 1.5, 61), 4)
 
 
 def nonneg_lstsq(design: np.ndarray, target: np.ndarray) -> np.ndarray:
@@ -80,7 +80,7 @@ def _fit_scaled(
     """
     weights = 1.0 / target
     measured = len(np.unique(units)) > 1
-    grid = _EXPONENT_GRID if measured else np.array([1.0])
+    grid = EXPONENT_GRID if measured else np.array([1.0])
     best: tuple[float, np.ndarray, float] | None = None
     for alpha in grid:
         factor = (ref / units) ** alpha

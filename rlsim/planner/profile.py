@@ -116,20 +116,22 @@ class GenerationModel(_Strict):
 class TrainerModel(_Strict):
     """PPO/GRPO update and weight sync, per step, measured on ``units`` training units.
 
-    ``update_s = update_fixed_s + update_s_per_token x tokens x units / u`` (data-parallel over u
-    units); ``sync_s = sync_fixed_s + sync_s_per_token x tokens``. ``step_overhead_s`` is the
-    orchestration time a real step spends outside every phase (the loop's "idle").
+    ``update_s = update_fixed_s + update_s_per_token x tokens x (units / u) ** unit_exponent``
+    (data-parallel over u units; exponent 1 = perfect scaling); ``sync_s = sync_fixed_s +
+    sync_s_per_token x tokens``. ``step_overhead_s`` is the orchestration time a real step spends
+    outside every phase (the loop's "idle").
     """
 
     units: float = Field(gt=0)
     update_fixed_s: float = Field(default=0.0, ge=0)
     update_s_per_token: float = Field(ge=0)
+    unit_exponent: float = Field(default=1.0, ge=0, le=1.5)
     sync_fixed_s: float = Field(default=0.0, ge=0)
     sync_s_per_token: float = Field(default=0.0, ge=0)
     step_overhead_s: float = Field(default=0.0, ge=0)
 
     def update_s(self, tokens: float, units: float) -> float:
-        return self.update_fixed_s + self.update_s_per_token * tokens * self.units / units
+        return self.update_fixed_s + self.update_s_per_token * tokens * (self.units / units) ** self.unit_exponent
 
     def sync_s(self, tokens: float) -> float:
         return self.sync_fixed_s + self.sync_s_per_token * tokens

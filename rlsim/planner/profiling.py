@@ -10,11 +10,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Sequence
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from rlsim.errors import RlsimError
+from rlsim.planner.calibrate import CalibrationRun, fit_contention, fit_generation, fit_trainer, read_calibration_run
 from rlsim.planner.fitting import fit_generation_model, fit_latency_model
 from rlsim.planner.loop_results import (
     generation_point,
@@ -68,6 +69,8 @@ class ProfileConfig(BaseModel):
     max_running: int = Field(default=256, ge=1, description="sequences one engine may hold (max_num_seqs)")
     trainer_units: float = Field(default=2, gt=0)
     contention_results: str | None = None
+    loop_set: str | None = Field(default=None, description="a loop-set YAML whose runs `rlsim profile` makes")
+    skip_first: int = Field(default=1, ge=0, description="warm-up steps of each loop run not used")
 
 
 @dataclass
@@ -85,13 +88,23 @@ def build_profile(
     measure: bool = True,
     fill_from: Profile | None = None,
     on_cell: Callable[[str], None] | None = None,
+    loop_results: Sequence[Path] = (),
+    scorers_from: Profile | None = None,
+    notes: Sequence[str] = (),
 ) -> Built:
-    """Measure and fit everything ``config`` allows. ``measure=False`` skips the real scorers."""
+    """Measure and fit everything ``config`` allows. ``measure=False`` skips the real scorers.
+
+    ``loop_results``: results.json files of loop runs made for this profile (the ``loop_set``), on top
+    of ``config.loop_runs``. ``scorers_from``: a profile measured here earlier whose stored scorer
+    samples are re-fitted instead of timing the scorers again. ``notes`` go into the profile.
+    """
     measured: list[str] = []
     unmeasured: list[str] = []
-    runtimes = _scorers(config, measure, measured, unmeasured, on_cell)
-    generation, trainer = _from_loop(config, base_dir, measured, unmeasured)
+    runtimes = _scorers(config, measure, measured, unmeasured, on_cell, scorers_from)
+    generation, trainer, calibration = _from_loop(config, base_dir, loop_results, measured, unmeasured)
     contention = _contention(config, base_dir, measured, unmeasured)
+    if calibration and generation and trainer and runtimes:
+        contention = _loop_contention(calibration, runtimes, generation, trainer, contention, measured)
     sections = {"generation": generation, "trainer": trainer, "contention": contention}
     if fill_from is not None:
         for name, value in list(sections.items()):
@@ -108,19 +121,25 @@ def build_profile(
     illustrative = bool(fill_from and fill_from.illustrative and any("copied" in u for u in unmeasured))
     profile = Profile(
         **new_profile_header(config.hardware_kind, illustrative=illustrative),
-        notes=[f"measured by rlsim profile: {', '.join(measured) or 'nothing'}"],
+        notes=[*notes, f"measured by rlsim profile: {', '.join(measured) or 'nothing'}"],
         unmeasured=unmeasured, runtimes=runtimes, **sections,
     )
     return Built(profile, measured, unmeasured)
 
 
 def _scorers(config: ProfileConfig, measure: bool, measured: list[str], unmeasured: list[str],
-             on_cell: Callable[[str], None] | None) -> dict[str, ScorerLatencyModel]:
+             on_cell: Callable[[str], None] | None, scorers_from: Profile | None) -> dict[str, ScorerLatencyModel]:
     from rlsim.planner.measure_scorers import ScorerGrid, measure_runtime
 
     grid = ScorerGrid(config.batch_sizes, config.lengths, config.units, repeats=config.repeats)
     out = {}
     for runtime in config.runtimes:
+        old = scorers_from.runtimes.get(runtime) if scorers_from else None
+        if old is not None and old.samples and scorers_from is not None and not scorers_from.illustrative:
+            out[runtime] = fit_latency_model(old.samples, old.device, old.max_length)
+            measured.append(f"runtime {runtime}: re-fitted from {len(old.samples)} samples stored in the "
+                            f"{scorers_from.hardware_kind} profile (R^2 {out[runtime].fit.r2:.3f})")
+            continue
         if not measure:
             unmeasured.append(f"runtime {runtime}: scorer timing skipped (--no-scorers)")
             continue
@@ -133,17 +152,58 @@ def _scorers(config: ProfileConfig, measure: bool, measured: list[str], unmeasur
 
 
 def _from_loop(
-    config: ProfileConfig, base_dir: Path, measured: list[str], unmeasured: list[str]
-) -> tuple[GenerationModel | None, TrainerModel | None]:
-    """Generation curve and trainer costs from loop runs (and given points)."""
-    runs = [read_loop_steps(_path(base_dir, run.path)) for run in config.loop_runs]
+    config: ProfileConfig, base_dir: Path, extra_runs: Sequence[Path], measured: list[str], unmeasured: list[str]
+) -> tuple[GenerationModel | None, TrainerModel | None, list[CalibrationRun]]:
+    """Generation curve and trainer costs from loop runs: per step when a run's results.json says how
+    it was set up (``calibrate``), else from per-run throughput points (older or foreign results)."""
+    paths = [(_path(base_dir, run.path), run) for run in config.loop_runs] + [(p, None) for p in extra_runs]
+    calibration: list[CalibrationRun] = []
+    legacy: list[tuple[Path, LoopRun]] = []
+    for path, run in paths:
+        try:
+            if run is not None and (run.running is not None or run.units is not None):
+                raise RlsimError("running/units given by hand")  # the user overrides the run's own settings
+            calibration.append(read_calibration_run(path, config.skip_first))
+        except RlsimError:
+            legacy.append((path, run or LoopRun(path=str(path))))
+    if calibration:
+        generation, trainer = _calibrated(config, calibration, measured, unmeasured)
+        return generation, trainer, calibration
+    generation, trainer = _from_points(config, legacy, measured, unmeasured)
+    return generation, trainer, []
+
+
+def _calibrated(config: ProfileConfig, runs: list[CalibrationRun], measured: list[str],
+                unmeasured: list[str]) -> tuple[GenerationModel | None, TrainerModel | None]:
+    generation = trainer = None
+    try:
+        generation = fit_generation(runs, config.generation_device, config.max_running)
+        measured.append(f"generation model from {generation.fit.n_samples} loop steps of "
+                        f"{sum(not r.contended for r in runs)} run(s) (R^2 {generation.fit.r2:.3f}, "
+                        f"residual {generation.fit.residual_rel_std:.1%}, core exponent {generation.unit_exponent:g}"
+                        f"{'' if generation.unit_exponent_measured else ' assumed'})")
+    except RlsimError as err:
+        unmeasured.append(f"generation: {err}")
+    try:
+        trainer = fit_trainer(runs)
+        measured.append(f"update/sync cost per token and step overhead ({len(runs)} run(s), core exponent "
+                        f"{trainer.unit_exponent:g})")
+    except RlsimError as err:
+        unmeasured.append(f"trainer: {err}")
+    return generation, trainer
+
+
+def _from_points(config: ProfileConfig, legacy: list[tuple[Path, LoopRun]], measured: list[str],
+                 unmeasured: list[str]) -> tuple[GenerationModel | None, TrainerModel | None]:
+    """One throughput point per run (``running``, ``units`` given or read from the run)."""
+    runs = [read_loop_steps(path, config.skip_first) for path, _ in legacy]
     points = list(config.generation_points)
     trainer_units = config.trainer_units
-    for run, steps in zip(config.loop_runs, runs):
+    for (path, run), steps in zip(legacy, runs):
         try:
             running, units = run.running, run.units
             if running is None or units is None:
-                settings = read_run_settings(_path(base_dir, run.path))
+                settings = read_run_settings(path)
                 running = running or min(settings.rollouts_per_step, config.max_running)
                 units = units or settings.rollout_units
                 trainer_units = settings.trainer_units
@@ -180,6 +240,25 @@ def _contention(config: ProfileConfig, base_dir: Path, measured: list[str], unme
     worst = ContentionEntry(gen_slowdown=max(e.gen_slowdown for e in per_runtime.values()),
                             score_slowdown=max(e.score_slowdown for e in per_runtime.values()))
     measured.append(f"contention for {', '.join(sorted(per_runtime))}")
+    return ContentionModel(default=worst, per_runtime=per_runtime)
+
+
+def _loop_contention(runs: list[CalibrationRun], runtimes: dict[str, ScorerLatencyModel], generation: GenerationModel,
+                     trainer: TrainerModel, measured_file: ContentionModel | None,
+                     measured: list[str]) -> ContentionModel | None:
+    """Slowdowns fitted to the overlapped shared runs, beside (and over) those of the experiment file."""
+    usable = [r for r in runs if not r.contended or r.config.reward.runtime in runtimes]
+    partial = Profile(**new_profile_header("calibrating", illustrative=False), runtimes=runtimes,
+                      generation=generation, trainer=trainer, contention=measured_file)
+    fitted = fit_contention(usable, partial)
+    if fitted is None:
+        return measured_file
+    measured.append("contention fitted to overlapped shared loop runs for "
+                    + ", ".join(f"{k} (gen +{v.gen_slowdown:.0%}, score +{v.score_slowdown:.0%})"
+                                for k, v in sorted(fitted.per_runtime.items())))
+    per_runtime = {**(measured_file.per_runtime if measured_file else {}), **fitted.per_runtime}
+    worst = ContentionEntry(gen_slowdown=max(e.gen_slowdown for e in per_runtime.values()),
+                            score_slowdown=max(e.score_slowdown for e in per_runtime.values()))
     return ContentionModel(default=worst, per_runtime=per_runtime)
 
 

@@ -1,0 +1,197 @@
+"""Fit the profile's generation, trainer and contention models to real loop runs, step by step.
+
+Each calibration run is an ``rlsim run`` results.json whose config says exactly which lengths every
+step requested (``predict.loop_trace``), so each measured step becomes one equation of the model:
+
+- generation (runs where nothing shares the engine's cores: sequential, or split): the simulated
+  engine time is linear in the model's coefficients, ``gen_s = (base x I + per_seq x S) x
+  (ref/u)**alpha + prefill x P``, with ``I`` decode iterations, ``S`` sequence-iterations (the sum of
+  running sequences over iterations) and ``P`` prompt tokens, all read off the replayed step. Fitting
+  these rather than "tokens/s at N running" keeps long-tail steps right: the slowest sequence sets
+  ``I``, not the mean one;
+- update and sync: ``fixed + per_token x generated tokens``, the update's per-token part scaled by
+  ``(ref/u)**beta`` with the trainer's cores ``u``;
+- contention (runs overlapped on shared cores): the ``gen_slowdown`` and ``score_slowdown`` whose
+  simulation best matches the measured generate phase and step time, found on a coarse grid over
+  0..3 refined to 0.05 around its best point.
+
+Residuals are relative; with a single unit count an exponent is assumed 1.0 and marked unmeasured.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from rlsim.errors import RlsimError
+from rlsim.planner.fitting import EXPONENT_GRID, fit_stats, nonneg_lstsq
+from rlsim.planner.generation import completion_work_s, deal
+from rlsim.planner.loop_results import LoopSteps, read_json, parse_loop_steps
+from rlsim.planner.profile import (
+    ContentionEntry,
+    ContentionModel,
+    Device,
+    GenerationModel,
+    GenerationPoint,
+    Profile,
+    TrainerModel,
+)
+
+if TYPE_CHECKING:
+    from rlsim.loop.config import RunConfig
+
+_COARSE = np.round(np.arange(0.0, 3.0001, 0.25), 3).tolist()  # slowdowns, fractions (1.0 = twice as long)
+_FINE = np.round(np.arange(-0.25, 0.2501, 0.05), 3).tolist()
+
+
+@dataclass(frozen=True)
+class CalibrationRun:
+    """One loop run: its config, measured steps, the cores each role had and every step's lengths."""
+
+    path: Path
+    config: "RunConfig"
+    steps: LoopSteps
+    rollout_units: float
+    trainer_units: float
+    trace: list[tuple[list[int], list[int]]]
+
+    @property
+    def contended(self) -> bool:
+        """Generation shared its cores with scoring while both ran."""
+        return self.config.placement.preset == "shared" and self.config.schedule == "overlapped"
+
+
+def read_calibration_run(path: Path, skip_first: int = 1) -> CalibrationRun:
+    """Parse a results.json of ``rlsim run`` with a synthetic workload; RlsimError otherwise."""
+    from pydantic import ValidationError
+
+    from rlsim.loop.config import RunConfig
+    from rlsim.planner.predict import loop_trace
+
+    data = read_json(path)
+    steps = parse_loop_steps(data, path, skip_first)
+    try:
+        config = RunConfig.model_validate(data["config"])
+        cores = {role: len(data["placement"][role]["cores"]) for role in ("rollout", "trainer")}
+    except (KeyError, TypeError, ValidationError):
+        raise RlsimError(f"{path} lacks a valid config or placement; it must be a results.json of this "
+                         "rlsim's `rlsim run`") from None
+    if config.workload.spec.path is not None:
+        raise RlsimError(f"{path} ran a file workload; calibrate on synthetic workloads, whose lengths are known")
+    trace = loop_trace(config, steps.numbers)
+    if steps.tokens is not None and any(sum(r) != t for (_, r), t in zip(trace, steps.tokens)):
+        # The replayed lengths must be what ran: a config edited after the run would fit nonsense.
+        raise RlsimError(f"{path}: the lengths its config draws do not add up to the tokens it generated; "
+                         "it was not written by this config (re-run it)")
+    return CalibrationRun(path, config, steps, float(cores["rollout"]), float(cores["trainer"]), trace)
+
+
+def _engine_features(prompts: list[int], responses: list[int], max_running: int) -> tuple[float, float, float]:
+    """``(I, S, P)`` of one step on one engine: decode iterations, sequence-iterations, prompt tokens."""
+    batch = deal(np.asarray(prompts), np.asarray(responses), 1)
+    out = []
+    for base, per_seq, prefill in ((1.0, 0.0, 0.0), (0.0, 1.0, 0.0), (0.0, 0.0, 1.0)):
+        unit = GenerationModel(device="cpu", units=1.0, base_s=base, per_seq_s=per_seq, prefill_s_per_token=prefill,
+                               max_running=max_running, fit={"n_samples": 0, "r2": 0, "residual_rel_std": 0,
+                                                             "residual_rel_max": 0})
+        out.append(float(completion_work_s(batch, unit, 1.0, max_running).max()))
+    return out[0], out[1], out[2]
+
+
+def fit_generation(runs: list[CalibrationRun], device: Device, max_running: int) -> GenerationModel:
+    """Fit the engine model to every measured step of the uncontended ``runs`` (see the module doc)."""
+    rows, target, units, points = [], [], [], []
+    for run in (r for r in runs if not r.contended):
+        for (prompts, responses), gen_s in zip(run.trace, run.steps.time_s["generate"]):
+            rows.append(_engine_features(prompts, responses, max_running))
+            target.append(float(gen_s))
+            units.append(run.rollout_units)
+        points.append(GenerationPoint(
+            running=float(min(len(run.trace[0][1]), max_running)), units=run.rollout_units,
+            tokens_per_s=float(np.median([sum(r) / g for (_, r), g in zip(run.trace, run.steps.time_s["generate"])])),
+            source=str(run.path)))
+    if len({len(r) for r in (run.trace[0][1] for run in runs if not run.contended)}) < 2:
+        raise RlsimError("generation needs uncontended (sequential or split) runs at two or more concurrencies; "
+                         "add entries with other prompts_per_step x group_size to the calibration set")
+    x, y, u = np.array(rows), np.array(target), np.array(units)
+    ref = float(max(u))
+    best = None
+    for alpha in (EXPONENT_GRID if len(set(units)) > 1 else np.array([1.0])):
+        design = np.column_stack([x[:, 0] * (ref / u) ** alpha, x[:, 1] * (ref / u) ** alpha, x[:, 2]]) / y[:, None]
+        coef = nonneg_lstsq(design, np.ones_like(y))
+        err = float(np.sum((design @ coef - 1.0) ** 2))
+        if best is None or err < best[0] - 1e-15:
+            best = (err, coef, float(alpha))
+    assert best is not None
+    _, coef, alpha = best
+    predicted = (coef[0] * x[:, 0] + coef[1] * x[:, 1]) * (ref / u) ** alpha + coef[2] * x[:, 2]
+    return GenerationModel(
+        device=device, units=ref, base_s=float(coef[0]), per_seq_s=float(coef[1]), prefill_s_per_token=float(coef[2]),
+        unit_exponent=alpha, unit_exponent_measured=len(set(units)) > 1, max_running=max_running,
+        fit=fit_stats(y, predicted), points=points,
+    )
+
+
+def fit_trainer(runs: list[CalibrationRun]) -> TrainerModel:
+    """Update and sync seconds against generated tokens over every measured step of ``runs``."""
+    tokens = np.concatenate([r.steps.tokens for r in runs if r.steps.tokens is not None])
+    if tokens.size == 0:
+        raise RlsimError("no calibration run has generated-token counts; cannot fit the update cost per token")
+    with_tokens = [r for r in runs if r.steps.tokens is not None]
+    units = np.concatenate([np.full(len(r.steps.tokens), r.trainer_units) for r in with_tokens])  # type: ignore[arg-type]
+    update = np.concatenate([r.steps.time_s["update"] for r in with_tokens])
+    sync = np.concatenate([r.steps.time_s["sync"] for r in with_tokens])
+    ref = float(max(units))
+    best = None
+    for beta in (EXPONENT_GRID if len(set(units.tolist())) > 1 else np.array([1.0])):
+        design = np.column_stack([np.ones_like(tokens), tokens * (ref / units) ** beta]) / update[:, None]
+        coef = nonneg_lstsq(design, np.ones_like(update))
+        err = float(np.sum((design @ coef - 1.0) ** 2))
+        if best is None or err < best[0] - 1e-15:
+            best = (err, coef, float(beta))
+    assert best is not None
+    _, up, beta = best
+    sync_coef = nonneg_lstsq(np.column_stack([np.ones_like(tokens), tokens]), sync)
+    idle = np.concatenate([r.steps.time_s["idle"] for r in runs])
+    return TrainerModel(units=ref, update_fixed_s=float(up[0]), update_s_per_token=float(up[1]), unit_exponent=beta,
+                        sync_fixed_s=float(sync_coef[0]), sync_s_per_token=float(sync_coef[1]),
+                        step_overhead_s=float(np.mean(idle)))
+
+
+def fit_contention(runs: list[CalibrationRun], profile: Profile) -> ContentionModel | None:
+    """Slowdowns that make the simulation of the contended ``runs`` match them (None without such runs).
+
+    ``profile`` must already hold the generation, trainer and scorer models. Per runtime seen, a grid
+    search minimises the squared relative errors of the median generate phase and step time.
+    """
+    from rlsim.planner.predict import predict_trace
+
+    contended = [r for r in runs if r.contended]
+    if not contended:
+        return None
+    per_runtime: dict[str, ContentionEntry] = {}
+    for runtime in sorted({r.config.reward.runtime for r in contended}):
+        mine = [r for r in contended if r.config.reward.runtime == runtime]
+
+        def error(g: float, s: float, mine: list[CalibrationRun] = mine) -> float:
+            entry = ContentionEntry(gen_slowdown=g, score_slowdown=s)
+            trial = profile.model_copy(update={"contention": ContentionModel(default=entry)})
+            err = 0.0
+            for run in mine:
+                steps = predict_trace(run.config, trial, run.trace).steps
+                for phase in ("generate", "total"):
+                    predicted = np.median([st.time_s[phase] for st in steps])
+                    err += (predicted / np.median(run.steps.time_s[phase]) - 1.0) ** 2
+            return err
+
+        # A coarse grid over 0..3, then a fine one around its best point.
+        g, s = min(((g, s) for g in _COARSE for s in _COARSE), key=lambda gs: error(*gs))
+        fine = [(round(g + dg, 3), round(s + ds, 3)) for dg in _FINE for ds in _FINE if g + dg >= 0 and s + ds >= 0]
+        g, s = min(fine, key=lambda gs: error(*gs))
+        per_runtime[runtime] = ContentionEntry(gen_slowdown=g, score_slowdown=s)
+    worst = ContentionEntry(gen_slowdown=max(e.gen_slowdown for e in per_runtime.values()),
+                            score_slowdown=max(e.score_slowdown for e in per_runtime.values()))
+    return ContentionModel(default=worst, per_runtime=per_runtime)

@@ -1,0 +1,127 @@
+"""Calibration from loop runs: known models in, the same models back out of the per-step fits."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from rlsim.errors import RlsimError
+from rlsim.loop.config import RunConfig
+from rlsim.planner.calibrate import (
+    CalibrationRun,
+    _engine_features,
+    fit_contention,
+    fit_generation,
+    fit_trainer,
+    read_calibration_run,
+)
+from rlsim.planner.loop_results import LoopSteps
+from rlsim.planner.predict import loop_trace, predict_trace
+from rlsim.planner.profile import ContentionEntry, ContentionModel, GenerationModel, TrainerModel
+
+from planner_cases import EXACT, make_profile
+
+BASE, PER_SEQ, PREFILL, ALPHA = 0.004, 0.0002, 0.00005, 0.8
+
+
+def config(prompts: int, schedule: str = "sequential", preset: str = "shared") -> RunConfig:
+    return RunConfig.model_validate({"schedule": schedule, "placement": {"preset": preset},
+                                     "workload": {"prompts_per_step": prompts, "group_size": 4}})
+
+
+def gen_seconds(trace: list[tuple[list[int], list[int]]], units: float) -> np.ndarray:
+    """The engine model with the constants above, at ``units`` cores (reference 2)."""
+    out = []
+    for prompts, responses in trace:
+        i, s, p = _engine_features(prompts, responses, 256)
+        out.append((BASE * i + PER_SEQ * s) * (2 / units) ** ALPHA + PREFILL * p)
+    return np.array(out)
+
+
+def run_of(cfg: RunConfig, gen: np.ndarray | None = None, units: float = 2, update_per_token: float = 1e-4,
+           total: np.ndarray | None = None) -> CalibrationRun:
+    trace = loop_trace(cfg, [2, 3, 4])
+    tokens = np.array([float(sum(r)) for _, r in trace])
+    gen = gen_seconds(trace, units) if gen is None else gen
+    update = 0.3 + update_per_token * tokens * (2 / units) ** 0.5
+    times = {"generate": gen, "score": np.full(3, 0.5), "update": update, "sync": np.full(3, 0.2),
+             "idle": np.full(3, 0.05), "total": gen + 0.5 + update + 0.25 if total is None else total}
+    steps = LoopSteps(Path("x"), times, tokens, np.full(3, 4.0 * cfg.workload.prompts_per_step), [2, 3, 4])
+    return CalibrationRun(Path(f"{cfg.schedule}-{cfg.workload.prompts_per_step}"), cfg, steps, units, units, trace)
+
+
+def test_engine_features_count_iterations_sequence_iterations_and_prompt_tokens() -> None:
+    # Three sequences of 2, 5 and 3 tokens admitted at once: 5 iterations; 10 sequence-iterations
+    # (every token is one sequence in one iteration); prompts 4 + 4 + 6 tokens.
+    assert _engine_features([4, 4, 6], [2, 5, 3], 256) == pytest.approx((5.0, 10.0, 14.0))
+    # One slot: the sequences run one after another, 10 iterations of one sequence each.
+    assert _engine_features([4, 4, 6], [2, 5, 3], 1) == pytest.approx((10.0, 10.0, 14.0))
+
+
+def test_generation_fit_recovers_the_engine_model_and_its_core_exponent() -> None:
+    runs = [run_of(config(2)), run_of(config(8)), run_of(config(8, preset="split"), units=1)]
+    model = fit_generation(runs, "cpu", 256)
+    assert model.units == 2 and model.unit_exponent_measured
+    assert model.base_s == pytest.approx(BASE, rel=1e-6) and model.per_seq_s == pytest.approx(PER_SEQ, rel=1e-6)
+    assert model.prefill_s_per_token == pytest.approx(PREFILL, rel=1e-6)
+    assert model.unit_exponent == pytest.approx(ALPHA) and model.fit.residual_rel_max < 1e-9
+    assert len(model.points) == 3
+
+
+def test_generation_fit_ignores_contended_runs_and_needs_two_concurrencies() -> None:
+    noisy = run_of(config(4, schedule="overlapped"), gen=np.full(3, 99.0))
+    model = fit_generation([run_of(config(2)), run_of(config(8)), noisy], "cpu", 256)
+    assert model.base_s == pytest.approx(BASE, rel=1e-6)  # the 99 s steps were not fitted
+    with pytest.raises(RlsimError, match="two or more concurrencies"):
+        fit_generation([run_of(config(8)), noisy], "cpu", 256)
+
+
+def test_trainer_fit_recovers_costs_and_the_core_exponent() -> None:
+    runs = [run_of(config(2)), run_of(config(8)), run_of(config(8, preset="split"), units=1)]
+    trainer = fit_trainer(runs)
+    assert trainer.update_fixed_s == pytest.approx(0.3, rel=1e-6)
+    assert trainer.update_s_per_token == pytest.approx(1e-4, rel=1e-6) and trainer.unit_exponent == pytest.approx(0.5)
+    assert trainer.sync_fixed_s == pytest.approx(0.2) and trainer.sync_s_per_token == pytest.approx(0.0, abs=1e-12)
+    assert trainer.step_overhead_s == pytest.approx(0.05)
+
+
+def test_contention_fit_finds_the_slowdowns_the_measurements_came_from() -> None:
+    # "Measure" an overlapped shared run with the planner itself at known slowdowns, then fit them back.
+    profile = make_profile()
+    profile = profile.model_copy(update={
+        "runtimes": {"eager": profile.runtimes["linear"]},
+        "generation": GenerationModel(device="cpu", units=2, base_s=0.004, per_seq_s=0.0002, max_running=256, fit=EXACT),
+        "trainer": TrainerModel(units=2, update_fixed_s=0.3, update_s_per_token=1e-4),
+    })
+    cfg = config(8, schedule="overlapped")
+    truth = profile.model_copy(update={"contention": ContentionModel(
+        default=ContentionEntry(gen_slowdown=0.7, score_slowdown=1.3))})
+    trace = loop_trace(cfg, [2, 3, 4])
+    ev = predict_trace(cfg, truth, trace)
+    gen = np.array([s.time_s["generate"] for s in ev.steps])
+    total = np.array([s.time_s["total"] for s in ev.steps])
+    fitted = fit_contention([run_of(config(2)), run_of(cfg, gen=gen, total=total)], profile)
+    assert fitted is not None
+    entry = fitted.per_runtime["eager"]
+    assert entry.gen_slowdown == pytest.approx(0.7) and entry.score_slowdown == pytest.approx(1.3)
+    assert fit_contention([run_of(config(2))], profile) is None  # no overlapped shared run: nothing to fit
+
+
+def test_a_results_file_whose_config_does_not_match_its_tokens_is_refused(tmp_path: Path) -> None:
+    cfg = config(2)
+    trace = loop_trace(cfg, [1, 2])
+    steps = [{"step": i + 1, "time_s": {k: 1.0 for k in ("generate", "score", "update", "sync", "idle", "total")},
+              "rollouts": {"generated": 8}, "tokens": {"generated": sum(r)}} for i, (_, r) in enumerate(trace)]
+    data = {"config": cfg.model_dump(mode="json"), "steps": steps,
+            "placement": {"rollout": {"cores": [0, 1]}, "trainer": {"cores": [0, 1]}}}
+    path = tmp_path / "results.json"
+    path.write_text(json.dumps(data))
+    run = read_calibration_run(path)
+    assert run.trace == trace[1:] and run.rollout_units == 2 and not run.contended
+    steps[1]["tokens"]["generated"] += 1
+    path.write_text(json.dumps(data))
+    with pytest.raises(RlsimError, match="do not add up"):
+        read_calibration_run(path)
