@@ -2,18 +2,23 @@
 
 Two independent sources are read at the start and end of every measured step:
 
-- *process accounting*: CPU seconds (user + system, plus those of reaped children) of every process
-  on the machine, summed per process tree: each activity's actors with their children (vLLM's engine
-  processes, the http runtime's server), the rest of the experiment's tree (the driver, Ray's
-  daemons, idle scorers of other runtimes: ``orchestration``) and every process outside it
-  (``other``: other tenants of the machine);
+- *process accounting*: CPU seconds of every process on the machine (its own user + system time,
+  and the time of children it reaped), summed per process tree: each activity's actors with their
+  children (vLLM's engine processes, the http runtime's server), the rest of the experiment's tree
+  (the driver, Ray's daemons, idle scorers of other runtimes: ``orchestration``) and every process
+  outside it (``other``: other tenants of the machine);
 - the *kernel's per-core counters* (/proc/stat) of the pool's cores: ``idle`` (idle + iowait) and
   ``kernel`` (interrupt handling and time stolen by a hypervisor, which no process is charged for).
 
 The identity ``sum(processes) + idle + kernel == pool cores x step time`` then holds only if the
 accounting misses nothing and counts nothing twice; each step reports how far it is off.
-Process trees are built from parent pids, so a child that exits and is reaped moves its time into
-its parent's ``children_*`` counters, inside the same tree: nothing is lost between snapshots.
+
+Processes that come and go between the two snapshots are the hard part. Per process, the interval's
+time is its own time's growth plus the growth of its reaped-children counter *minus* the time its
+exited children had already used at the first snapshot (that part is older than the interval but
+lands in the counter in one piece when the child is reaped). A process that exits with no parent
+left to reap it in view (another tenant's job, say) loses only its last moments, never its whole
+history, so one such exit cannot make a step's figures go negative.
 """
 
 from __future__ import annotations
@@ -28,13 +33,16 @@ ORCHESTRATION = "orchestration"
 OTHER = "other"
 
 
+Proc = tuple[int, float, float]  # (ppid, own CPU seconds, reaped children's CPU seconds)
+
+
 @dataclass(frozen=True)
 class Snapshot:
-    """Cumulative counters at one instant: ``wall`` (time.time() seconds), core-seconds per group,
-    ``idle``/``kernel`` core-seconds summed over the pool's cores."""
+    """Cumulative counters at one instant: ``wall`` (time.time() seconds), the process table
+    ``{pid: (ppid, own cpu s, children cpu s)}``, ``idle``/``kernel`` core-seconds of the pool's cores."""
 
     wall: float
-    groups: dict[str, float]
+    processes: dict[int, Proc]
     idle: float
     kernel: float
 
@@ -83,35 +91,56 @@ class PoolTime:
         }
 
 
-def group_core_seconds(
-    processes: Mapping[int, tuple[int, float]], roots: Mapping[str, Sequence[int]], driver: int
-) -> dict[str, float]:
-    """Cumulative CPU seconds per group from a process table ``{pid: (ppid, cpu_s)}``.
-
-    Each group owns the trees under its root pids (the first group to claim a pid keeps it); the
-    rest of the ``driver``'s tree is ``orchestration``, every other process ``other``.
-    """
+def assign_groups(processes: Mapping[int, Proc], roots: Mapping[str, Sequence[int]], driver: int) -> dict[int, str]:
+    """pid -> group: each group owns the trees under its root pids (the first group to claim a pid
+    keeps it); the rest of the ``driver``'s tree is ``orchestration``, every other process ``other``."""
     children: dict[int, list[int]] = {}
-    for pid, (ppid, _) in processes.items():
+    for pid, (ppid, _, _) in processes.items():
         children.setdefault(ppid, []).append(pid)
     owner: dict[int, str] = {}
     for group, pids in list(roots.items()) + [(ORCHESTRATION, [driver])]:
         stack = [p for p in pids if p in processes]
         while stack:
             pid = stack.pop()
-            if pid in owner:
-                continue
-            owner[pid] = group
-            stack += children.get(pid, [])
-    out = {group: 0.0 for group in [*roots, ORCHESTRATION, OTHER]}
-    for pid, (_, cpu) in processes.items():
-        out[owner.get(pid, OTHER)] += cpu
+            if pid not in owner:
+                owner[pid] = group
+                stack += children.get(pid, [])
+    return {pid: owner.get(pid, OTHER) for pid in processes}
+
+
+def process_deltas(before: Mapping[int, Proc], after: Mapping[int, Proc]) -> dict[int, float]:
+    """CPU seconds each process alive at ``after`` used since ``before`` (its reaped children included).
+
+    New process: all its time. Known process: own growth + reaped-children growth - what its
+    descendants that exited meanwhile had used by ``before`` (clamped at 0: a child that exited but
+    was not reaped yet has not reached the counter). Exited processes themselves get no entry.
+    """
+    exited_by_parent: dict[int, float] = {}
+    for pid, (ppid, own, reaped) in before.items():
+        if pid in after:
+            continue
+        # A chain that exited together (a job's shell and its program) lands in the counter of the
+        # nearest ancestor still alive, each process through the one above it.
+        while ppid in before and ppid not in after:
+            ppid = before[ppid][0]
+        exited_by_parent[ppid] = exited_by_parent.get(ppid, 0.0) + own + reaped
+    out = {}
+    for pid, (_, own, reaped) in after.items():
+        prev = before.get(pid)
+        if prev is None:
+            out[pid] = own + reaped
+        else:
+            out[pid] = max(0.0, own - prev[1]) + max(0.0, reaped - prev[2] - exited_by_parent.get(pid, 0.0))
     return out
 
 
-def pool_time(before: Snapshot, after: Snapshot, cores: int, whole_machine: bool = True) -> PoolTime:
-    """Core-seconds per group between two snapshots (a group missing at the start counts from 0)."""
-    groups = {g: max(0.0, v - before.groups.get(g, 0.0)) for g, v in after.groups.items()}
+def pool_time(before: Snapshot, after: Snapshot, roots: Mapping[str, Sequence[int]], driver: int, cores: int,
+              whole_machine: bool = True) -> PoolTime:
+    """Core-seconds per group between two snapshots; groups from the process trees at ``after``."""
+    owner = assign_groups(after.processes, roots, driver)
+    groups = {g: 0.0 for g in [*roots, ORCHESTRATION, OTHER]}
+    for pid, seconds in process_deltas(before.processes, after.processes).items():
+        groups[owner[pid]] += seconds
     notes = []
     if not whole_machine:
         groups.pop(OTHER, None)
@@ -148,8 +177,8 @@ def online_cores(text: str) -> list[int]:
 
 
 class PoolAccountant:
-    """Takes snapshots of one machine for a pool of cores. ``roots``: group -> actor pids (changeable
-    per snapshot: the scoring group is the runtime being measured)."""
+    """Takes snapshots of this machine for a pool of cores; ``between`` splits the time by groups
+    (``roots``: group -> actor pids, e.g. the scorers of the runtime being measured)."""
 
     def __init__(self, pool: Sequence[int], driver_pid: int | None = None) -> None:
         self.pool = sorted(pool)
@@ -157,18 +186,17 @@ class PoolAccountant:
         self._ticks = float(os.sysconf("SC_CLK_TCK"))
         self.whole_machine = set(online_cores(_read_proc_stat())) <= set(self.pool)
 
-    def snapshot(self, roots: Mapping[str, Sequence[int]]) -> Snapshot:
+    def snapshot(self) -> Snapshot:
         wall = time.time()
         idle, kernel = parse_proc_stat(_read_proc_stat(), self.pool, self._ticks)
-        groups = group_core_seconds(process_table(), roots, self.driver_pid)
-        return Snapshot(wall, groups, idle, kernel)
+        return Snapshot(wall, process_table(), idle, kernel)
 
-    def between(self, before: Snapshot, after: Snapshot) -> PoolTime:
-        return pool_time(before, after, len(self.pool), self.whole_machine)
+    def between(self, before: Snapshot, after: Snapshot, roots: Mapping[str, Sequence[int]]) -> PoolTime:
+        return pool_time(before, after, roots, self.driver_pid, len(self.pool), self.whole_machine)
 
 
-def process_table() -> dict[int, tuple[int, float]]:
-    """``{pid: (ppid, cpu seconds incl. reaped children)}`` for every process we can read."""
+def process_table() -> dict[int, Proc]:
+    """``{pid: (ppid, own cpu s, reaped children's cpu s)}`` for every process we can read."""
     import psutil
 
     table = {}
@@ -177,7 +205,7 @@ def process_table() -> dict[int, tuple[int, float]]:
         t = info.get("cpu_times")
         if t is None or info.get("ppid") is None:  # gone meanwhile, or not ours to read
             continue
-        table[proc.pid] = (int(info["ppid"]), t.user + t.system + t.children_user + t.children_system)
+        table[proc.pid] = (int(info["ppid"]), t.user + t.system, t.children_user + t.children_system)
     return table
 
 

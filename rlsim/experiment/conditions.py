@@ -61,7 +61,7 @@ class Workload:
 
 class ConditionRunner:
     """Runs conditions for one runtime. ``roots``: accounting group -> actor pids (``generate``,
-    ``score``, ``update``, ...), as ``PoolAccountant.snapshot`` takes them."""
+    ``score``, ``update``, ...), as ``PoolAccountant.between`` takes them."""
 
     def __init__(self, backend: StepBackend, accountant: PoolAccountant, roots: Mapping[str, Sequence[int]],
                  work: Workload, runtime: str, repeat: int) -> None:
@@ -71,9 +71,9 @@ class ConditionRunner:
 
     def _measure(self, condition: str, step: int, body: Callable[[], tuple[dict[str, float], dict[str, Any]]]
                  ) -> Measurement:
-        before = self.accountant.snapshot(self.roots)
+        before = self.accountant.snapshot()
         figures, extra = body()
-        pool = self.accountant.between(before, self.accountant.snapshot(self.roots))
+        pool = self.accountant.between(before, self.accountant.snapshot(), self.roots)
         for group in ("generate", "score", "update"):
             figures[f"{group}_core_s"] = pool.groups.get(group, 0.0)
         return Measurement(condition, self.runtime, self.repeat, step, figures, pool, extra)

@@ -30,7 +30,7 @@ class TimeboxSettings(_Strict):
     scoring keeps up; rollouts generated *and* scored within the budget are counted. ``micro_batch``:
     rollouts per micro-batch streamed to the scorer (smaller counts finer at the deadline)."""
 
-    budget_s: float = Field(10.0, gt=0)
+    budget_s: float = Field(6.0, gt=0)
     micro_batch: int = Field(4, ge=1)
 
 
@@ -51,7 +51,7 @@ class ContentionSettings(_Strict):
 
     runtimes: list[str] = Field(default_factory=lambda: list(ALL_RUNTIMES))
     baseline: str = "eager"
-    repeats: int = Field(4, ge=2, description="at least 2: a CI needs two independent samples")
+    repeats: int = Field(5, ge=2, description="at least 2: a CI needs two independent samples")
     steps_per_condition: int = Field(1, ge=1)
     session_per_repeat: bool = True
     timebox: TimeboxSettings = Field(default_factory=TimeboxSettings)

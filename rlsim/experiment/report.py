@@ -92,6 +92,8 @@ def conclusions(results: Mapping[str, Any]) -> list[str]:
     for name, f in runtimes.items():
         if name != baseline and baseline in runtimes:
             out.append(_runtime_sentence(name, f, baseline))
+    for name, reason in results.get("skipped_runtimes", {}).items():
+        out.append(f"{name} was not measured: {reason}.")
     best = _most_freed(runtimes, baseline)
     if best:
         out.append(best)

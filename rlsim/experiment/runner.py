@@ -61,6 +61,8 @@ class ExperimentOutputs:
         self.pool_cores = pool_cores
         self.rows: list[dict[str, Any]] = []
         self.sessions: list[dict[str, Any]] = []
+        self.repeats_done = 0
+        self.skipped: dict[str, str] = {}  # runtime -> why it could not run (first reason seen)
         self.started = time.time()
         self.results: dict[str, Any] = {}
         self.flush()
@@ -68,24 +70,15 @@ class ExperimentOutputs:
     def add(self, measurement: Measurement) -> None:
         self.rows.append(measurement.as_dict())
 
-    def repeats_done(self) -> int:
-        """Repeats with every runtime's every condition measured."""
-        s = self.config.contention
-        full = len(s.runtimes) * s.steps_per_condition * len(CONDITIONS)
-        counts: dict[int, int] = {}
-        for row in self.rows:
-            counts[row["repeat"]] = counts.get(row["repeat"], 0) + 1
-        return sum(1 for n in counts.values() if n == full)
-
     def flush(self, complete: bool = False, figures: list[str] | None = None) -> None:
-        self.results = build_results(self.rows, self.config, self.pool_cores, complete, self.repeats_done())
+        self.results = build_results(self.rows, self.config, self.pool_cores, complete, self.repeats_done, self.skipped)
         self.results.update(sessions=self.sessions, elapsed_s=round(time.time() - self.started, 1))
         atomic_write_json(self.out / "results.json", self.results)
         atomic_write_text(self.out / "report.md", render_markdown(self.results, figures or []))
 
 
 def build_results(rows: list[dict[str, Any]], config: ContentionConfig, pool_cores: int, complete: bool,
-                  repeats_done: int) -> dict[str, Any]:
+                  repeats_done: int, skipped: dict[str, str] | None = None) -> dict[str, Any]:
     """results.json content from measurement rows (``Measurement.as_dict()``): pure, so recorded
     rows can be re-analysed (and tested) without running anything."""
     s = config.contention
@@ -95,7 +88,7 @@ def build_results(rows: list[dict[str, Any]], config: ContentionConfig, pool_cor
         "experiment": "contention", "rlsim_version": rlsim.__version__, "complete": complete,
         "baseline": s.baseline, "runtime_order": list(s.runtimes), "pool_cores": pool_cores,
         "repeats": s.repeats, "repeats_done": repeats_done, "steps_per_condition": s.steps_per_condition,
-        "timebox_budget_s": s.timebox.budget_s, "units": UNITS, "runtimes": runtimes,
+        "timebox_budget_s": s.timebox.budget_s, "units": UNITS, "runtimes": runtimes, "skipped_runtimes": skipped or {},
         "accounting": accounting_summary(rows), "conclusions": [], "sessions": [], "elapsed_s": 0.0,
         "config": config.model_dump(mode="json"), "measurements": rows,
     }
@@ -129,8 +122,11 @@ def run_contention(config: ContentionConfig, out: Path, console: Console | None 
                     session = ExperimentSession(config, s.runtimes)
                     session.start(lambda msg, r=repeat: bar.update(task, description=f"repeat {r + 1}/{s.repeats}: {msg}"))
                 outputs.sessions.append({"repeat": repeat, **session.describe()})
-                bar.advance(task)
+                for runtime, reason in session.failed.items():
+                    outputs.skipped.setdefault(runtime, reason)
+                bar.advance(task, advance=1 + len(session.failed) * s.steps_per_condition * len(CONDITIONS))
                 _one_repeat(session, outputs, work, repeat, bar, task)
+                outputs.repeats_done += 1
             complete = True
     finally:
         try:
@@ -149,9 +145,9 @@ def _one_repeat(session: Any, outputs: ExperimentOutputs, work: Workload, repeat
     s = outputs.config.contention
     accountant = PoolAccountant(session.pool)
     runners = {rt: ConditionRunner(session.backend(rt), accountant, session.roots(rt), work, rt, repeat)
-               for rt in s.runtimes}
+               for rt in session.runtimes}
     for step in range(1, s.steps_per_condition + 1):
-        for rt in runtime_order(list(s.runtimes), repeat, step, s.steps_per_condition):
+        for rt in runtime_order(list(session.runtimes), repeat, step, s.steps_per_condition):
             for condition in condition_order(repeat):
                 bar.update(task, description=f"repeat {repeat + 1}/{s.repeats} step {step}: {rt} {condition}")
                 outputs.add(runners[rt].run(condition, step))

@@ -23,13 +23,13 @@ from rlsim.actors.ray_backend import RayStepBackend
 from rlsim.errors import RlsimError
 from rlsim.experiment.config import ContentionConfig
 from rlsim.loop.build import factories
-from rlsim.loop.driver import connect_ray
 from rlsim.loop.sync import WeightSync
 from rlsim.rollout.prompts import make_step_requests
 
 
 class ExperimentSession:
-    """``start()``, then ``backend(runtime)`` and ``roots(runtime)`` per runtime, then ``close()``."""
+    """``start()``, then ``backend(runtime)`` and ``roots(runtime)`` for each of ``runtimes`` (those
+    whose scorers started and warmed up; ``failed`` says why any other was dropped), then ``close()``."""
 
     def __init__(self, config: ContentionConfig, runtimes: list[str]) -> None:
         self.config = config
@@ -40,6 +40,8 @@ class ExperimentSession:
         self._core: ActorSet | None = None
         self._scorers: dict[str, list[Any]] = {}
         self._pids: dict[str, int] = {}
+        self._scorer_pids: dict[str, list[int]] = {}
+        self.failed: dict[str, str] = {}  # runtime -> why it was dropped from this session
         self._sync = WeightSync(self.loop.trainer.sync, self.loop.trainer.simulated_sync_s)
         self._started_ray = False
 
@@ -50,7 +52,7 @@ class ExperimentSession:
         t0 = time.perf_counter()
         resolve_policy(self.loop.policy.model)
         resolve_reward_model(self.loop.reward.model)
-        self._started_ray = connect_ray(self.loop)
+        self._started_ray = self._connect()
         placements = resolve_placement(self.loop.placement, self.pool)
         note("starting the generator (vLLM) and the trainer")
         t1 = time.perf_counter()
@@ -68,41 +70,85 @@ class ExperimentSession:
         self.startup_s = {"ray": t1 - t0, "generator_trainer": t2 - t1, "scorers": t3 - t2,
                           "warmup": time.perf_counter() - t3}
 
+    def _connect(self) -> bool:
+        """Start a new local Ray (returns True), or use the one this process is already connected to.
+
+        ``address="local"``: without it ``ray.init()`` joins the newest cluster started on this
+        machine (/tmp/ray/ray_current_cluster), e.g. someone else's, and the repeat would not be a
+        fresh session of its own. The config check keeps ``loop.ray.address`` unset.
+        """
+        if ray.is_initialized():
+            return False
+        os.environ.setdefault("VLLM_LOGGING_LEVEL", "WARNING")  # engine logs would tear the progress bar
+        ray.init(address="local", num_cpus=self.loop.ray.num_cpus or len(self.pool), include_dashboard=False,
+                 log_to_driver=False)
+        return True
+
     def _start_scorers(self, placement: Any) -> None:
-        handles, names = [], []
+        """Every runtime's scorers, started together; a runtime whose scorer fails is dropped (``failed``)."""
+        self._check_gpus(placement.gpu)
+        env = {"OMP_NUM_THREADS": str(placement.threads), "MKL_NUM_THREADS": str(placement.threads)}
         for runtime in self.runtimes:
             cfg = self.config.for_runtime(runtime)
             maker = factories(cfg, {"rollout": placement, "scorer": placement, "trainer": placement})["scorer"]
-            env = {"OMP_NUM_THREADS": str(placement.threads), "MKL_NUM_THREADS": str(placement.threads)}
-            self._scorers[runtime] = []
-            for i in range(cfg.reward.replicas):
-                name = f"scorer-{runtime}-{i}"
-                # num_cpus=0: Ray's CPU count is bookkeeping; the pool is shared by pinning, as in the loop.
-                actor = ScoringActor.options(num_cpus=0, runtime_env={"env_vars": env}).remote(name, placement, maker)
-                self._scorers[runtime].append(actor)
-                handles.append(actor)
-                names.append(name)
-        timeout = self.loop.ray.start_timeout_s
+            # num_cpus=0: Ray's CPU count is bookkeeping; the pool is shared by pinning, as in the loop.
+            # num_gpus: without it Ray hides the GPU from the actor (CUDA_VISIBLE_DEVICES="").
+            options = ScoringActor.options(num_cpus=0, num_gpus=placement.gpu, runtime_env={"env_vars": env})
+            self._scorers[runtime] = [options.remote(f"scorer-{runtime}-{i}", placement, maker)
+                                      for i in range(cfg.reward.replicas)]
+        refs = {rt: [a.ready.remote() for a in actors] for rt, actors in self._scorers.items()}
+        deadline = time.perf_counter() + self.loop.ray.start_timeout_s
+        for runtime, ready in refs.items():
+            infos = self._get_or_drop(runtime, ready, max(1.0, deadline - time.perf_counter()), "start")
+            if infos is not None:
+                self._pids.update({info["name"]: int(info["pid"]) for info in infos})
+                self._scorer_pids[runtime] = [int(info["pid"]) for info in infos]
+
+    def _check_gpus(self, scorer_share: float) -> None:
+        """Every runtime's scorers hold their GPU share at once (they take turns, but Ray reserves all)."""
+        p = self.loop.placement
+        need = p.rollout.gpu + p.trainer.gpu + scorer_share * self.loop.reward.replicas * len(self.runtimes)
+        have = ray.cluster_resources().get("GPU", 0.0)
+        if scorer_share > 0 and need > have + 1e-9:
+            raise RlsimError(
+                f"the experiment asks Ray for {need:g} GPUs (rollout + trainer + {len(self.runtimes)} runtimes' scorers "
+                f"x {scorer_share:g}) but there are {have:g}; lower loop.placement.scorer.gpu (it is bookkeeping: "
+                "the scorers share the GPU and run one at a time)")
+
+    def _get_or_drop(self, runtime: str, refs: list[Any], timeout: float, what: str) -> Any:
+        """``ray.get(refs)``; on failure record why in ``failed``, drop the runtime and return None."""
         try:
-            infos = ray.get([a.ready.remote() for a in handles], timeout=timeout)
+            return ray.get(refs, timeout=timeout)
         except ray.exceptions.GetTimeoutError:
-            raise RlsimError(f"the scorers did not start within {timeout:g} s; raise loop.ray.start_timeout_s "
-                             "on a busy machine or list fewer contention.runtimes") from None
-        except ray.exceptions.RayActorError as err:
-            raise RlsimError(f"a scorer failed to start: {err}") from None
-        self._pids.update({info["name"]: int(info["pid"]) for info in infos})
+            reason = f"its scorer did not {what} within {timeout:.0f} s (raise loop.ray.start_timeout_s)"
+        except ray.exceptions.RayError as err:
+            lines = [ln for ln in str(err).strip().splitlines() if ln.strip()]
+            reason = f"its scorer failed to {what}: {lines[-1] if lines else type(err).__name__}"
+        if runtime == self.config.contention.baseline:
+            raise RlsimError(f"the baseline runtime {runtime!r} cannot run: {reason}; fix it or choose another "
+                             "contention.baseline") from None
+        self.failed[runtime] = reason
+        for actor in self._scorers.pop(runtime, []):
+            ray.kill(actor)
+        self._scorer_pids.pop(runtime, None)
+        self.runtimes.remove(runtime)
+        return None
 
     def _warmup(self) -> None:
         """A full step's generation, then every scorer scores it in micro-batches (shortest first, so
         ``compile`` builds every length bucket now rather than inside a measured step), then the trainer."""
         assert self._core is not None
         w = self.loop.workload
-        backend = self.backend(self.runtimes[0])
+        backend = self.backend(self.config.contention.baseline)
         rollouts, _ = backend.generate(make_step_requests(w.spec, 0, w.prompts_per_step, w.group_size))
         rollouts = sorted(rollouts, key=lambda r: r.num_tokens)
-        mb = min(self.loop.micro_batch, self.config.contention.timebox.micro_batch)
-        chunks = [rollouts[i : i + mb] for i in range(0, len(rollouts), mb)]
-        ray.get([s.score.remote(c, -1) for group in self._scorers.values() for s in group for c in chunks])
+        # Both micro-batch sizes the conditions send: compile marks the batch dimension dynamic after
+        # a second size, and would otherwise recompile inside the first measured step that sends it.
+        sizes = sorted({self.loop.micro_batch, self.config.contention.timebox.micro_batch})
+        chunks = [rollouts[i : i + mb] for mb in sizes for i in range(0, len(rollouts), mb)]
+        calls = {rt: [s.score.remote(c, -1) for s in actors for c in chunks] for rt, actors in self._scorers.items()}
+        for runtime, refs in calls.items():
+            self._get_or_drop(runtime, refs, self.loop.ray.start_timeout_s, "score the warm-up batches")
         ray.get(self._core.trainer.warmup.remote(rollouts))
 
     def backend(self, runtime: str) -> RayStepBackend:
@@ -115,14 +161,13 @@ class ExperimentSession:
 
     def roots(self, runtime: str) -> dict[str, list[int]]:
         """Accounting groups -> actor pids while ``runtime`` is measured."""
-        idle = [pid for name, pid in self._pids.items() if name.startswith("scorer-") and
-                not name.startswith(f"scorer-{runtime}-")]
-        scoring = [pid for name, pid in self._pids.items() if name.startswith(f"scorer-{runtime}-")]
-        return {"generate": [self._pids["rollout"]], "score": scoring, "update": [self._pids["trainer"]],
-                "idle_scorers": idle}
+        idle = [pid for rt, pids in self._scorer_pids.items() if rt != runtime for pid in pids]
+        return {"generate": [self._pids["rollout"]], "score": list(self._scorer_pids[runtime]),
+                "update": [self._pids["trainer"]], "idle_scorers": idle}
 
     def describe(self) -> dict[str, Any]:
-        return {"pool": self.pool, "pids": dict(self._pids), "startup_s": {k: round(v, 3) for k, v in self.startup_s.items()},
+        return {"pool": self.pool, "pids": dict(self._pids), "runtimes": list(self.runtimes), "failed": dict(self.failed),
+                "startup_s": {k: round(v, 3) for k, v in self.startup_s.items()},
                 "weight_sync": self._sync.fallback_reason or self.loop.trainer.sync}
 
     def close(self) -> None:

@@ -43,17 +43,18 @@ def test_timebox_counts_only_what_finished_by_the_deadline() -> None:
 
 
 class CountingAccountant:
-    """Snapshots that advance by fixed amounts, so every condition's pool time is known."""
+    """Snapshots whose one process (pid 7, the rollout actor) gains 0.5 s and pid 8 (the scorer)
+    0.25 s per snapshot, so every condition's pool time is known."""
 
     def __init__(self) -> None:
         self.n = 0
 
-    def snapshot(self, roots) -> Snapshot:
+    def snapshot(self) -> Snapshot:
         self.n += 1
-        return Snapshot(float(self.n), {"generate": 0.5 * self.n, "score": 0.25 * self.n, "update": 0.0}, 0.0, 0.0)
+        return Snapshot(float(self.n), {7: (1, 0.5 * self.n, 0.0), 8: (1, 0.25 * self.n, 0.0)}, 0.0, 0.0)
 
-    def between(self, before: Snapshot, after: Snapshot):
-        return pool_time(before, after, cores=2)
+    def between(self, before: Snapshot, after: Snapshot, roots):
+        return pool_time(before, after, {"generate": [7], "score": [8], "update": []}, driver=1, cores=2)
 
 
 @pytest.fixture

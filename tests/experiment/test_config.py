@@ -26,6 +26,12 @@ def test_the_shipped_configs_load() -> None:
     assert quick.contention.runtimes == cpu.contention.quick.runtimes
     assert quick.contention.repeats == cpu.contention.quick.repeats
     assert quick.contention.timebox.budget_s == cpu.contention.quick.budget_s
+    # The GPU variant is documentation here (no GPU): it must still be a valid config.
+    from rlsim.config_loader import load_config
+    from rlsim.experiment.config import ContentionConfig, contention_problems
+
+    gpu = load_config(ContentionConfig, CONFIGS / "contention_gpu.yaml")
+    assert gpu.loop.reward.device == "cuda" and contention_problems(gpu) == []
 
 
 def test_cli_flags_win_over_quick_and_quick_over_the_file(tmp_path: Path) -> None:
