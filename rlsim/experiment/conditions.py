@@ -138,7 +138,8 @@ class ConditionRunner:
         return figures, {"waves": wave}
 
 
-def together_figures(events: Sequence[Event], start: float, end: float, rollouts: Sequence[Rollout]) -> dict[str, float]:
+def together_figures(events: Sequence[Event], start: float, end: float,
+                     rollouts: Sequence[Rollout]) -> dict[str, float]:
     """Step time, its phases, throughputs and how much scoring sits on the critical path.
 
     Scoring is on the critical path while it runs and generation does not (after generation ends,

@@ -98,7 +98,7 @@ def generation_png(results: Mapping[str, Any]) -> bytes:
     est = [runtimes[n]["timeboxed_rollouts_per_hour"] for n in names]
     right.bar(names, [_mean(e) for e in est], yerr=_err(est), capsize=4, color="#55a868")
     right.set_ylabel("rollouts generated and scored per hour")
-    right.set_title(f"Time-boxed steps ({results.get('timebox_budget_s')} s budget, 95% CI)")
+    right.set_title(f"Time-boxed, {results.get('timebox_budget_s')} s budget (95% CI)")
     right.set_ylim(bottom=0)
     return _png(fig)
 

@@ -135,7 +135,8 @@ def _table(results: Mapping[str, Any]) -> list[str]:
             ("scoring core-s", "scoring_core_s", ".2f"), ("freed core-s", "freed_core_s", ".2f"),
             ("freed share of pool", "freed_pool_share", ".0%"), ("gen tok/s alone", "gen_tokens_per_s_alone", ".0f"),
             ("gen tok/s together", "gen_tokens_per_s_together", ".0f"), ("gen slowdown", "gen_slowdown", "+.0%"),
-            ("score slowdown", "score_slowdown", "+.0%"), ("time-boxed rollouts/h", "timeboxed_rollouts_per_hour", ".0f"),
+            ("score slowdown", "score_slowdown", "+.0%"),
+            ("time-boxed rollouts/h", "timeboxed_rollouts_per_hour", ".0f"),
             ("extra rollouts/h", "extra_rollouts_per_hour", "+.0f")]
     lines = ["| runtime | " + " | ".join(c[0] for c in cols) + " |", "|---" * (len(cols) + 1) + "|"]
     for name, f in results["runtimes"].items():
@@ -157,8 +158,9 @@ def _accounting_rows(results: Mapping[str, Any]) -> list[str]:
              "|---|---|---|---|---|---|---|---|"]
     for r in results.get("measurements", []):
         p = r["pool"]
+        ok = "yes" if p["within_5pct"] else "NO"
         lines.append(f"| {r['repeat']} | {r['runtime']} | {r['condition']} | {r['step']} | {p['pool_core_s']:.2f} | "
-                     f"{p['accounted_core_s']:.2f} | {p['residual_fraction']:+.1%} | {'yes' if p['within_5pct'] else 'NO'} |")
+                     f"{p['accounted_core_s']:.2f} | {p['residual_fraction']:+.1%} | {ok} |")
     return lines
 
 

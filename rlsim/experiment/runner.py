@@ -120,7 +120,8 @@ def run_contention(config: ContentionConfig, out: Path, console: Console | None 
                     if session is not None:
                         session.close()
                     session = ExperimentSession(config, s.runtimes)
-                    session.start(lambda msg, r=repeat: bar.update(task, description=f"repeat {r + 1}/{s.repeats}: {msg}"))
+                    session.start(lambda msg, r=repeat: bar.update(task, description=f"repeat {r + 1}/{s.repeats}: "
+                                                                                         f"{msg}"))
                 outputs.sessions.append({"repeat": repeat, **session.describe()})
                 for runtime, reason in session.failed.items():
                     outputs.skipped.setdefault(runtime, reason)

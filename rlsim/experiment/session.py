@@ -111,9 +111,9 @@ class ExperimentSession:
         have = ray.cluster_resources().get("GPU", 0.0)
         if scorer_share > 0 and need > have + 1e-9:
             raise RlsimError(
-                f"the experiment asks Ray for {need:g} GPUs (rollout + trainer + {len(self.runtimes)} runtimes' scorers "
-                f"x {scorer_share:g}) but there are {have:g}; lower loop.placement.scorer.gpu (it is bookkeeping: "
-                "the scorers share the GPU and run one at a time)")
+                f"the experiment asks Ray for {need:g} GPUs (rollout + trainer + {len(self.runtimes)} runtimes' "
+                f"scorers x {scorer_share:g}) but there are {have:g}; lower loop.placement.scorer.gpu (it is "
+                "bookkeeping: the scorers share the GPU and run one at a time)")
 
     def _get_or_drop(self, runtime: str, refs: list[Any], timeout: float, what: str) -> Any:
         """``ray.get(refs)``; on failure record why in ``failed``, drop the runtime and return None."""
@@ -166,7 +166,8 @@ class ExperimentSession:
                 "update": [self._pids["trainer"]], "idle_scorers": idle}
 
     def describe(self) -> dict[str, Any]:
-        return {"pool": self.pool, "pids": dict(self._pids), "runtimes": list(self.runtimes), "failed": dict(self.failed),
+        return {"pool": self.pool, "pids": dict(self._pids), "runtimes": list(self.runtimes),
+                "failed": dict(self.failed),
                 "startup_s": {k: round(v, 3) for k, v in self.startup_s.items()},
                 "weight_sync": self._sync.fallback_reason or self.loop.trainer.sync}
 

@@ -24,7 +24,8 @@ def test_together_figures_on_a_recorded_step() -> None:
               ev("update", 7.5, 9), ev("sync", 9, 9.5)]
     rollouts = [Rollout(0, 0, [1], [7] * 10), Rollout(1, 0, [1], [7] * 20)]
     f = together_figures(events, 0.0, 10.0, rollouts)
-    assert (f["step_s"], f["generate_s"], f["score_s"], f["update_s"], f["sync_s"]) == pytest.approx((10, 6, 3.5, 1.5, 0.5))
+    phases = (f["step_s"], f["generate_s"], f["score_s"], f["update_s"], f["sync_s"])
+    assert phases == pytest.approx((10, 6, 3.5, 1.5, 0.5))
     assert f["idle_s"] == pytest.approx(0.5)  # [9.5, 10] is covered by nothing
     # scoring alone on the path: |score U generate| - |generate| = 7.5 - 6 = 1.5 s, 15 % of the step
     assert f["score_exposed_s"] == pytest.approx(1.5) and f["score_critical_share"] == pytest.approx(0.15)
