@@ -85,8 +85,8 @@ def _loop_runs(config: "ProfileConfig", base_dir: Path, args: argparse.Namespace
     loop_set, set_dir = load_loop_set(path)
     cases = resolve_cases(loop_set, set_dir, source=str(path))
     runs_dir = args.runs or Path("runs") / "profile" / config.hardware_kind
-    return run_cases(cases, RealLoopRunner(console=console), runs_dir, reuse=args.reuse, note=console.print,
-                     quiet=loop_set.quiet)
+    return run_cases(cases, RealLoopRunner(console=console, quiet=loop_set.quiet), runs_dir, reuse=args.reuse,
+                     note=console.print)
 
 
 def _provenance(args: argparse.Namespace) -> list[str]:

@@ -16,6 +16,8 @@ step requested (``predict.loop_trace``), so each measured step becomes one equat
   0..3 refined to 0.05 around its best point.
 
 Residuals are relative; with a single unit count an exponent is assumed 1.0 and marked unmeasured.
+Steps more than ``SLOW_OUTLIER`` slower than a first fit are dropped and the fit repeated once: on
+a shared machine other programs only ever slow a step down (``fit_scaled_trimmed``).
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ import numpy as np
 from rlsim.errors import RlsimError
 from rlsim.planner.fitting import EXPONENT_GRID, fit_stats, nonneg_lstsq
 from rlsim.planner.generation import completion_work_s, deal
-from rlsim.planner.loop_results import LoopSteps, read_json, parse_loop_steps
+from rlsim.planner.loop_results import LoopSteps, drop_disturbed, parse_loop_steps, read_json
 from rlsim.planner.profile import (
     ContentionEntry,
     ContentionModel,
@@ -43,6 +45,7 @@ from rlsim.planner.profile import (
 if TYPE_CHECKING:
     from rlsim.loop.config import RunConfig
 
+SLOW_OUTLIER = 0.3  # a step this much slower than the first fit is left out of the second (other work ran)
 _COARSE = np.round(np.arange(0.0, 3.0001, 0.25), 3).tolist()  # slowdowns, fractions (1.0 = twice as long)
 _FINE = np.round(np.arange(-0.25, 0.2501, 0.05), 3).tolist()
 
@@ -64,15 +67,21 @@ class CalibrationRun:
         return self.config.placement.preset == "shared" and self.config.schedule == "overlapped"
 
 
-def read_calibration_run(path: Path, skip_first: int = 1) -> CalibrationRun:
-    """Parse a results.json of ``rlsim run`` with a synthetic workload; RlsimError otherwise."""
+def read_calibration_run(path: Path, skip_first: int = 1, disturbed_above: float | None = None) -> CalibrationRun:
+    """Parse a results.json of ``rlsim run`` with a synthetic workload; RlsimError otherwise.
+
+    ``disturbed_above``: leave out steps during which other programs took more than this share of
+    the cores, as recorded beside the results by ``RealLoopRunner`` (see ``drop_disturbed``).
+    """
+    from rlsim.planner.loop_runner import step_loads
+
     from pydantic import ValidationError
 
     from rlsim.loop.config import RunConfig
     from rlsim.planner.predict import loop_trace
 
     data = read_json(path)
-    steps = parse_loop_steps(data, path, skip_first)
+    steps, _ = drop_disturbed(parse_loop_steps(data, path, skip_first), step_loads(path.parent), disturbed_above)
     try:
         config = RunConfig.model_validate(data["config"])
         cores = {role: len(data["placement"][role]["cores"]) for role in ("rollout", "trainer")}
@@ -118,21 +127,47 @@ def fit_generation(runs: list[CalibrationRun], device: Device, max_running: int)
                          "add entries with other prompts_per_step x group_size to the calibration set")
     x, y, u = np.array(rows), np.array(target), np.array(units)
     ref = float(max(u))
-    best = None
-    for alpha in (EXPONENT_GRID if len(set(units)) > 1 else np.array([1.0])):
-        design = np.column_stack([x[:, 0] * (ref / u) ** alpha, x[:, 1] * (ref / u) ** alpha, x[:, 2]]) / y[:, None]
-        coef = nonneg_lstsq(design, np.ones_like(y))
-        err = float(np.sum((design @ coef - 1.0) ** 2))
-        if best is None or err < best[0] - 1e-15:
-            best = (err, coef, float(alpha))
-    assert best is not None
-    _, coef, alpha = best
+    coef, alpha, keep = fit_scaled_trimmed(x[:, :2], x[:, 2:], y, u, ref)
     predicted = (coef[0] * x[:, 0] + coef[1] * x[:, 1]) * (ref / u) ** alpha + coef[2] * x[:, 2]
     return GenerationModel(
         device=device, units=ref, base_s=float(coef[0]), per_seq_s=float(coef[1]), prefill_s_per_token=float(coef[2]),
         unit_exponent=alpha, unit_exponent_measured=len(set(units)) > 1, max_running=max_running,
-        fit=fit_stats(y, predicted), points=points,
+        fit=fit_stats(y[keep], predicted[keep]), points=points,
     )
+
+
+def fit_scaled_trimmed(
+    scaled: np.ndarray, fixed: np.ndarray, y: np.ndarray, units: np.ndarray, ref: float
+) -> tuple[np.ndarray, float, np.ndarray]:
+    """``y = (scaled @ p) x (ref/units)**e + fixed @ q`` (p, q >= 0), relative residuals, then refitted
+    without the steps more than ``SLOW_OUTLIER`` slower than that first fit.
+
+    Other programs on the same cores only ever slow a step down, so a step far above the fit is
+    taken as disturbed rather than as information (the kept mask says which steps were used).
+    Shapes: scaled (n, ks), fixed (n, kf), y and units (n,). Returns (p then q, e, kept mask).
+    """
+    keep = np.ones(len(y), dtype=bool)
+    for _ in range(2):
+        coef, exponent = _fit_scaled(scaled[keep], fixed[keep], y[keep], units[keep], ref, len(set(units.tolist())) > 1)
+        predicted = (scaled @ coef[: scaled.shape[1]]) * (ref / units) ** exponent + fixed @ coef[scaled.shape[1]:]
+        slow = y / np.maximum(predicted, 1e-12) - 1.0 > SLOW_OUTLIER
+        if not slow.any() or (~slow).sum() < scaled.shape[1] + fixed.shape[1] + 1:
+            break
+        keep = ~slow
+    return coef, exponent, keep
+
+
+def _fit_scaled(scaled: np.ndarray, fixed: np.ndarray, y: np.ndarray, units: np.ndarray, ref: float,
+                search: bool) -> tuple[np.ndarray, float]:
+    best = None
+    for exponent in (EXPONENT_GRID if search else np.array([1.0])):
+        design = np.column_stack([scaled * ((ref / units) ** exponent)[:, None], fixed]) / y[:, None]
+        coef = nonneg_lstsq(design, np.ones_like(y))
+        err = float(np.sum((design @ coef - 1.0) ** 2))
+        if best is None or err < best[0] - 1e-15:
+            best = (err, coef, float(exponent))
+    assert best is not None
+    return best[1], best[2]
 
 
 def fit_trainer(runs: list[CalibrationRun]) -> TrainerModel:
@@ -145,18 +180,10 @@ def fit_trainer(runs: list[CalibrationRun]) -> TrainerModel:
     update = np.concatenate([r.steps.time_s["update"] for r in with_tokens])
     sync = np.concatenate([r.steps.time_s["sync"] for r in with_tokens])
     ref = float(max(units))
-    best = None
-    for beta in (EXPONENT_GRID if len(set(units.tolist())) > 1 else np.array([1.0])):
-        design = np.column_stack([np.ones_like(tokens), tokens * (ref / units) ** beta]) / update[:, None]
-        coef = nonneg_lstsq(design, np.ones_like(update))
-        err = float(np.sum((design @ coef - 1.0) ** 2))
-        if best is None or err < best[0] - 1e-15:
-            best = (err, coef, float(beta))
-    assert best is not None
-    _, up, beta = best
+    up, beta, _ = fit_scaled_trimmed(tokens[:, None], np.ones((len(tokens), 1)), update, units, ref)
     sync_coef = nonneg_lstsq(np.column_stack([np.ones_like(tokens), tokens]), sync)
     idle = np.concatenate([r.steps.time_s["idle"] for r in runs])
-    return TrainerModel(units=ref, update_fixed_s=float(up[0]), update_s_per_token=float(up[1]), unit_exponent=beta,
+    return TrainerModel(units=ref, update_fixed_s=float(up[1]), update_s_per_token=float(up[0]), unit_exponent=beta,
                         sync_fixed_s=float(sync_coef[0]), sync_s_per_token=float(sync_coef[1]),
                         step_overhead_s=float(np.mean(idle)))
 

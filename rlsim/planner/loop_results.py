@@ -163,3 +163,20 @@ def read_contention(path: str | Path) -> tuple[dict[str, ContentionEntry], list[
             score = gen
         out[name] = ContentionEntry(gen_slowdown=max(gen, 0.0), score_slowdown=max(score, 0.0))
     return out, missing
+
+
+def drop_disturbed(steps: LoopSteps, loads: dict[int, float], above: float | None) -> tuple[LoopSteps, list[int]]:
+    """``steps`` without those during which other programs took more than ``above`` of the cores
+    (``loads``: step number -> that share). Keeps every step when none would be left or ``above``
+    is None. Returns the kept steps and the dropped step numbers."""
+    if above is None:
+        return steps, []
+    keep = [i for i, n in enumerate(steps.numbers) if loads.get(n, 0.0) <= above]
+    if not keep or len(keep) == len(steps.numbers):
+        return steps, []
+    dropped = [n for i, n in enumerate(steps.numbers) if i not in keep]
+    return LoopSteps(
+        path=steps.path, time_s={k: v[keep] for k, v in steps.time_s.items()},
+        tokens=None if steps.tokens is None else steps.tokens[keep], rollouts=steps.rollouts[keep],
+        numbers=[steps.numbers[i] for i in keep],
+    ), dropped

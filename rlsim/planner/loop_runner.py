@@ -46,12 +46,17 @@ class LoopRunner(Protocol):
 class RealLoopRunner:
     """``rlsim run`` for each case, sharing Ray and (where ``actor_key`` allows) the actors.
 
-    ``sessions`` records, per set of actors, the cases it ran and its start-up seconds.
+    Steps are driven one at a time (``LoopSession.step`` + ``RunOutputs``, the loop's public pieces)
+    so that ``quiet`` can hold each step until the cores are idle, and so each step's share of the
+    cores' time taken by other programs is known (``LOAD_FILE``). ``sessions`` records, per set of
+    actors, the cases it ran and its start-up seconds.
     """
 
-    def __init__(self, console: "Console | None" = None, show_progress: bool = True) -> None:
+    def __init__(self, console: "Console | None" = None, show_progress: bool = True,
+                 quiet: "QuietGate | None" = None) -> None:
         self._console = console
         self._show_progress = show_progress
+        self._quiet = quiet
         self._session: Any = None
         self._key: str | None = None
         self._started_ray = False
@@ -59,15 +64,36 @@ class RealLoopRunner:
 
     def run(self, case: "LoopCase", out: Path) -> dict[str, Any]:
         from rlsim.io import atomic_write_json
-        from rlsim.loop.run import run_loop
+        from rlsim.loop.run import RunOutputs
 
         session = self._session_for(case)
+        outputs = RunOutputs(out, case.config)
+        outputs.update(startup_s=self.sessions[-1]["startup_s"], **session.describe())
+        loads: list[dict[str, Any]] = []
+        try:
+            for step in range(1, case.config.steps + 1):
+                loads.append(self._step(session, outputs, case, step))
+                atomic_write_json(out / LOAD_FILE, {"steps": loads})
+            outputs.update(complete=True)
+        finally:
+            outputs.finish()
+        return outputs.results
+
+    def _step(self, session: Any, outputs: Any, case: "LoopCase", step: int) -> dict[str, Any]:
+        """Run one step after the quiet gate; returns its load record."""
+        waited = wait_if_asked(self._quiet, self._say)
         before = machine_load.sample()
-        results = run_loop(case.config, out, console=self._console, show_progress=self._show_progress, session=session)
-        own = sum(sum(step.get("cpu_s", {}).values()) for step in results.get("steps", []))
+        record, rows = session.step(step)
+        own = sum(record.get("cpu_s", {}).values())
         share = machine_load.foreign_share(before, machine_load.sample(), own)
-        atomic_write_json(out / LOAD_FILE, {"foreign_cpu_share": share, "own_cpu_s": own})
-        return results
+        outputs.add_step(record, rows)
+        self._say(f"  {case.name} step {step}/{case.config.steps}: {record['time_s']['total']:.2f} s"
+                  + ("" if share is None else f" (other programs {share:.0%} of the cores)"))
+        return {"step": step, "foreign_cpu_share": share, "own_cpu_s": own, "quiet_wait": waited}
+
+    def _say(self, message: str) -> None:
+        if self._console is not None and self._show_progress:
+            self._console.print(message)
 
     def _session_for(self, case: "LoopCase") -> Any:
         from rlsim.loop.driver import LoopSession, connect_ray
@@ -115,11 +141,10 @@ class RealLoopRunner:
 
 def run_cases(
     cases: "list[LoopCase]", runner: LoopRunner, runs_dir: Path, reuse: bool = False,
-    note: Callable[[str], None] | None = None, quiet: "QuietGate | None" = None,
+    note: Callable[[str], None] | None = None,
 ) -> list[Path]:
     """Run every case into ``runs_dir/NAME`` (``reuse``: keep a complete earlier run of the same config);
-    returns the results.json paths. ``quiet``: wait for idle cores before each run. The runner is
-    closed at the end, also on errors."""
+    returns the results.json paths. The runner is closed at the end, also on errors."""
     tell = note or (lambda _msg: None)
     paths = []
     try:
@@ -129,7 +154,6 @@ def run_cases(
                 tell(f"[{i}/{len(cases)}] {case.name}: reusing {out}")
             else:
                 tell(f"[{i}/{len(cases)}] {case.name}: running ({case.note or case.config.schedule})")
-                wait_if_asked(quiet, tell)
                 runner.run(case, out)
             paths.append(out / "results.json")
     finally:
@@ -157,10 +181,12 @@ def wait_if_asked(quiet: "QuietGate | None", note: Callable[[str], None]) -> dic
     return machine_load.wait_until_quiet(quiet.busy_below, quiet.max_wait_s, note=note)
 
 
-def run_load(out: Path) -> dict[str, Any]:
-    """What the runner recorded about other work during the run in ``out`` (empty if nothing)."""
+def step_loads(out: Path) -> dict[int, float]:
+    """Per step number, the share of the cores other programs took during it (what the runner
+    recorded in ``out``; empty when nothing was recorded)."""
     try:
         data = json.loads((out / LOAD_FILE).read_text())
-    except (OSError, json.JSONDecodeError):
+        return {int(x["step"]): float(x["foreign_cpu_share"]) for x in data["steps"]
+                if x.get("foreign_cpu_share") is not None}
+    except (OSError, json.JSONDecodeError, KeyError, TypeError, ValueError):
         return {}
-    return data if isinstance(data, dict) else {}

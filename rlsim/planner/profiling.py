@@ -71,6 +71,8 @@ class ProfileConfig(BaseModel):
     contention_results: str | None = None
     loop_set: str | None = Field(default=None, description="a loop-set YAML whose runs `rlsim profile` makes")
     skip_first: int = Field(default=1, ge=0, description="warm-up steps of each loop run not used")
+    disturbed_above: float | None = Field(default=0.15, ge=0, le=1, description="leave out loop steps during "
+                                          "which other programs took more than this share of the cores")
 
 
 @dataclass
@@ -163,7 +165,7 @@ def _from_loop(
         try:
             if run is not None and (run.running is not None or run.units is not None):
                 raise RlsimError("running/units given by hand")  # the user overrides the run's own settings
-            calibration.append(read_calibration_run(path, config.skip_first))
+            calibration.append(read_calibration_run(path, config.skip_first, config.disturbed_above))
         except RlsimError:
             legacy.append((path, run or LoopRun(path=str(path))))
     if calibration:

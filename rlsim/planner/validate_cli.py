@@ -51,7 +51,7 @@ def validate_command(
     if runner is None:
         from rlsim.planner.loop_runner import RealLoopRunner
 
-        runner = RealLoopRunner(console=console)
+        runner = RealLoopRunner(console=console, quiet=loop_set.quiet)
     meta = {
         "rlsim_version": rlsim.__version__,
         "validation_set": str(path),
@@ -61,6 +61,7 @@ def validate_command(
                     "illustrative": profile.illustrative, "notes": profile.notes},
         "warmup_steps": loop_set.warmup_steps,
         "quiet": loop_set.quiet.model_dump() if loop_set.quiet else None,
+        "disturbed_above": loop_set.disturbed_above,
         "error_definition": "predicted_step_s / measured_step_s - 1 (medians over the measured steps)",
     }
     t0 = time.perf_counter()
@@ -73,7 +74,7 @@ def validate_command(
 
     try:
         report = run_validation(cases, profile, runner, out, json_path, loop_set.warmup_steps, reuse, note, meta,
-                                loop_set.quiet)
+                                loop_set.disturbed_above)
     finally:
         runner.close()
     report["wall_s"] = round(time.perf_counter() - t0, 1)
@@ -89,14 +90,21 @@ def validation_table(report: dict[str, Any]) -> Table:
     table = Table(title=f"plan --validate: median |error| {report['median_abs_error']:.1%}, "
                         f"max {report['max_abs_error']:.1%}")
     for col in ("config", "schedule", "placement", "runtime", "rollouts", "predicted s", "measured s",
-                "error", "pred rollouts/h", "meas rollouts/h", "load"):
+                "error", "all-steps error", "pred rollouts/h", "meas rollouts/h", "others' CPU"):
         table.add_column(col, justify="left" if col in ("config", "schedule", "placement", "runtime") else "right",
                          no_wrap=True)
     for e in report["configs"]:
         colour = "green" if abs(e["error"]) <= 0.10 else "red"
         table.add_row(e["name"], e.get("schedule", ""), e.get("placement", ""), e.get("runtime", ""),
                       f"{e['rollouts_per_step']:g}", f"{e['predicted_step_s']:.2f}", f"{e['measured_step_s']:.2f}",
-                      f"[{colour}]{e['error']:+.1%}[/{colour}]", f"{e['predicted_rollouts_per_hour']:,.0f}",
-                      f"{e['measured_rollouts_per_hour']:,.0f}",
-                      "" if e.get("load_avg_1m") is None else f"{e['load_avg_1m']:.1f}")
+                      f"[{colour}]{e['error']:+.1%}[/{colour}]", f"{e.get('error_all_steps', e['error']):+.1%}",
+                      f"{e['predicted_rollouts_per_hour']:,.0f}", f"{e['measured_rollouts_per_hour']:,.0f}",
+                      _shares(e))
     return table
+
+
+def _shares(entry: dict[str, Any]) -> str:
+    """Other programs' share of the cores per measured step, dropped steps marked with a star."""
+    shares = entry.get("foreign_cpu_share") or {}
+    dropped = set(entry.get("dropped_steps") or [])
+    return " ".join(f"{v:.0%}" + ("*" if int(k) in dropped else "") for k, v in shares.items())

@@ -13,7 +13,6 @@ keeps what it measured: ``{"configs": [{"name", "predicted_step_s", "measured_st
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
@@ -21,24 +20,31 @@ import numpy as np
 
 from rlsim.io import atomic_write_json
 from rlsim.planner.evaluate import Evaluation
-from rlsim.planner.loop_results import LoopSteps, parse_loop_steps
-from rlsim.planner.loop_runner import LoopRunner, reusable_results, run_load, wait_if_asked
+from rlsim.planner.loop_results import LoopSteps, drop_disturbed, parse_loop_steps
+from rlsim.planner.loop_runner import LoopRunner, reusable_results, step_loads
 from rlsim.planner.predict import predict_step
 from rlsim.planner.profile import Profile
-from rlsim.planner.validation_set import LoopCase, QuietGate
+from rlsim.planner.validation_set import LoopCase
 
 PHASES = ("generate", "score", "update", "sync", "idle")
 Note = Callable[[str, dict[str, Any] | None], None]  # (message, finished entry or None)
 
 
-def validation_entry(name: str, predicted: Evaluation, measured: LoopSteps) -> dict[str, Any]:
+def validation_entry(
+    name: str, predicted: Evaluation, measured: LoopSteps, predicted_numbers: Sequence[int] | None = None
+) -> dict[str, Any]:
     """One configuration: step time and rollouts/hour, predicted and measured; ``error`` is relative.
 
-    Both step times are medians over the measured steps. ``error = predicted / measured - 1``
-    (+0.05: the planner predicts a 5 % slower step than the loop ran).
+    Both step times are medians over the measured steps (``predicted_numbers``: the loop step number
+    of each predicted step, to compare the same steps; None: all of them). ``error = predicted /
+    measured - 1`` (+0.05: the planner predicts a 5 % slower step than the loop ran).
     """
+    steps = predicted.steps
+    if predicted_numbers is not None:
+        at = {n: s for n, s in zip(predicted_numbers, predicted.steps)}
+        steps = [at[n] for n in measured.numbers]
     measured_step = float(np.median(measured.time_s["total"]))
-    predicted_totals = [s.time_s["total"] for s in predicted.steps]
+    predicted_totals = [s.time_s["total"] for s in steps]
     predicted_step = float(np.median(predicted_totals))
     rollouts = float(np.median(measured.rollouts))
     return {
@@ -49,7 +55,7 @@ def validation_entry(name: str, predicted: Evaluation, measured: LoopSteps) -> d
         "predicted_rollouts_per_hour": rollouts * 3600.0 / predicted_step,
         "measured_rollouts_per_hour": rollouts * 3600.0 / measured_step,
         "rollouts_per_step": rollouts,
-        "phases_s": {p: {"predicted": float(np.median([s.time_s[p] for s in predicted.steps])),
+        "phases_s": {p: {"predicted": float(np.median([s.time_s[p] for s in steps])),
                          "measured": float(np.median(measured.time_s[p]))} for p in PHASES},
         "steps": measured.numbers,
         "predicted_steps_s": predicted_totals,
@@ -80,12 +86,14 @@ def run_validation(
     reuse: bool = False,
     note: Note | None = None,
     meta: dict[str, Any] | None = None,
-    quiet: QuietGate | None = None,
+    disturbed_above: float | None = None,
 ) -> dict[str, Any]:
     """Predict, run and compare every case in order; returns (and keeps writing) the report.
 
     Every prediction is made before its run starts. ``reuse``: a case whose complete results are
-    already in ``runs_dir/NAME`` (same config) is not run again. ``note(message, entry)`` reports progress.
+    already in ``runs_dir/NAME`` (same config) is not run again. ``disturbed_above``: measured steps
+    during which other programs took more of the cores are left out (see ``drop_disturbed``); the
+    entry keeps the error over every step too. ``note(message, entry)`` reports progress.
     """
     tell = note or (lambda _msg, _entry: None)
     entries: list[dict[str, Any]] = []
@@ -98,16 +106,17 @@ def run_validation(
         reused = results is not None
         tell(f"{case.name}: {'reusing ' + str(out) if results else 'running'} "
              f"(predicted {np.median([s.time_s['total'] for s in predicted.steps]):.2f} s/step)", None)
-        waited = None
         if results is None:
-            waited = wait_if_asked(quiet, lambda msg: tell(msg, None))
             results = runner.run(case, out)
-        measured = parse_loop_steps(results, out / "results.json", skip_first=warmup_steps)
-        entry = validation_entry(case.name, predicted, measured)
+        every = parse_loop_steps(results, out / "results.json", skip_first=warmup_steps)
+        loads = step_loads(out)
+        measured, dropped = drop_disturbed(every, loads, disturbed_above)
+        entry = validation_entry(case.name, predicted, measured, steps)
         entry.update(note=case.note, schedule=case.config.schedule, placement=case.config.placement.preset,
-                     runtime=case.config.reward.runtime, reused=reused,
-                     run_dir=str(out), load_avg_1m=_load(), quiet_wait=waited,
-                     foreign_cpu_share=run_load(out).get("foreign_cpu_share"))
+                     runtime=case.config.reward.runtime, reused=reused, run_dir=str(out),
+                     foreign_cpu_share={str(n): round(loads[n], 3) for n in every.numbers if n in loads},
+                     dropped_steps=dropped,
+                     error_all_steps=validation_entry(case.name, predicted, every, steps)["error"])
         entries.append(entry)
         tell(f"{case.name}: measured {entry['measured_step_s']:.2f} s, error {entry['error']:+.1%}", entry)
         report = validation_report(entries, **meta, complete=len(entries) == len(cases))
@@ -115,10 +124,3 @@ def run_validation(
             atomic_write_json(json_path, report)
     return validation_report(entries, **meta, complete=True)
 
-
-def _load() -> float | None:
-    """The 1-minute load average: the machine's other work, which the measured times include."""
-    try:
-        return round(os.getloadavg()[0], 2)
-    except OSError:
-        return None

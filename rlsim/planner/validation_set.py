@@ -53,7 +53,7 @@ class LoopEntry(BaseModel):
 
 
 class QuietGate(BaseModel):
-    """Before each run, wait until all cores are busy less than ``busy_below`` of a 3-second window
+    """Before each step, wait until all cores are busy less than ``busy_below`` of a 2-second window
     (other programs' work would slow the run in ways no profile models), for at most ``max_wait_s``."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -65,7 +65,9 @@ class QuietGate(BaseModel):
 class LoopSet(BaseModel):
     """Loop configurations to run on this machine. ``profile``: the profile predictions come from
     (``plan --validate`` only). ``steps`` per configuration, the first ``warmup_steps`` not measured.
-    ``quiet``: wait for idle cores before each run (see ``QuietGate``)."""
+    ``quiet``: wait for idle cores before each step (see ``QuietGate``). ``disturbed_above``: a
+    measured step during which other programs took more than this share of all cores' time is not
+    used (unless no step would be left); None uses every step."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -75,6 +77,7 @@ class LoopSet(BaseModel):
     warmup_steps: int = Field(default=1, ge=0)
     run: dict[str, Any] = Field(default_factory=dict)
     quiet: QuietGate | None = None
+    disturbed_above: float | None = Field(default=0.15, ge=0, le=1)
     configs: list[LoopEntry] = Field(min_length=1)
 
     @field_validator("configs")

@@ -71,6 +71,14 @@ def test_generation_fit_recovers_the_engine_model_and_its_core_exponent() -> Non
     assert len(model.points) == 3
 
 
+def test_a_step_slowed_by_other_work_is_left_out_of_the_fit() -> None:
+    disturbed = run_of(config(8))
+    disturbed.steps.time_s["generate"][1] *= 2.5  # other programs took the cores during this step
+    model = fit_generation([run_of(config(2)), disturbed, run_of(config(16))], "cpu", 256)
+    assert model.base_s == pytest.approx(BASE, rel=1e-6) and model.per_seq_s == pytest.approx(PER_SEQ, rel=1e-6)
+    assert model.fit.n_samples == 8 and model.fit.residual_rel_max < 1e-9  # 9 steps, the slow one dropped
+
+
 def test_generation_fit_ignores_contended_runs_and_needs_two_concurrencies() -> None:
     noisy = run_of(config(4, schedule="overlapped"), gen=np.full(3, 99.0))
     model = fit_generation([run_of(config(2)), run_of(config(8)), noisy], "cpu", 256)

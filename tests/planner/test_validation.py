@@ -11,7 +11,7 @@ import yaml
 
 from rlsim.cli.main import main
 from rlsim.errors import ConfigError, RlsimError
-from rlsim.planner.loop_runner import actor_key, run_cases
+from rlsim.planner.loop_runner import LOAD_FILE, actor_key, run_cases
 from rlsim.planner.predict import loop_trace, predict_step
 from rlsim.planner.profile import save_profile
 from rlsim.planner.validate_cli import validate_command
@@ -42,8 +42,9 @@ def write_set(tmp_path: Path, configs: list[dict[str, Any]], **top: Any) -> Path
 class FakeRunner:
     """Writes a results.json whose every step takes ``step_s[name]`` seconds (split into phases)."""
 
-    def __init__(self, step_s: dict[str, list[float]]) -> None:
+    def __init__(self, step_s: dict[str, list[float]], foreign: dict[str, list[float]] | None = None) -> None:
         self.step_s = step_s
+        self.foreign = foreign or {}
         self.ran: list[str] = []
         self.closed = False
 
@@ -60,6 +61,9 @@ class FakeRunner:
         results = {"config": case.config.model_dump(mode="json"), "complete": True, "steps": steps}
         out.mkdir(parents=True, exist_ok=True)
         (out / "results.json").write_text(json.dumps(results))
+        if case.name in self.foreign:  # what RealLoopRunner records: other programs' share per step
+            loads = [{"step": i, "foreign_cpu_share": x} for i, x in enumerate(self.foreign[case.name], start=1)]
+            (out / LOAD_FILE).write_text(json.dumps({"steps": loads}))
         return results
 
     def close(self) -> None:
@@ -182,3 +186,35 @@ def test_replayed_lengths_are_the_ones_the_loop_requests(tmp_path: Path) -> None
         assert responses == [r.response_tokens for r in requests]
         assert prompts == [32] * len(requests)  # the default workload's fixed 32-token prompts
     assert trace[0][1] != trace[1][1]  # different steps, different draws
+
+
+def test_steps_disturbed_by_other_programs_are_left_out_but_reported(tmp_path: Path) -> None:
+    cases = resolve_cases(*load_loop_set(write_set(tmp_path, TWO)))
+    # a: step 3 ran while other programs took 60 % of the cores (and took 10 s instead of 2 s).
+    # b: every measured step was disturbed, so none is dropped (nothing would be left).
+    runner = FakeRunner({"a": [1.0, 2.0, 10.0], "b": [1.0, 3.0, 3.0]},
+                        foreign={"a": [0.0, 0.05, 0.6], "b": [0.0, 0.5, 0.5]})
+    report = run_validation(cases, loop_profile(), runner, tmp_path / "runs", None, disturbed_above=0.15)
+    a, b = report["configs"]
+    assert a["steps"] == [2] and a["dropped_steps"] == [3] and a["measured_step_s"] == pytest.approx(2.0)
+    assert a["error"] == pytest.approx(a["predicted_step_s"] / 2.0 - 1)
+    predicted_all = (a["predicted_step_s"] + loop_profile_step(cases[0], 3)) / 2
+    assert a["error_all_steps"] == pytest.approx(predicted_all / 6.0 - 1)  # medians of steps 2-3
+    assert a["foreign_cpu_share"] == {"2": 0.05, "3": 0.6}
+    assert b["steps"] == [2, 3] and b["dropped_steps"] == []
+
+
+def loop_profile_step(case: LoopCase, step: int) -> float:
+    return predict_step(case.config, loop_profile(), replay=[step]).steps[0].time_s["total"]
+
+
+def test_foreign_share_counts_what_the_run_did_not_use() -> None:
+    from rlsim.planner.machine_load import CpuSample, foreign_share, sample
+
+    before, after = CpuSample(0.0, 10.0, 100.0), CpuSample(5.0, 16.0, 110.0)
+    # 10 core-seconds passed, 6 were busy, 2 of them ours: others used 4 / 10.
+    assert foreign_share(before, after, own_cpu_s=2.0) == pytest.approx(0.4)
+    assert foreign_share(before, after, own_cpu_s=9.0) == 0.0  # never negative
+    assert foreign_share(None, after, 1.0) is None
+    now = sample()
+    assert now is None or now.total_s >= now.busy_s > 0

@@ -1,0 +1,48 @@
+"""``rlsim plan --validate`` end to end on the real loop: one tiny configuration on Ray.
+
+Hugging Face generation stands in for vLLM here (no ~35 s engine start), so the run stays near a
+minute on 2 cores; the prediction comes from a hand-made profile, so only the plumbing is checked
+(the real validation set, with vLLM and the measured profile, is benchmarks/results/plan_validate_cpu.json).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+
+from rlsim.cli.main import main
+from rlsim.planner.profile import save_profile
+
+from test_validation import ROOT, loop_profile
+
+pytestmark = pytest.mark.slow
+
+
+def test_validate_one_tiny_config_on_the_real_loop(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    save_profile(loop_profile(), tmp_path / "profile.json")
+    doc = {
+        "base": str(ROOT / "configs" / "default.yaml"), "profile": "profile.json", "steps": 2, "warmup_steps": 1,
+        "run": {"policy": {"backend": "hf"}, "reward": {"runtime": "eager", "batch_size": 4},
+                "workload": {"prompts_per_step": 1, "group_size": 2,
+                             "spec": {"prompt": {"kind": "fixed", "tokens": 8},
+                                      "response": {"kind": "fixed", "tokens": 8}}}},
+        "configs": [{"name": "tiny", "run": {"schedule": "sequential"}}],
+    }
+    path = tmp_path / "set.yaml"
+    path.write_text(yaml.safe_dump(doc))
+    json_path = tmp_path / "validate.json"
+    assert main(["plan", "--validate", str(path), "--out", str(tmp_path / "runs"), "--json", str(json_path)]) == 0
+    report = json.loads(json_path.read_text())
+    (entry,) = report["configs"]
+    results = json.loads((tmp_path / "runs" / "tiny" / "results.json").read_text())
+    step2 = results["steps"][1]
+    # The measured figure is the loop's own step 2 (step 1 is warm-up), and the error follows from it.
+    assert entry["steps"] == [2] and entry["measured_step_s"] == pytest.approx(step2["time_s"]["total"])
+    assert entry["error"] == pytest.approx(entry["predicted_step_s"] / entry["measured_step_s"] - 1)
+    assert report["median_abs_error"] == pytest.approx(abs(entry["error"]))
+    assert step2["tokens"]["generated"] == 16 and entry["rollouts_per_step"] == 2
+    assert report["sessions"][0]["configs"] == ["tiny"]
+    assert "median |error|" in capsys.readouterr().out
