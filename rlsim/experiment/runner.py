@@ -12,6 +12,7 @@ interrupted experiment leaves every finished measurement readable; the PNGs are 
 
 from __future__ import annotations
 
+import os
 import time
 from pathlib import Path
 from typing import Any
@@ -106,8 +107,8 @@ def run_contention(config: ContentionConfig, out: Path, console: Console | None 
     loop = config.loop
     work = Workload(loop.workload.spec, loop.workload.prompts_per_step, loop.workload.group_size, loop.micro_batch,
                     s.timebox.micro_batch, s.timebox.budget_s)
-    probe = ExperimentSession(config, s.runtimes)
-    outputs = ExperimentOutputs(out, config, len(probe.pool))
+    pool = loop.placement.pool or sorted(os.sched_getaffinity(0))  # as ExperimentSession resolves it
+    outputs = ExperimentOutputs(out, config, len(pool))
     columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
     session: ExperimentSession | None = None
     complete = False
