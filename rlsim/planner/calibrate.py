@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from rlsim.errors import RlsimError
-from rlsim.planner.fitting import EXPONENT_GRID, fit_stats, nonneg_lstsq
+from rlsim.planner.fitting import EXPONENT_GRID, SLOW_OUTLIER, fit_stats, nonneg_lstsq
 from rlsim.planner.generation import completion_work_s, deal
 from rlsim.planner.loop_results import LoopSteps, drop_disturbed, parse_loop_steps, read_json
 from rlsim.planner.profile import (
@@ -45,7 +45,6 @@ from rlsim.planner.profile import (
 if TYPE_CHECKING:
     from rlsim.loop.config import RunConfig
 
-SLOW_OUTLIER = 0.3  # a step this much slower than the first fit is left out of the second (other work ran)
 _COARSE = np.round(np.arange(0.0, 3.0001, 0.25), 3).tolist()  # slowdowns, fractions (1.0 = twice as long)
 _FINE = np.round(np.arange(-0.25, 0.2501, 0.05), 3).tolist()
 

@@ -5,6 +5,8 @@ Latencies and step times span orders of magnitude, so the fits minimise *relativ
 least squares over the few columns: every subset is tried and the best feasible one kept). Where
 samples were taken at more than one unit count, the unit-scaling exponent is found by a grid search
 around that linear fit; with one unit count it is assumed 1.0 (perfect scaling) and marked so.
+Scorer latencies are fitted twice: the second time without calls ``SLOW_OUTLIER`` slower than the
+first fit (the samples stay in the profile; ``fit.n_samples`` counts those used).
 """
 
 from __future__ import annotations
@@ -26,6 +28,9 @@ from rlsim.planner.profile import (
 )
 
 EXPONENT_GRID = np.round(np.linspace(0.0, 1.5, 61), 4)
+# A measurement this much slower than a first fit is left out of the second: on a shared machine other
+# programs only ever slow a call or step down, so such points say more about them than about the model.
+SLOW_OUTLIER = 0.3
 
 
 def nonneg_lstsq(design: np.ndarray, target: np.ndarray) -> np.ndarray:
@@ -110,9 +115,16 @@ def fit_latency_model(samples: Sequence[LatencySample], device: Device, max_leng
         raise RlsimError("latency samples must cover at least two batch sizes and two sequence lengths; "
                          "widen the batch_sizes and lengths grid")
     ref = _reference_units(units)
-    coef, alpha, measured = _fit_scaled(
-        np.ones((len(samples), 1)), np.column_stack([batch, padded]), latency, units, ref
-    )
+    keep = np.ones(len(samples), dtype=bool)
+    for _ in range(2):  # fit, then refit without the calls far slower than the fit (other work ran)
+        coef, alpha, measured = _fit_scaled(
+            np.ones((keep.sum(), 1)), np.column_stack([batch, padded])[keep], latency[keep], units[keep], ref
+        )
+        predicted = coef[0] + (coef[1] * batch + coef[2] * padded) * (ref / units) ** alpha
+        slow = latency / np.maximum(predicted, 1e-12) - 1.0 > SLOW_OUTLIER
+        if not slow.any() or (~slow).sum() < 4:
+            break
+        keep = ~slow
     model = ScorerLatencyModel(
         device=device, units=ref, intercept_s=float(coef[0]), per_sequence_s=float(coef[1]),
         per_padded_token_s=float(coef[2]), unit_exponent=alpha, unit_exponent_measured=measured,
@@ -120,7 +132,7 @@ def fit_latency_model(samples: Sequence[LatencySample], device: Device, max_leng
         samples=list(samples),
     )
     predicted = np.array([model.latency_s(b, p, u) for b, p, u in zip(batch, padded, units)])
-    return model.model_copy(update={"fit": fit_stats(latency, predicted)})
+    return model.model_copy(update={"fit": fit_stats(latency[keep], predicted[keep])})
 
 
 def fit_generation_model(

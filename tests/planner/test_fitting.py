@@ -39,6 +39,14 @@ def test_latency_fit_measures_the_unit_exponent_from_two_thread_counts() -> None
     assert model.latency_s(8, 800, 1) == pytest.approx(0.004 + (8e-4 + 0.016) * 2**0.75)
 
 
+def test_a_call_slowed_by_other_work_is_left_out_of_the_latency_fit() -> None:
+    samples = _samples(0.004, 1e-4, 2e-5, 1.0, [2])
+    samples[5] = samples[5].model_copy(update={"latency_s": samples[5].latency_s * 3})
+    model = fit_latency_model(samples, "cpu", 512)
+    assert model.per_padded_token_s == pytest.approx(2e-5) and model.intercept_s == pytest.approx(0.004)
+    assert model.fit.n_samples == len(samples) - 1 and len(model.samples) == len(samples)
+
+
 def test_residuals_reflect_measurement_noise() -> None:
     model = fit_latency_model(_samples(0.004, 1e-4, 2e-5, 1.0, [2], noise=0.05), "cpu", 512)
     assert 0.02 < model.fit.residual_rel_std < 0.1
