@@ -98,12 +98,19 @@ def _fit_scaled(
     return best[1], best[2], measured
 
 
-def fit_latency_model(samples: Sequence[LatencySample], device: Device, max_length: int) -> ScorerLatencyModel:
+def fit_latency_model(
+    samples: Sequence[LatencySample], device: Device, max_length: int, disturbed_above: float | None = None
+) -> ScorerLatencyModel:
     """Fit ``latency_s = a + (b x batch + c x padded_tokens) x (units_ref / units) ** alpha``.
 
     Needs at least 3 samples spanning two batch sizes and two padded lengths, else an RlsimError
-    saying which grid to measure.
+    saying which grid to measure. ``disturbed_above``: leave out calls during which other programs
+    took more than this share of the cores (when enough calls remain to fit); all are kept in the model.
     """
+    every = list(samples)
+    calm = [x for x in every if disturbed_above is None or (x.foreign_share or 0.0) <= disturbed_above]
+    if len(calm) >= max(3, len(every) // 3):
+        samples = calm
     if len(samples) < 3:
         raise RlsimError(f"need at least 3 latency samples to fit a scorer model, got {len(samples)}; "
                          "measure a grid of batch sizes and lengths")
@@ -129,7 +136,7 @@ def fit_latency_model(samples: Sequence[LatencySample], device: Device, max_leng
         device=device, units=ref, intercept_s=float(coef[0]), per_sequence_s=float(coef[1]),
         per_padded_token_s=float(coef[2]), unit_exponent=alpha, unit_exponent_measured=measured,
         max_length=max_length, fit=FitStats(n_samples=0, r2=0.0, residual_rel_std=0.0, residual_rel_max=0.0),
-        samples=list(samples),
+        samples=every,
     )
     predicted = np.array([model.latency_s(b, p, u) for b, p, u in zip(batch, padded, units)])
     return model.model_copy(update={"fit": fit_stats(latency[keep], predicted[keep])})

@@ -10,9 +10,13 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import Callable, Sequence
+from typing import TYPE_CHECKING, Callable, Sequence
 
+from rlsim.planner import machine_load
 from rlsim.planner.profile import Device, LatencySample
+
+if TYPE_CHECKING:
+    from rlsim.planner.validation_set import QuietGate
 
 _WORDS = ("reward", "policy", "the", "answer", "step", "value", "model", "token", "score", "is", "good", "and")
 
@@ -39,8 +43,14 @@ def measure_runtime(
     device: Device,
     grid: ScorerGrid,
     on_cell: Callable[[str], None] | None = None,
+    quiet: "QuietGate | None" = None,
 ) -> tuple[list[LatencySample], int]:
-    """Time ``runtime`` on every grid cell; returns the samples and the model's max length (tokens)."""
+    """Time ``runtime`` on every grid cell; returns the samples and the model's max length (tokens).
+
+    ``quiet``: before each cell, wait for the cores to be idle (``machine_load.wait_until_quiet``).
+    Every sample records the share of the cores other programs took during it (``foreign_share``),
+    so a fit can leave disturbed calls out.
+    """
     from rlsim.models import resolve_reward_model
     from rlsim.scoring.base import ScorerSettings, make_scorer
 
@@ -52,6 +62,8 @@ def measure_runtime(
             for batch in grid.batch_sizes:
                 for length in grid.lengths:
                     texts = [synthetic_text(length, salt=i) for i in range(batch)]
+                    if quiet is not None:
+                        machine_load.wait_until_quiet(quiet.busy_below, quiet.max_wait_s)
                     samples.extend(_time_cell(scorer, texts, units, grid, length))
                     if on_cell:
                         on_cell(f"{runtime} x{units} b{batch} len{length}")
@@ -68,11 +80,14 @@ def _time_cell(scorer: object, texts: list[str], units: float, grid: ScorerGrid,
     out = []
     for _ in range(grid.repeats):
         before = scorer.stats.padded_tokens  # type: ignore[attr-defined]
+        cpu0, load0 = time.process_time(), machine_load.sample()
         t0 = time.perf_counter()
         scorer.score_batch(texts)  # type: ignore[attr-defined]
         elapsed = time.perf_counter() - t0
+        # This process's CPU time (every scorer thread) is ours; the rest of the busy time is others'.
+        share = machine_load.foreign_share(load0, machine_load.sample(), time.process_time() - cpu0)
         padded = scorer.stats.padded_tokens - before  # type: ignore[attr-defined]
         padded = padded if padded > 0 else len(texts) * length
-        out.append(LatencySample(batch=len(texts), padded_tokens=int(padded),
-                                 latency_s=elapsed, units=units))
+        out.append(LatencySample(batch=len(texts), padded_tokens=int(padded), latency_s=elapsed, units=units,
+                                 foreign_share=None if share is None else round(share, 4)))
     return out

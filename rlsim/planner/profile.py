@@ -36,12 +36,14 @@ class _Strict(BaseModel):
 
 
 class LatencySample(_Strict):
-    """One measured scorer call: ``batch`` sequences padded to ``padded_tokens`` in all, on ``units``."""
+    """One measured scorer call: ``batch`` sequences padded to ``padded_tokens`` in all, on ``units``.
+    ``foreign_share``: share of all cores' time other programs took during the call (None: unknown)."""
 
     batch: int = Field(ge=1)
     padded_tokens: int = Field(ge=1)
     latency_s: float = Field(gt=0)
     units: float = Field(gt=0)
+    foreign_share: float | None = Field(default=None, ge=0, le=1)
 
 
 class FitStats(_Strict):

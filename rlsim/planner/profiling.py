@@ -35,6 +35,7 @@ from rlsim.planner.profile import (
     TrainerModel,
     new_profile_header,
 )
+from rlsim.planner.validation_set import QuietGate
 
 
 class LoopRun(BaseModel):
@@ -71,8 +72,9 @@ class ProfileConfig(BaseModel):
     contention_results: str | None = None
     loop_set: str | None = Field(default=None, description="a loop-set YAML whose runs `rlsim profile` makes")
     skip_first: int = Field(default=1, ge=0, description="warm-up steps of each loop run not used")
-    disturbed_above: float | None = Field(default=0.15, ge=0, le=1, description="leave out loop steps during "
-                                          "which other programs took more than this share of the cores")
+    disturbed_above: float | None = Field(default=0.15, ge=0, le=1, description="leave out scorer calls and "
+                                          "loop steps during which other programs took more of the cores")
+    quiet: QuietGate | None = Field(default=None, description="wait for idle cores before each scorer cell")
 
 
 @dataclass
@@ -138,15 +140,15 @@ def _scorers(config: ProfileConfig, measure: bool, measured: list[str], unmeasur
     for runtime in config.runtimes:
         old = scorers_from.runtimes.get(runtime) if scorers_from else None
         if old is not None and old.samples and scorers_from is not None and not scorers_from.illustrative:
-            out[runtime] = fit_latency_model(old.samples, old.device, old.max_length)
+            out[runtime] = fit_latency_model(old.samples, old.device, old.max_length, config.disturbed_above)
             measured.append(f"runtime {runtime}: re-fitted from {len(old.samples)} samples stored in the "
                             f"{scorers_from.hardware_kind} profile (R^2 {out[runtime].fit.r2:.3f})")
             continue
         if not measure:
             unmeasured.append(f"runtime {runtime}: scorer timing skipped (--no-scorers)")
             continue
-        samples, max_length = measure_runtime(runtime, config.reward_model, config.device, grid, on_cell)
-        model = fit_latency_model(samples, config.device, max_length)
+        samples, max_length = measure_runtime(runtime, config.reward_model, config.device, grid, on_cell, config.quiet)
+        model = fit_latency_model(samples, config.device, max_length, config.disturbed_above)
         out[runtime] = model
         measured.append(f"runtime {runtime} ({len(samples)} samples, R^2 {model.fit.r2:.3f}, "
                         f"residual {model.fit.residual_rel_std:.1%})")
