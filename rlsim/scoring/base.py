@@ -104,23 +104,11 @@ class TokenizingScorer:
     name = "base"
 
     def __init__(self, model: "RewardModelSpec", settings: ScorerSettings) -> None:
-        from transformers import AutoTokenizer
-        from transformers.utils import logging as hf_logging
-
-        hf_logging.disable_progress_bar()
         self.model = model
         self.settings = settings
         self.stats = ScorerStats()
         self.max_length = min(settings.max_length or model.max_length, model.max_length)
-        self._tokenizer = AutoTokenizer.from_pretrained(str(model.path))
-        self._tokenizer.truncation_side = settings.truncation
-        # rlsim truncates (and counts) itself; stop the tokenizer warning about long raw texts.
-        self._tokenizer.model_max_length = 1 << 30
-        if self._tokenizer.pad_token_id is None:
-            raise RlsimError(
-                f"the tokenizer in {model.path} has no pad token; set one (tokenizer.pad_token = ...) "
-                "and save it again"
-            )
+        self._tokenizer = load_reward_tokenizer(model, settings)
 
     def token_lengths(self, texts: Sequence[str]) -> list[int]:
         """Untruncated length of each text in reward-model tokens (special tokens included)."""
@@ -145,7 +133,7 @@ class TokenizingScorer:
     def score_batch(self, texts: Sequence[str]) -> np.ndarray:
         if len(texts) == 0:
             return np.zeros((0,), dtype=np.float32)
-        _check_texts(texts)
+        check_texts(texts)
         batch = self.encode(texts)
         rewards = self._forward(batch)
         self.stats.batches += 1
@@ -166,7 +154,24 @@ class TokenizingScorer:
         pass
 
 
-def _check_texts(texts: Sequence[str]) -> None:
+def load_reward_tokenizer(model: "RewardModelSpec", settings: ScorerSettings):
+    """The reward model's tokenizer, set up for rlsim's own truncation (side from ``settings``)."""
+    from transformers import AutoTokenizer
+    from transformers.utils import logging as hf_logging
+
+    hf_logging.disable_progress_bar()
+    tokenizer = AutoTokenizer.from_pretrained(str(model.path))
+    tokenizer.truncation_side = settings.truncation
+    # rlsim truncates (and counts) itself; stop the tokenizer warning about long raw texts.
+    tokenizer.model_max_length = 1 << 30
+    if tokenizer.pad_token_id is None:
+        raise RlsimError(
+            f"the tokenizer in {model.path} has no pad token; set one (tokenizer.pad_token = ...) and save it again"
+        )
+    return tokenizer
+
+
+def check_texts(texts: Sequence[str]) -> None:
     for i, t in enumerate(texts):
         if not isinstance(t, str):
             raise RlsimError(f"text {i} is {type(t).__name__}, not str; pass a list of strings")

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any, Sequence
 import numpy as np
 
 from rlsim.errors import RlsimError
-from rlsim.scoring.base import SCORERS, ScorerSettings, ScorerStats, register_scorer
+from rlsim.scoring.base import SCORERS, ScorerSettings, ScorerStats, check_texts, load_reward_tokenizer, register_scorer
 
 if TYPE_CHECKING:
     from rlsim.models.reward import RewardModelSpec
@@ -65,6 +65,7 @@ class HttpScorer:
         self._workdir = Path(tempfile.mkdtemp(prefix="rlsim-http-"))
         self._lock = threading.Lock()
         self._client: Any = None
+        self._tokenizer: Any = None
         try:
             url = settings.url.rstrip("/") if settings.url else self._start_server()
             self.url = url
@@ -158,11 +159,21 @@ class HttpScorer:
         return text[-chars:].strip() or "(no output)"
 
     # ---- scoring -----------------------------------------------------------------------------------
+    @property
+    def max_length(self) -> int:
+        return min(self.settings.max_length or self.model.max_length, self.model.max_length)
+
+    def token_lengths(self, texts: Sequence[str]) -> list[int]:
+        """Untruncated reward-token lengths, counted client-side so batchers can plan http batches."""
+        if self._tokenizer is None:
+            self._tokenizer = load_reward_tokenizer(self.model, self.settings)
+        return [len(ids) for ids in self._tokenizer(list(texts), add_special_tokens=True)["input_ids"]]
+
     def score_batch(self, texts: Sequence[str]) -> np.ndarray:
         """POST the texts; float32 rewards ``(len(texts),)``. Raises ``RlsimError`` past the deadline."""
         if len(texts) == 0:
             return np.zeros((0,), dtype=np.float32)
-        _check_texts(texts)
+        check_texts(texts)
         rewards: list[float] = []
         truncated = 0
         for start in range(0, len(texts), self._max_texts):
@@ -261,18 +272,6 @@ def _module_root(module: str, runtime: str) -> str:
             "move it into an importable module"
         )
     return str(Path(path).resolve().parents[module.count(".")])
-
-
-def _check_texts(texts: Sequence[str]) -> None:
-    for i, text in enumerate(texts):
-        if not isinstance(text, str):
-            raise RlsimError(f"text {i} is {type(text).__name__}, not str; pass a list of strings")
-        try:
-            text.encode("utf-8")
-        except UnicodeEncodeError as err:
-            raise RlsimError(
-                f"text {i} holds an unpaired surrogate at character {err.start}; pass valid text"
-            ) from None
 
 
 def _detail(response: Any) -> str:

@@ -199,3 +199,21 @@ def test_unreachable_url_is_reported_within_the_start_deadline(minilm, monkeypat
     monkeypatch.setattr(HttpScorer, "start_timeout_s", 0.5)
     with pytest.raises(RlsimError, match="did not become ready.*ConnectError"):
         make_scorer("http", minilm, ScorerSettings(url="http://127.0.0.1:9"))
+
+
+def test_http_scorer_gives_token_lengths_for_batch_planning():
+    """Batchers (and the loop's reward stage) plan http batches by length with the client-side tokenizer."""
+    from rlsim.batching import make_batcher, score_texts
+    from rlsim.models import resolve_reward_model
+    from rlsim.scoring import ScorerSettings, make_scorer
+
+    spec = resolve_reward_model("minilm-rm")
+    scorer = make_scorer("http", spec, ScorerSettings(server_runtime="ort"))
+    try:
+        texts = ["one", "two words here " * 20, "three"]
+        rewards, report = score_texts(scorer, texts, make_batcher("sorted", size=2))
+        direct = make_scorer("ort", spec).score_batch(texts)
+        assert abs(rewards - direct).max() < 1e-5
+        assert report.batches == 2
+    finally:
+        scorer.close()
