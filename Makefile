@@ -48,7 +48,7 @@ run: setup
 	$(VENV)/bin/rlsim run configs/default.yaml --out runs/default
 
 test: setup
-	$(PY) -m pytest $(PYTEST_ARGS)
+	RLSIM_REQUIRE_NATIVE=1 $(PY) -m pytest $(PYTEST_ARGS)
 
 bench: setup
 	$(PY) benchmarks/bench_scoring.py

@@ -169,16 +169,17 @@ def read_texts(path: str | Path) -> list[str]:
     """
     p = Path(path).expanduser()
     if not p.is_file():
-        raise RlsimError(f"workload file {p} does not exist; pass a .jsonl (with a 'text' field) or .txt file")
-    lines = p.read_text(encoding="utf-8").splitlines()
+        raise RlsimError(f"text file {p} does not exist; pass a .jsonl (with a 'text' field) or .txt file")
+    # split("\n"), not splitlines(): U+2028, \x0b, \x1c ... inside a text must not start a new one.
+    lines = [line.removesuffix("\r") for line in p.read_text(encoding="utf-8").split("\n")]
     if p.suffix == ".jsonl":
         texts = [_jsonl_text(p, no, line) for no, line in enumerate(lines, 1) if line.strip()]
     elif p.suffix == ".txt":
         texts = [line for line in lines if line.strip()]
     else:
-        raise RlsimError(f"workload file {p} must end in .jsonl (a 'text' field per line) or .txt (a text per line)")
+        raise RlsimError(f"text file {p} must end in .jsonl (a 'text' field per line) or .txt (a text per line)")
     if not texts:
-        raise RlsimError(f"workload file {p} holds no texts; add at least one non-blank line")
+        raise RlsimError(f"text file {p} holds no texts; add at least one non-blank line")
     return texts
 
 

@@ -11,7 +11,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("score", help="score a .txt / .jsonl file of texts into a JSONL of rewards")
     add_model_arg(p)
     p.add_argument("--runtime", default="ort", help="scoring runtime (default ort)")
-    p.add_argument("--input", required=True, help=".txt (one text a line) or .jsonl with a 'text' field")
+    p.add_argument("--input", required=True, help=".txt (one text a line; blank lines skipped) or .jsonl with a 'text' field")
     p.add_argument("--output", required=True, help="output .jsonl: one {'text', 'reward'} line per input")
     p.add_argument("--batcher", default="sorted", help="fixed, sorted or token-budget (default sorted)")
     p.add_argument("--batch-size", type=int, default=32)
@@ -28,7 +28,7 @@ def run(args: argparse.Namespace) -> int:
     from rlsim.io import atomic_write_text
     from rlsim.models import resolve_reward_model
     from rlsim.scoring import make_scorer
-    from rlsim.scoring.text_files import read_texts
+    from rlsim.workloads import read_texts
 
     texts = read_texts(args.input)
     batcher = make_batcher(args.batcher, size=args.batch_size, budget=args.budget)

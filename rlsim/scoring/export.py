@@ -44,6 +44,9 @@ def export_reward_model(spec: RewardModelSpec, out_dir: Path | None = None) -> E
     meta = out / "export.json"
     if meta.is_file():
         return _load(out, meta)
+    if out.exists() and (not out.is_dir() or any(out.iterdir())):
+        # Never replace a folder this code did not make: it may hold the user's files.
+        raise RlsimError(f"{out} exists and is not an rlsim export; pass --out with a new or empty folder")
     out.parent.mkdir(parents=True, exist_ok=True)
     with _locked(out.parent / f".{out.name}.lock"):
         if meta.is_file():
@@ -57,7 +60,7 @@ def export_reward_model(spec: RewardModelSpec, out_dir: Path | None = None) -> E
             info = {"model": spec.name, "fusions": fusions, "export_s": time.perf_counter() - t0, "opset": OPSET}
             (tmp / "export.json").write_text(json.dumps(info, indent=2))
             if out.exists():
-                shutil.rmtree(out)
+                out.rmdir()  # empty (checked above); rename cannot replace a folder
             tmp.rename(out)
         finally:
             shutil.rmtree(tmp, ignore_errors=True)

@@ -43,13 +43,19 @@ def test_missing_config_file_names_the_fix(tmp_path):
         load_config(Cfg, tmp_path / "nope.yaml")
 
 
-def test_atomic_write_leaves_no_partial_file(tmp_path):
+def test_atomic_write_leaves_no_partial_file(tmp_path, monkeypatch):
     target = tmp_path / "r.json"
     atomic_write_json(target, {"a": 1})
-    with pytest.raises(TypeError):
-        atomic_write_json(target, {"a": object()})
-    assert json.loads(target.read_text()) == {"a": 1}  # old content survives a failed write
-    assert os.listdir(tmp_path) == ["r.json"]  # no temp files left behind
+    assert oct(target.stat().st_mode & 0o777) != oct(0o600)  # readable like any file the user writes
+
+    def interrupted(*_args):  # the process dies after writing the temp file, before the rename
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(os, "replace", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        atomic_write_json(target, {"a": 2, "big": "x" * 100_000})
+    assert json.loads(target.read_text()) == {"a": 1}  # old content survives the failed write
+    assert os.listdir(tmp_path) == ["r.json"]  # and no temp file is left behind
 
 
 def test_registry_is_idempotent_and_lists_names():

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +16,9 @@ def native() -> Any:
     try:
         from rlsim import _native
     except ImportError as err:
+        # `make test` sets RLSIM_REQUIRE_NATIVE=1: there a broken build must fail, not skip quietly.
+        if os.environ.get("RLSIM_REQUIRE_NATIVE") == "1":
+            pytest.fail(f"rlsim._native is not importable ({err}); `make native` should have built it")
         pytest.skip(f"rlsim._native is not built ({err}); run `make native`")
     return _native
 

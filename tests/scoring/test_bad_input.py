@@ -76,3 +76,10 @@ def test_export_has_fusions_and_dynamic_axes(minilm):
 def test_unpaired_surrogate_is_a_clear_error(minilm):
     with pytest.raises(RlsimError, match="unpaired surrogate"):
         make_scorer("ort", minilm).score_batch(["fine", "bad \ud800 text"])
+
+
+def test_export_never_replaces_a_users_folder(minilm, tmp_path):
+    (tmp_path / "mine.txt").write_text("precious")
+    with pytest.raises(RlsimError, match="not an rlsim export"):
+        export_reward_model(minilm, tmp_path)
+    assert (tmp_path / "mine.txt").read_text() == "precious"

@@ -1,0 +1,1 @@
+"""Statistics for repeated measurements: confidence intervals, ratios, significance tests."""
