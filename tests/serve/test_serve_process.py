@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import signal
 import socket
 import subprocess
@@ -11,10 +12,32 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import httpx
+import numpy as np
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
+from rlsim.scoring.base import EncodedBatch, register_scorer
 from serve_helpers import WAIT, process_url, serve_process, terminate, wait_ready
+from tiny_scorer import TinyScorer
+
+
+@register_scorer("test-file-gated")
+class FileGatedScorer(TinyScorer):
+    """``test-tiny`` whose every batch waits until the file ``$RLSIM_TEST_GATE`` exists.
+
+    The server runs in another process, so a ``threading.Event`` cannot hold it: a file can. The
+    server imports this module (``--import test_serve_process``) to find the runtime.
+    """
+
+    name = "test-file-gated"
+
+    def _forward(self, batch: EncodedBatch) -> np.ndarray:
+        gate, end = Path(os.environ["RLSIM_TEST_GATE"]), time.monotonic() + WAIT
+        while not gate.exists():
+            if time.monotonic() > end:
+                raise RuntimeError("test gate never opened")
+            time.sleep(0.01)
+        return super()._forward(batch)
 
 
 def queued_requests(url: str) -> float:
@@ -26,12 +49,28 @@ def queued_requests(url: str) -> float:
     raise AssertionError("queue depth gauge missing")
 
 
-@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+def wait_until_not_listening(url: str) -> None:
+    """Return once the server refuses new connections: it has taken the signal and is shutting down."""
+    end = time.monotonic() + WAIT
+    while True:
+        try:
+            httpx.get(f"{url}/health", timeout=5)
+        except httpx.TransportError:
+            return
+        assert time.monotonic() < end, "the server kept accepting connections after the signal"
+        time.sleep(0.02)
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
 def test_signal_finishes_every_accepted_request(tmp_path: Path, sig: signal.Signals) -> None:
-    port_file = tmp_path / "port"
+    # The model is held shut by a gate file until the server has taken the signal, so "four
+    # requests accepted, one in the model and three queued, when the signal lands" holds however
+    # slowly the client threads start; then the gate opens and all four must still be answered.
+    port_file, gate = tmp_path / "port", tmp_path / "gate"
     proc = serve_process(
-        "--runtime", "test-tiny", "--model", "minilm-rm", "--max-batch-size", "1", "--max-wait-ms", "0",
-        env={"RLSIM_TINY_DELAY_S": "0.5"}, port_file=port_file,
+        "--import", "test_serve_process", "--runtime", "test-file-gated", "--model", "minilm-rm",
+        "--max-batch-size", "1", "--max-wait-ms", "0", "--no-warmup",
+        env={"RLSIM_TEST_GATE": str(gate)}, port_file=port_file,
     )  # fmt: skip
     try:
         url = process_url(proc, port_file)
@@ -40,10 +79,13 @@ def test_signal_finishes_every_accepted_request(tmp_path: Path, sig: signal.Sign
             bodies = [{"texts": [f"text {i}"]} for i in range(4)]
             futures = [pool.submit(httpx.post, f"{url}/score", json=body, timeout=WAIT) for body in bodies]
             end = time.monotonic() + WAIT
-            while queued_requests(url) < 3:  # one in the model (0.5 s per batch), three waiting
+            while queued_requests(url) < 3:  # one held in the model, three waiting behind it
                 assert time.monotonic() < end, "requests never queued"
                 time.sleep(0.02)
             proc.send_signal(sig)
+            wait_until_not_listening(url)
+            assert not any(f.done() for f in futures)  # all four were still in flight at the signal
+            gate.touch()
             answers = [f.result(WAIT) for f in futures]
         assert [a.status_code for a in answers] == [200] * 4
         assert all(len(a.json()["rewards"]) == 1 for a in answers)
@@ -53,6 +95,7 @@ def test_signal_finishes_every_accepted_request(tmp_path: Path, sig: signal.Sign
         with pytest.raises(httpx.TransportError):
             httpx.get(f"{url}/health", timeout=5)
     finally:
+        gate.touch()
         terminate(proc)
 
 
