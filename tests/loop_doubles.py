@@ -7,6 +7,7 @@ workers cannot import it, so Ray tests register it with ``cloudpickle.register_p
 from __future__ import annotations
 
 import os
+import time
 from pathlib import Path
 from typing import Iterator, Sequence
 
@@ -17,18 +18,30 @@ from rlsim.rollout.generator import SyncResult
 from rlsim.rollout.types import Rollout, RolloutRequest
 
 
+def hold(hold_dir: str | None, phase: str, limit_s: float = 20.0) -> None:
+    """Block while the file ``hold_dir/phase`` exists, at most ``limit_s``: a stall a test starts by
+    creating the file and ends by deleting it (the file system reaches into Ray's worker processes).
+    The limit keeps a missing deadline from hanging the test: the call just finishes late."""
+    if hold_dir is None:
+        return
+    end = time.monotonic() + limit_s
+    while os.path.exists(os.path.join(hold_dir, phase)) and time.monotonic() < end:
+        time.sleep(0.02)
+
+
 class FakeGenerator:
     """Rollout ``uid`` gets prompt ``[1, 2, 3, uid]`` and ``response_tokens`` copies of token 7.
 
     ``stream`` finishes requests shortest first, as a continuous-batching engine does.
     ``drop``: that many requests silently produce nothing; ``short``: responses one token short;
-    ``fail_reload``: ``load_weights`` raises.
+    ``fail_reload``: ``load_weights`` raises; ``hold_dir``: generation and reload stall while the
+    files ``generate`` / ``sync`` exist there (see ``hold``).
     """
 
     name = "fake"
 
-    def __init__(self, drop: int = 0, short: bool = False, fail_reload: bool = False) -> None:
-        self.drop, self.short, self.fail_reload = drop, short, fail_reload
+    def __init__(self, drop: int = 0, short: bool = False, fail_reload: bool = False, hold_dir: str | None = None):
+        self.drop, self.short, self.fail_reload, self.hold_dir = drop, short, fail_reload, hold_dir
         self.reloads: list[Path] = []
 
     def _make(self, r: RolloutRequest) -> Rollout:
@@ -36,14 +49,17 @@ class FakeGenerator:
         return Rollout(r.uid, r.group, [1, 2, 3, r.uid], [7] * n)
 
     def generate(self, requests: Sequence[RolloutRequest]) -> list[Rollout]:
+        hold(self.hold_dir, "generate")
         return [self._make(r) for r in requests[self.drop :]]
 
     def stream(self, requests: Sequence[RolloutRequest], micro_batch: int) -> Iterator[list[Rollout]]:
+        hold(self.hold_dir, "generate")
         done = [self._make(r) for r in sorted(requests[self.drop :], key=lambda r: (r.response_tokens, r.uid))]
         for i in range(0, len(done), micro_batch):
             yield done[i : i + micro_batch]
 
     def load_weights(self, weights_dir: Path) -> SyncResult:
+        hold(self.hold_dir, "sync")
         if self.fail_reload:
             raise RuntimeError("this engine cannot reload weights")
         assert (weights_dir / "model.safetensors").is_file()
@@ -78,18 +94,21 @@ class FakeStage:
 
 
 class FakeTrainer:
-    """Records what it was given; ``export_weights`` returns a two-array state."""
+    """Records what it was given; ``export_weights`` returns a two-array state. ``hold_dir``: the update
+    and the warm-up stall while the files ``update`` / ``warmup`` exist there (see ``hold``)."""
 
-    def __init__(self) -> None:
+    def __init__(self, hold_dir: str | None = None) -> None:
         self.seen: list[tuple[list[int], dict[int, float]]] = []
+        self.hold_dir = hold_dir
 
     def train_step(self, rollouts: Sequence[Rollout], rewards: dict[int, float]) -> TrainStats:
+        hold(self.hold_dir, "update")
         self.seen.append(([r.uid for r in rollouts], dict(rewards)))
         n = sum(len(r.response_ids) for r in rollouts)
         return TrainStats(len(rollouts), n, 0.0, 0.0, 0.0, 0.0, float(np.mean(list(rewards.values()))), 0.0, 0.0)
 
     def warmup(self, rollouts: Sequence[Rollout]) -> None:
-        pass
+        hold(self.hold_dir, "warmup")
 
     def export_weights(self) -> dict[str, np.ndarray]:
         return {"w": np.arange(4, dtype=np.float32), "b": np.zeros(2, dtype=np.float32)}

@@ -4,6 +4,8 @@ Scoring is fault tolerant: a scorer that dies mid-step is restarted by Ray (``ma
 its unfinished batches are sent again, so the step still scores every rollout exactly once. A dead
 rollout or trainer actor ends the step with an ``RlsimError`` (the run's finished steps are on disk).
 Faults can be injected on purpose (``FaultPlan``): the backend kills an actor at a set point of a step.
+Every wait has a deadline (``PhaseTimeouts``; scoring: ``score_timeout_s`` per batch), so a stalled
+engine or trainer fails the step with a ``PhaseTimeout`` naming the phase instead of hanging it.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import ray
 
 from rlsim.actors.ray_actors import ActorSet, _cause
 from rlsim.errors import RlsimError
+from rlsim.loop.deadline import Deadline, PhaseTimeouts
 from rlsim.loop.sync import WeightSync
 from rlsim.rollout.generator import SyncResult
 from rlsim.rollout.types import Event, Rollout, RolloutRequest
@@ -56,6 +59,7 @@ class RayStepBackend:
         max_attempts: int = 3,
         plan: FaultPlan | None = None,
         score_timeout_s: float = 600.0,
+        timeouts: PhaseTimeouts | None = None,
     ) -> None:
         self.actors = actors
         self.num_scorers = len(actors.scorers)
@@ -63,6 +67,7 @@ class RayStepBackend:
         self._max_attempts = max_attempts
         self._plan = plan or FaultPlan()
         self._score_timeout_s = score_timeout_s
+        self._timeouts = timeouts or PhaseTimeouts()
         self._step = 0
         self._killed_scorer_this_step = False
         # resubmitted_batches: batches sent again after their scorer died (all that were queued on it);
@@ -74,15 +79,27 @@ class RayStepBackend:
         self._step = step
         self._killed_scorer_this_step = False
 
-    def generate(self, requests: Sequence[RolloutRequest]) -> tuple[list[Rollout], list[Event]]:
+    def generate(
+        self, requests: Sequence[RolloutRequest], deadline: Deadline | None = None
+    ) -> tuple[list[Rollout], list[Event]]:
         ref = self.actors.rollout.generate.remote(list(requests))
         self._maybe_kill_rollout()
-        return self._get(ref, "rollout")
+        return self._get(ref, "rollout", deadline or self._timeouts.start("generate"))
 
     def stream(self, requests: Sequence[RolloutRequest], micro_batch: int) -> Iterator[tuple[list[Rollout], Event]]:
+        """Micro-batches as the rollout actor finishes them; the whole stream shares one generate deadline."""
+        deadline = self._timeouts.start("generate")
         gen = self.actors.rollout.stream.remote(list(requests), micro_batch)
-        for ref in gen:
-            item = self._get(ref, "rollout")
+        while True:
+            # ray.wait on a generator: ready once its next item (or its end) is there.
+            ready, _ = ray.wait([gen], timeout=deadline.remaining())
+            if not ready:
+                raise deadline.expired("the rollout actor")
+            try:
+                ref = next(gen)
+            except StopIteration:
+                return
+            item = self._get(ref, "rollout", deadline)
             self._maybe_kill_rollout()
             yield item
 
@@ -116,7 +133,7 @@ class RayStepBackend:
                 )
             p = pending.pop(done[0])
             try:
-                results.append(self._get(p.ref, f"scorer-{p.replica}", fatal=False))
+                results.append(self._get(p.ref, f"scorer-{p.replica}", None, fatal=False))
             except ray.exceptions.RayActorError as err:
                 retry = self._resend(p, err)
                 failed_replicas.add(p.replica)
@@ -145,36 +162,50 @@ class RayStepBackend:
                             p.first_failure or time.monotonic())
 
     def train(self, rollouts: list[Rollout], rewards: dict[int, float]) -> tuple[dict[str, Any], list[Event]]:
-        return self._get(self.actors.trainer.train.remote(rollouts, rewards), "trainer")
+        return self._get(self.actors.trainer.train.remote(rollouts, rewards), "trainer", self._timeouts.start("update"))
 
     def sync(self) -> tuple[SyncResult, list[Event]]:
+        deadline = self._timeouts.start("sync")
+
         def reload() -> tuple[SyncResult, list[Event]]:
             # The weights go trainer -> rollout actor through the object store; the driver never holds them.
             state_ref, event_ref = self.actors.trainer.export_weights.options(num_returns=2).remote()
-            result, events = self._get(self.actors.rollout.load_weights.remote(state_ref), "rollout")
-            return result, [self._get(event_ref, "trainer")] + events
+            result, events = self._get(self.actors.rollout.load_weights.remote(state_ref), "rollout", deadline)
+            return result, [self._get(event_ref, "trainer", deadline)] + events
 
         def simulate(seconds: float, reason: str) -> tuple[SyncResult, list[Event]]:
-            return self._get(self.actors.rollout.simulate_sync.remote(seconds, reason), "rollout")
+            return self._get(self.actors.rollout.simulate_sync.remote(seconds, reason), "rollout", deadline)
 
         return self._sync.run(reload, simulate)
 
     def warmup(self, requests: Sequence[RolloutRequest]) -> None:
         """One small generate, a score on every replica and a trainer forward: first-call costs out of step 1."""
-        rollouts, _ = self.generate(requests)
-        ray.get([s.score.remote(rollouts, -1) for s in self.actors.scorers])
-        ray.get(self.actors.trainer.warmup.remote(rollouts))
+        deadline = self._timeouts.start("warmup")
+        rollouts, _ = self.generate(requests, deadline)
+        refs = [s.score.remote(rollouts, -1) for s in self.actors.scorers]  # all replicas at once
+        for i, ref in enumerate(refs):
+            self._get(ref, f"scorer-{i}", deadline)
+        self._get(self.actors.trainer.warmup.remote(rollouts), "trainer", deadline)
 
     def cpu_seconds(self) -> dict[str, tuple[int, float]]:
         """Per actor: (pid, CPU seconds of its process tree so far). A new pid means Ray restarted it."""
-        values = ray.get([a.cpu_seconds.remote() for a in self.actors.all])
-        return dict(zip(self.actors.names, values))
+        deadline = self._timeouts.start("probe")
+        refs = [a.cpu_seconds.remote() for a in self.actors.all]
+        _, waiting = ray.wait(refs, num_returns=len(refs), timeout=deadline.remaining())
+        if waiting:  # an actor still busy with (stuck in) an earlier call cannot answer
+            busy = [name for name, ref in zip(self.actors.names, refs) if ref in waiting]
+            raise deadline.expired(f"the {', '.join(busy)} actor{'s' if len(busy) > 1 else ''}")
+        return {name: self._get(ref, name, deadline) for name, ref in zip(self.actors.names, refs)}
 
-    def _get(self, ref: Any, role: str, fatal: bool = True) -> Any:
-        """``ray.get`` with the worker's own ``RlsimError`` re-raised as is; a dead actor is an
-        ``RlsimError`` when ``fatal``, else its ``RayActorError`` propagates (the caller recovers)."""
+    def _get(self, ref: Any, role: str, deadline: Deadline | None, fatal: bool = True) -> Any:
+        """``ray.get`` until ``deadline`` (None: ``ref`` is known to be ready) with the worker's own
+        ``RlsimError`` re-raised as is; a dead actor is an ``RlsimError`` when ``fatal``, else its
+        ``RayActorError`` propagates (the caller recovers)."""
         try:
-            return ray.get(ref)
+            return ray.get(ref, timeout=deadline.remaining() if deadline else None)
+        except ray.exceptions.GetTimeoutError:
+            assert deadline is not None
+            raise deadline.expired(f"the {role} actor") from None
         except ray.exceptions.RayTaskError as err:
             if isinstance(err.cause, RlsimError):  # a user-fixable problem: show its message, not a traceback
                 raise err.cause from None

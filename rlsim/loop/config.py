@@ -17,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from rlsim.config_loader import load_config
 from rlsim.errors import ConfigError
+from rlsim.loop.deadline import PhaseTimeouts
 from rlsim.workloads import LognormalLengths, WorkloadSpec
 
 
@@ -128,18 +129,35 @@ class RayConfig(_Strict):
 
 
 class FaultsConfig(_Strict):
-    """Faults injected on purpose, to show the loop survives them. ``kill_scorer_steps``: steps in which
-    scorer-0 is killed right after its first micro-batch is sent (Ray restarts it and the driver sends its
-    unscored batches again); ``kill_rollout_step``: the step in which the rollout actor is killed during
-    generation (the run stops with an error, completed steps stay on disk, and it says how to resume).
-    ``scorer_restarts``: restarts Ray allows a scorer; ``score_attempts``: sends per batch before giving up;
-    ``score_timeout_s``: longest wait for any scoring batch to finish before the step fails as stalled."""
+    """Faults injected on purpose, to show the loop survives them, and the deadlines that keep a stalled
+    actor from hanging a run. ``kill_scorer_steps``: steps in which scorer-0 is killed right after its
+    first micro-batch is sent (Ray restarts it and the driver sends its unscored batches again);
+    ``kill_rollout_step``: the step in which the rollout actor is killed during generation (the run stops
+    with an error, completed steps stay on disk, and it says how to resume). ``scorer_restarts``:
+    restarts Ray allows a scorer; ``score_attempts``: sends per batch before giving up.
+
+    Deadlines (seconds): ``score_timeout_s``: longest wait for any scoring batch to finish;
+    ``generate_timeout_s``: a step's whole generation; ``update_timeout_s``: the trainer's update;
+    ``sync_timeout_s``: the weight sync (export + reload, or the simulated cost); ``warmup_timeout_s``:
+    the warm-up before step 1; ``probe_timeout_s``: reading each actor's CPU seconds around a step.
+    Past one, the step fails with an error naming the phase and the setting to raise (completed steps
+    stay on disk; ``--resume`` may raise a deadline). Defaults are about 100x what the default config's
+    phases take on 2 cores, so only a stall meets them."""
 
     kill_scorer_steps: list[int] = Field(default_factory=list)
     kill_rollout_step: int | None = Field(None, ge=1)
     scorer_restarts: int = Field(2, ge=0)
     score_attempts: int = Field(3, ge=1)
     score_timeout_s: float = Field(600.0, gt=0)
+    generate_timeout_s: float = Field(1800.0, gt=0)
+    update_timeout_s: float = Field(1800.0, gt=0)
+    sync_timeout_s: float = Field(900.0, gt=0)
+    warmup_timeout_s: float = Field(1800.0, gt=0)
+    probe_timeout_s: float = Field(120.0, gt=0)
+
+    def phase_timeouts(self) -> PhaseTimeouts:
+        return PhaseTimeouts(self.generate_timeout_s, self.update_timeout_s, self.sync_timeout_s,
+                             self.warmup_timeout_s, self.probe_timeout_s)
 
 
 class RunConfig(_Strict):

@@ -66,6 +66,7 @@ class LoopSession:
             max_attempts=faults.score_attempts,
             plan=FaultPlan(tuple(faults.kill_scorer_steps), faults.kill_rollout_step),
             score_timeout_s=faults.score_timeout_s,
+            timeouts=faults.phase_timeouts(),
         )
         t2 = time.perf_counter()
         if self.config.warmup:

@@ -1,7 +1,8 @@
 """Which weight sync a step does: a real reload into the engine, or a configured simulated cost.
 
 ``auto`` tries the reload and, if the engine refuses (an engine version without in-place reload, a
-backend that cannot), falls back to the simulated cost for the rest of the run and records why.
+backend that cannot), falls back to the simulated cost for the rest of the run and records why. A
+reload that runs past its deadline (``PhaseTimeout``) fails the step instead: that is a stall.
 """
 
 from __future__ import annotations
@@ -9,6 +10,7 @@ from __future__ import annotations
 from typing import Callable
 
 from rlsim.errors import RlsimError
+from rlsim.loop.deadline import PhaseTimeout
 from rlsim.rollout.generator import SyncResult
 from rlsim.rollout.types import Event
 
@@ -33,6 +35,8 @@ class WeightSync:
             return simulate(self.simulated_s, self.fallback_reason)
         try:
             return reload()
+        except PhaseTimeout:  # a stalled reload is no sign the engine cannot reload: fail, do not fall back
+            raise
         except Exception as err:  # noqa: BLE001  (any engine failure; the message is recorded)
             if self.mode == "reload":
                 raise RlsimError(

@@ -139,3 +139,41 @@ def test_a_stalled_scorer_fails_the_step_instead_of_hanging(by_value) -> None:
             run_step(backend, "sequential", requests(2, 2), micro_batch=4)
     finally:
         actors.close(timeout_s=2)
+
+
+@pytest.mark.parametrize("schedule", ["sequential", "overlapped"])
+def test_a_stalled_phase_fails_the_step_naming_the_phase_and_the_setting(by_value, tmp_path: Path, schedule) -> None:
+    """Each phase in turn is held (a file the doubles wait on) past a 1 s deadline, the others get
+    the default deadlines. Without deadlines the held call would just finish late (after 20 s)."""
+    from rlsim.actors.ray_backend import RayStepBackend
+    from rlsim.loop.deadline import PhaseTimeout, PhaseTimeouts
+
+    held = str(tmp_path)
+    makers = {**fakes(), "rollout": partial(FakeGenerator, hold_dir=held), "trainer": partial(FakeTrainer, hold_dir=held)}
+    actors = start(makers, replicas=1, strategy="PACK")
+    cases = [("generate", "rollout"), ("update", "trainer"), ("sync", "rollout")]
+    try:
+        for phase, actor in cases:
+            backend = RayStepBackend(actors, WeightSync("auto", 0.0), timeouts=PhaseTimeouts(**{f"{phase}_s": 1.0}))
+            (tmp_path / phase).touch()
+            message = f"the {phase} phase did not finish within 1 s .*{actor} actor.*raise faults.{phase}_timeout_s"
+            with pytest.raises(PhaseTimeout, match=message):
+                run_step(backend, schedule, requests(2, 2), micro_batch=2)
+            if phase == "update":  # the trainer is still held: it cannot answer the CPU-time probe either
+                probe = RayStepBackend(actors, WeightSync("auto", 0.0), timeouts=PhaseTimeouts(probe_s=1.0))
+                with pytest.raises(PhaseTimeout, match="CPU-time probe .*the trainer actor.*faults.probe_timeout_s"):
+                    probe.cpu_seconds()
+            if phase == "sync":  # a stalled reload is not an engine that cannot reload: no fallback
+                assert backend._sync.fallback_reason is None
+            (tmp_path / phase).unlink()  # the held call finishes; the actor is free again
+        backend = RayStepBackend(actors, WeightSync("auto", 0.0), timeouts=PhaseTimeouts(warmup_s=1.0))
+        (tmp_path / "warmup").touch()
+        with pytest.raises(PhaseTimeout, match="warm-up did not finish within 1 s .*trainer actor.*warmup_timeout_s"):
+            backend.warmup(requests(1, 2))
+        (tmp_path / "warmup").unlink()
+        out = run_step(backend, schedule, requests(2, 2), micro_batch=2)  # nothing is left stuck
+        assert out.counts["trained"] == 4 and out.sync.method == "fake-reload"
+    finally:
+        for path in tmp_path.iterdir():
+            path.unlink()
+        actors.close()
