@@ -17,6 +17,7 @@ from typing import Any, Iterator, Sequence
 import ray
 
 from rlsim.actors.ray_actors import ActorSet, _cause
+from rlsim.actors.server_faults import ServerFault
 from rlsim.errors import RlsimError
 from rlsim.loop.deadline import Deadline, PhaseTimeouts
 from rlsim.loop.sync import WeightSync
@@ -32,10 +33,22 @@ RESTART_WAIT_S = 180.0
 @dataclass
 class FaultPlan:
     """Kill scorer-0 after its first micro-batch of each step in ``kill_scorer_steps``; kill the rollout
-    actor during generation of ``kill_rollout_step``."""
+    actor during generation of ``kill_rollout_step``; kill (or stall for ``http_stall_s``, None: until
+    the client gives up) scorer-0's http server just before its first micro-batch of each step in
+    ``kill_http_server_steps`` (``stall_http_server_steps``)."""
 
     kill_scorer_steps: tuple[int, ...] = ()
     kill_rollout_step: int | None = None
+    kill_http_server_steps: tuple[int, ...] = ()
+    stall_http_server_steps: tuple[int, ...] = ()
+    http_stall_s: float | None = None
+
+    def server_fault(self, step: int) -> ServerFault | None:
+        if step in self.kill_http_server_steps:
+            return ServerFault("kill")
+        if step in self.stall_http_server_steps:
+            return ServerFault("stall", self.http_stall_s)
+        return None
 
 
 @dataclass
@@ -69,7 +82,8 @@ class RayStepBackend:
         self._score_timeout_s = score_timeout_s
         self._timeouts = timeouts or PhaseTimeouts()
         self._step = 0
-        self._killed_scorer_this_step = False
+        self._sent_to_scorer0 = False  # faults hit scorer-0's first batch of a step
+        self._injected_this_step = 0  # scorer faults of this step; all survived if every batch gets scored
         # resubmitted_batches: batches sent again after their scorer died (all that were queued on it);
         # scorer_failures: scorers found dead, counted once per replica and step.
         self.faults = {"injected": 0, "survived": 0, "resubmitted_batches": 0, "scorer_failures": 0}
@@ -77,7 +91,8 @@ class RayStepBackend:
     def begin_step(self, step: int) -> None:
         """Tell the backend which step runs next (for the fault plan)."""
         self._step = step
-        self._killed_scorer_this_step = False
+        self._sent_to_scorer0 = False
+        self._injected_this_step = 0
 
     def generate(
         self, requests: Sequence[RolloutRequest], deadline: Deadline | None = None
@@ -104,12 +119,20 @@ class RayStepBackend:
             yield item
 
     def submit_score(self, replica: int, rollouts: list[Rollout], batch: int) -> PendingScore:
-        pending = PendingScore(self.actors.scorers[replica].score.remote(rollouts, batch), replica, rollouts, batch)
-        if replica == 0 and self._step in self._plan.kill_scorer_steps and not self._killed_scorer_this_step:
-            self._killed_scorer_this_step = True
-            self.faults["injected"] += 1
+        first = replica == 0 and not self._sent_to_scorer0
+        self._sent_to_scorer0 |= replica == 0
+        fault = self._plan.server_fault(self._step) if first else None  # applied by the worker (its child)
+        ref = self.actors.scorers[replica].score.remote(rollouts, batch, fault)
+        if fault is not None:
+            self._injected()
+        if first and self._step in self._plan.kill_scorer_steps:
+            self._injected()
             ray.kill(self.actors.scorers[0], no_restart=False)  # Ray restarts it (max_restarts)
-        return pending
+        return PendingScore(ref, replica, rollouts, batch)
+
+    def _injected(self) -> None:
+        self.faults["injected"] += 1
+        self._injected_this_step += 1
 
     def _maybe_kill_rollout(self) -> None:
         if self._step == self._plan.kill_rollout_step:
@@ -139,9 +162,9 @@ class RayStepBackend:
                 failed_replicas.add(p.replica)
                 pending[retry.ref] = retry
         self.faults["scorer_failures"] += len(failed_replicas)
-        if self._killed_scorer_this_step:  # every rollout was scored despite the kill: survived
-            self.faults["survived"] += 1
-            self._killed_scorer_this_step = False
+        # Every rollout was scored despite this step's faults: survived. (A failed batch raised above.)
+        self.faults["survived"] += self._injected_this_step
+        self._injected_this_step = 0
         return results
 
     def _resend(self, p: PendingScore, err: Exception) -> PendingScore:

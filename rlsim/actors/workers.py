@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterator, Sequence
 
 from rlsim.actors.placement import ResolvedPlacement, pin_process, process_tree_cpu_seconds, set_thread_env
+from rlsim.actors.server_faults import ServerFault, server_fault
 from rlsim.rollout.generator import SyncResult
 from rlsim.rollout.types import Event, Rollout, RolloutRequest
 from rlsim.rollout.weights import WeightsFolder, state_nbytes
@@ -121,10 +122,19 @@ class ScoringWorker(_Worker):
         scorer = getattr(self.stage, "scorer", None)
         return {**super().ready(), "runtime": getattr(scorer, "name", None)}
 
-    def score(self, rollouts: Sequence[Rollout], batch: int) -> tuple[dict[int, float], list[Event]]:
+    def score(
+        self, rollouts: Sequence[Rollout], batch: int, fault: ServerFault | None = None
+    ) -> tuple[dict[int, float], list[Event]]:
+        """Rewards by uid and the score event; ``fault`` (injected on purpose) hits the http runtime's
+        server just before this batch is scored."""
         t0 = time.time()
-        rewards = self.stage.score(rollouts)
+        with server_fault(getattr(self.stage, "scorer", None), fault):
+            rewards = self.stage.score(rollouts)
         return rewards, [self._event("score", batch, t0, time.time(), len(rollouts))]
+
+    def server_pid(self) -> int | None:
+        """Pid of the scoring server behind an ``http`` runtime (None for in-process runtimes)."""
+        return getattr(getattr(self.stage, "scorer", None), "server_pid", None)
 
     def close(self) -> None:
         self.stage.close()

@@ -50,7 +50,9 @@ class WorkloadConfig(_Strict):
 
 
 class RewardConfig(_Strict):
-    """Scoring: ``runtime`` (eager, compile, ort, ort-int8, native, native-int8, http) x ``replicas`` actors."""
+    """Scoring: ``runtime`` (eager, compile, ort, ort-int8, native, native-int8, http) x ``replicas`` actors.
+    For ``http`` each scoring actor starts an ``rlsim serve`` process on loopback wrapping ``server_runtime``;
+    ``http_deadline_s``: the longest one batch may take over HTTP, retries included (seconds)."""
 
     model: str = "minilm-rm"
     runtime: str = "eager"
@@ -61,6 +63,8 @@ class RewardConfig(_Strict):
     max_length: int | None = Field(256, ge=8)
     device: Literal["cpu", "cuda"] = "cpu"
     spinning: bool = True
+    server_runtime: str = "ort"
+    http_deadline_s: float = Field(60.0, gt=0)
 
     @field_validator("runtime")
     @classmethod
@@ -69,6 +73,16 @@ class RewardConfig(_Strict):
 
         if v not in ALL_RUNTIMES:
             raise ValueError(f"unknown runtime; valid: {', '.join(ALL_RUNTIMES)}")
+        return v
+
+    @field_validator("server_runtime")
+    @classmethod
+    def _known_server_runtime(cls, v: str) -> str:
+        from rlsim.scoring import ALL_RUNTIMES
+
+        valid = [r for r in ALL_RUNTIMES if r != "http"]
+        if v not in valid:
+            raise ValueError(f"the http runtime's server wraps one of: {', '.join(valid)}")
         return v
 
 
@@ -136,6 +150,13 @@ class FaultsConfig(_Strict):
     with an error, completed steps stay on disk, and it says how to resume). ``scorer_restarts``:
     restarts Ray allows a scorer; ``score_attempts``: sends per batch before giving up.
 
+    With ``reward.runtime: http``: ``kill_http_server_steps``: steps in which scorer-0's server is
+    killed (SIGKILL) just before its first micro-batch; the reward stage starts a new server and scores
+    the batch again, so every rollout is still scored once (survived). ``stall_http_server_steps``:
+    steps in which that server is frozen (SIGSTOP) instead, for ``http_stall_s`` seconds (None: until
+    the client gives up). A stall shorter than ``reward.http_deadline_s`` is survived (the answer comes
+    late); a longer one fails the step with the client's deadline error (injected, not survived).
+
     Deadlines (seconds): ``score_timeout_s``: longest wait for any scoring batch to finish;
     ``generate_timeout_s``: a step's whole generation; ``update_timeout_s``: the trainer's update;
     ``sync_timeout_s``: the weight sync (export + reload, or the simulated cost); ``warmup_timeout_s``:
@@ -146,6 +167,9 @@ class FaultsConfig(_Strict):
 
     kill_scorer_steps: list[int] = Field(default_factory=list)
     kill_rollout_step: int | None = Field(None, ge=1)
+    kill_http_server_steps: list[int] = Field(default_factory=list)
+    stall_http_server_steps: list[int] = Field(default_factory=list)
+    http_stall_s: float | None = Field(None, gt=0)
     scorer_restarts: int = Field(2, ge=0)
     score_attempts: int = Field(3, ge=1)
     score_timeout_s: float = Field(600.0, gt=0)
@@ -208,7 +232,26 @@ def cross_field_problems(config: RunConfig) -> list[str]:
         problems.append("placement.trainer.gpu: a GPU share needs trainer.device: cuda")
     if config.faults.kill_scorer_steps and config.faults.scorer_restarts == 0:
         problems.append("faults.kill_scorer_steps: a killed scorer needs faults.scorer_restarts >= 1 to come back")
+    problems += _fault_problems(config)
     problems += _placement_problems(config)
+    return problems
+
+
+def _fault_problems(config: RunConfig) -> list[str]:
+    f, problems = config.faults, []
+    http_faults = [k for k in ("kill_http_server_steps", "stall_http_server_steps") if getattr(f, k)]
+    if http_faults and config.reward.runtime != "http":
+        problems.append(f"faults.{http_faults[0]}: http server faults need reward.runtime: http "
+                        f"(it is {config.reward.runtime}, which runs no server)")
+    lists = {k: set(getattr(f, k)) for k in ("kill_scorer_steps", "kill_http_server_steps", "stall_http_server_steps")}
+    for a, b in [("kill_scorer_steps", "kill_http_server_steps"), ("kill_scorer_steps", "stall_http_server_steps"),
+                 ("kill_http_server_steps", "stall_http_server_steps")]:
+        if lists[a] & lists[b]:
+            problems.append(f"faults: step {min(lists[a] & lists[b])} is in both {a} and {b}; "
+                            "inject one scorer fault per step")
+    for k, steps in lists.items():
+        if steps and min(steps) < 1:
+            problems.append(f"faults.{k}: steps are numbered from 1")
     return problems
 
 

@@ -64,7 +64,8 @@ class LoopSession:
             self.actors,
             WeightSync(self.config.trainer.sync, self.config.trainer.simulated_sync_s),
             max_attempts=faults.score_attempts,
-            plan=FaultPlan(tuple(faults.kill_scorer_steps), faults.kill_rollout_step),
+            plan=FaultPlan(tuple(faults.kill_scorer_steps), faults.kill_rollout_step, tuple(faults.kill_http_server_steps),
+                           tuple(faults.stall_http_server_steps), faults.http_stall_s),
             score_timeout_s=faults.score_timeout_s,
             timeouts=faults.phase_timeouts(),
         )

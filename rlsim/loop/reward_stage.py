@@ -3,20 +3,32 @@
 The policy and the reward model have their own tokenizers, as in most RLHF set-ups, so scoring
 decodes prompt + response to text with the policy tokenizer and the runtime re-tokenizes it with the
 reward tokenizer. Both costs are scoring time. Batching is the configured offline batcher's job.
+
+With the ``http`` runtime the stage supervises the server its scorer started: if that server has
+died, the stage closes the scorer, makes a new one (which starts a new server) and scores the call
+again, once; scoring is idempotent, so every rollout is still scored exactly once. A server that is
+alive but does not answer is not restarted: the client gives up at ``http_deadline_s`` and the call
+fails.
 """
 
 from __future__ import annotations
 
+import sys
+import time
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
+from rlsim.errors import RlsimError
 from rlsim.rollout.types import Rollout
 
 
 @dataclass(frozen=True)
 class RewardStageSettings:
-    """``runtime``: scorer registry name; ``batcher``/``batch_size``/``token_budget``: see ``rlsim.batching``."""
+    """``runtime``: scorer registry name; ``batcher``/``batch_size``/``token_budget``: see ``rlsim.batching``.
+    ``server_runtime``: for ``http``, the runtime its server wraps; ``http_deadline_s``: for ``http``, the
+    longest one batch may take including the client's retries (seconds)."""
 
     runtime: str = "eager"
     model: str = "minilm-rm"
@@ -28,6 +40,8 @@ class RewardStageSettings:
     threads: int | None = None
     spinning: bool = True
     ort_path: str | None = None
+    server_runtime: str = "ort"
+    http_deadline_s: float = 60.0
 
 
 class RewardStage:
@@ -43,6 +57,7 @@ class RewardStage:
         self.settings = settings
         self._policy_tokenizer = AutoTokenizer.from_pretrained(str(policy_dir))
         self._batcher = make_batcher(settings.batcher, size=settings.batch_size, budget=settings.token_budget)
+        self._make_scorer: Callable[[], Any] | None = None  # None: a scorer was handed in, cannot remake it
         if scorer is None:
             scorer_settings = ScorerSettings(
                 device=settings.device,  # type: ignore[arg-type]
@@ -50,9 +65,19 @@ class RewardStage:
                 max_length=settings.max_length,
                 spinning=settings.spinning,
                 ort_path=settings.ort_path,
+                server_runtime=settings.server_runtime,
             )
-            scorer = make_scorer(settings.runtime, resolve_reward_model(settings.model), scorer_settings)
+            self._make_scorer = partial(make_scorer, settings.runtime, resolve_reward_model(settings.model), scorer_settings)
+            scorer = self._new_scorer()
         self.scorer = scorer
+        self.server_restarts = 0
+
+    def _new_scorer(self) -> Any:
+        assert self._make_scorer is not None
+        scorer = self._make_scorer()
+        if self.settings.runtime == "http":  # an instance setting: HttpScorer reads it per batch
+            scorer.deadline_s = self.settings.http_deadline_s
+        return scorer
 
     def texts(self, rollouts: Sequence[Rollout]) -> list[str]:
         """Prompt + response of each rollout as text (policy tokenizer, special tokens dropped)."""
@@ -61,13 +86,39 @@ class RewardStage:
         )
 
     def score(self, rollouts: Sequence[Rollout]) -> dict[int, float]:
-        """Reward per rollout uid; each rollout is scored exactly once."""
+        """Reward per rollout uid; each rollout is scored exactly once (see the module doc for http)."""
         from rlsim.batching import score_texts
 
         if not rollouts:
             return {}
-        rewards, _ = score_texts(self.scorer, self.texts(rollouts), self._batcher)
+        texts = self.texts(rollouts)
+        t0 = time.monotonic()
+        try:
+            rewards, _ = score_texts(self.scorer, texts, self._batcher)
+        except RlsimError as err:
+            if not self._server_died():
+                raise self._in_loop_terms(err, time.monotonic() - t0) from None
+            self._restart_scorer(err)
+            rewards, _ = score_texts(self.scorer, texts, self._batcher)
         return {r.uid: float(x) for r, x in zip(rollouts, rewards)}
+
+    def _server_died(self) -> bool:
+        exited = getattr(self.scorer, "server_exited", None)
+        return self._make_scorer is not None and exited is not None and exited()
+
+    def _restart_scorer(self, err: RlsimError) -> None:
+        first_line = str(err).splitlines()[0]
+        print(f"rlsim: {first_line}; starting a new scoring server and scoring the batch again", file=sys.stderr)
+        self.scorer.close()
+        self.scorer = self._new_scorer()
+        self.server_restarts += 1
+
+    def _in_loop_terms(self, err: RlsimError, elapsed_s: float) -> RlsimError:
+        """``err`` with the run-config setting to raise when the http client ran out of time."""
+        if self.settings.runtime != "http" or elapsed_s < self.settings.http_deadline_s:
+            return err
+        return RlsimError(f"{err}\n(in a run config that deadline is reward.http_deadline_s, now "
+                          f"{self.settings.http_deadline_s:g} s)")
 
     def close(self) -> None:
         self.scorer.close()

@@ -134,6 +134,8 @@ def _faults_from(config: RunConfig, first: int) -> RunConfig:
     f = config.faults
     kept = f.model_copy(update={
         "kill_scorer_steps": [s for s in f.kill_scorer_steps if s > first],
+        "kill_http_server_steps": [s for s in f.kill_http_server_steps if s > first],
+        "stall_http_server_steps": [s for s in f.stall_http_server_steps if s > first],
         "kill_rollout_step": f.kill_rollout_step if (f.kill_rollout_step or 0) > first else None,
     })
     return config.model_copy(update={"faults": kept})

@@ -158,6 +158,16 @@ class HttpScorer:
             return "(no output)"
         return text[-chars:].strip() or "(no output)"
 
+    @property
+    def server_pid(self) -> int | None:
+        """Pid of the server process this scorer started (None when it uses ``settings.url``)."""
+        return self._proc.pid if self._proc is not None else None
+
+    def server_exited(self) -> bool:
+        """True once the server this scorer started has exited; it is never restarted here (the
+        caller may close this scorer and make a new one, which starts a new server)."""
+        return self._proc is not None and self._proc.poll() is not None
+
     # ---- scoring -----------------------------------------------------------------------------------
     @property
     def max_length(self) -> int:

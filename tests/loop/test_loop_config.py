@@ -59,6 +59,23 @@ def test_cross_field_problems_are_listed_together() -> None:
         assert needle in text
 
 
+def test_http_server_faults_need_the_http_runtime_and_one_fault_per_step() -> None:
+    faults = {"kill_scorer_steps": [2], "kill_http_server_steps": [2, 3], "stall_http_server_steps": [3]}
+    problems = cross_field_problems(RunConfig.model_validate({"reward": {"runtime": "eager"}, "faults": faults}))
+    text = "\n".join(problems)
+    assert "faults.kill_http_server_steps: http server faults need reward.runtime: http" in text
+    assert "step 2 is in both kill_scorer_steps and kill_http_server_steps" in text
+    assert "step 3 is in both kill_http_server_steps and stall_http_server_steps" in text
+    ok = {"reward": {"runtime": "http"}, "faults": {"kill_http_server_steps": [2], "stall_http_server_steps": [3]}}
+    assert cross_field_problems(RunConfig.model_validate(ok)) == []
+
+
+def test_the_http_server_wraps_a_known_runtime_other_than_http(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError) as err:
+        load_run_config(write(tmp_path, {"reward": {"runtime": "http", "server_runtime": "http"}}))
+    assert any("reward.server_runtime" in e and "eager" in e for e in err.value.errors)
+
+
 def test_cores_this_machine_lacks_are_refused_for_a_local_run() -> None:
     missing = max(os.sched_getaffinity(0)) + 100
     config = RunConfig.model_validate({"placement": {"rollout": {"cores": [missing]}}})

@@ -76,3 +76,7 @@ def test_faults_already_injected_are_not_injected_again_on_resume() -> None:
     config = RunConfig.model_validate({"faults": {"kill_scorer_steps": [1, 3, 5], "kill_rollout_step": 3}})
     kept = _faults_from(config, first=3).faults
     assert kept.kill_scorer_steps == [5] and kept.kill_rollout_step is None
+    http = RunConfig.model_validate({"reward": {"runtime": "http"},
+                                     "faults": {"kill_http_server_steps": [2, 4], "stall_http_server_steps": [3, 5]}})
+    kept = _faults_from(http, first=3).faults
+    assert kept.kill_http_server_steps == [4] and kept.stall_http_server_steps == [5]

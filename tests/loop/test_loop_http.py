@@ -1,0 +1,64 @@
+"""The real loop with ``reward.runtime: http``: Ray + HF generation + an ``rlsim serve`` process per scorer.
+
+HF ``generate`` instead of vLLM keeps this cheap (no engine start): the subject is scoring. Step 1
+runs plain, step 2 kills scorer-0's server (survived: a new server scores the batch again), step 3
+freezes it past the client's deadline (the run stops with the deadline error and how to resume;
+steps 1-2 stay on disk and the fault counts say 2 injected, 1 survived).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from rlsim.errors import RlsimError
+from rlsim.loop.config import RunConfig
+
+pytestmark = pytest.mark.slow
+ray = pytest.importorskip("ray")
+
+CONFIG = {
+    "steps": 3,
+    "micro_batch": 2,
+    "schedule": "overlapped",
+    "policy": {"model": "tiny-llama", "backend": "hf"},
+    "workload": {"prompts_per_step": 2, "group_size": 2,
+                 "spec": {"seed": 1, "prompt": {"kind": "fixed", "tokens": 8},
+                          "response": {"kind": "uniform", "min": 4, "max": 16}}},
+    "reward": {"runtime": "http", "server_runtime": "eager", "batch_size": 4, "max_length": 64, "http_deadline_s": 5},
+    "trainer": {"micro_batch": 4, "sync": "simulated", "simulated_sync_s": 0},
+    "placement": {"preset": "shared", "strategy": "PACK",
+                  "rollout": {"num_cpus": 0.25}, "scorer": {"num_cpus": 0.25}, "trainer": {"num_cpus": 0.25}},
+    "faults": {"kill_http_server_steps": [2], "stall_http_server_steps": [3]},
+}
+
+
+def test_http_scoring_in_the_loop_survives_a_killed_server_and_stops_clearly_on_a_stalled_one(
+    ray_cluster, tmp_path: Path
+) -> None:
+    from rlsim.loop.driver import LoopSession
+    from rlsim.loop.run import run_loop
+
+    config = RunConfig.model_validate(CONFIG)
+    session = LoopSession(config)
+    try:
+        session.start()
+        scorer = session.actors.scorers[0]
+        assert [a["runtime"] for a in session.describe()["actors"] if a["name"] == "scorer-0"] == ["http"]
+        first_server = ray.get(scorer.server_pid.remote())
+        with pytest.raises(RlsimError) as failed:
+            run_loop(config, tmp_path, show_progress=False, session=session)
+        # The stalled batch failed after the client's deadline, not after some distant step timeout.
+        assert "step 3 failed: the scoring server at http://127.0.0.1:" in str(failed.value)
+        assert "within 5 s" in str(failed.value) and "reward.http_deadline_s" in str(failed.value)
+        assert "steps 1..2 are saved" in str(failed.value) and "--resume" in str(failed.value)
+        assert ray.get(scorer.server_pid.remote()) not in (None, first_server)  # step 2 replaced the server
+    finally:
+        session.close()
+    saved = json.loads((tmp_path / "results.json").read_text())
+    assert saved["complete"] is False and [s["step"] for s in saved["steps"]] == [1, 2]
+    for step in saved["steps"]:  # step 1 plain, step 2 despite the killed server: every rollout scored once
+        assert step["rollouts"] == {"generated": 4, "scored": 4, "trained": 4}
+    assert (saved["faults"]["injected"], saved["faults"]["survived"]) == (2, 1)
