@@ -122,7 +122,8 @@ def contention_problems(config: ContentionConfig) -> list[str]:
         problems.append("loop.ray.address: pool time is measured from this machine's process and kernel "
                         "accounting, so the experiment starts its own local Ray; remove ray.address")
     faults = config.loop.faults
-    if faults.kill_scorer_steps or faults.kill_rollout_step is not None:
+    injected = (faults.kill_scorer_steps, faults.kill_http_server_steps, faults.stall_http_server_steps)
+    if any(injected) or faults.kill_rollout_step is not None:
         problems.append("loop.faults: the contention experiment injects no faults (a restart would distort "
                         "the figures); remove loop.faults")
     problems += [f"loop: {p}" for p in cross_field_problems(config.loop)]

@@ -79,3 +79,9 @@ def test_cli_rejects_unknown_runtimes_by_name(tmp_path: Path, capsys: pytest.Cap
     path = write(tmp_path, "contention: {}\n")
     assert main(["experiment", "contention", str(path), "--runtimes", "eager,warp-drive"]) == 2
     assert "warp-drive" in capsys.readouterr().err
+
+
+def test_http_server_faults_are_refused_too(tmp_path: Path) -> None:
+    path = write(tmp_path, "contention: {runtimes: [eager, http]}\nloop:\n  faults: {kill_http_server_steps: [1]}\n")
+    with pytest.raises(ConfigError, match="loop.faults"):
+        load_contention_config(path)
