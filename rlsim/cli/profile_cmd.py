@@ -8,13 +8,15 @@ scorer latency grid). ``--reuse`` keeps complete loop runs of the same config al
 from __future__ import annotations
 
 import argparse
+import time
 from pathlib import Path
+from typing import Any
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from rlsim.planner.profiling import ProfileConfig
+    from rlsim.planner.profiling import Built, ProfileConfig
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -36,6 +38,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--runs", type=Path, default=None,
                    help="folder for the loop set's runs (default runs/profile/HARDWARE_KIND)")
     p.add_argument("--reuse", action="store_true", help="reuse complete loop runs of the same config in --runs")
+    p.add_argument("--summary", type=Path, default=None,
+                   help="also write a short JSON summary (what was measured, fitted numbers, wall time) here")
     p.set_defaults(func=run)
 
 
@@ -47,6 +51,7 @@ def run(args: argparse.Namespace) -> int:
     from rlsim.planner.profile import load_profile, save_profile
     from rlsim.planner.profiling import ProfileConfig, build_profile
 
+    t0 = time.perf_counter()
     config = load_config(ProfileConfig, args.config, args.overrides)
     base_dir = args.config.resolve().parent
     fill = load_profile(args.fill_from) if args.fill_from else None
@@ -61,6 +66,10 @@ def run(args: argparse.Namespace) -> int:
                               on_cell=lambda label: bar.update(task, advance=1, description=label),
                               loop_results=loop_results, scorers_from=scorers_from, notes=_provenance(args))
     save_profile(built.profile, args.out)
+    if args.summary:
+        from rlsim.io import atomic_write_json
+
+        atomic_write_json(args.summary, _summary(built, args, time.perf_counter() - t0))
     out = Console()
     out.print(f"wrote {args.out} ({built.profile.hardware_kind}, rlsim {built.profile.rlsim_version})")
     for line in built.measured:
@@ -97,8 +106,25 @@ def _provenance(args: argparse.Namespace) -> list[str]:
     from datetime import datetime, timezone
 
     load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
-    return [
+    notes = [
         f"measured {datetime.now(timezone.utc).isoformat(timespec='seconds')} on {socket.gethostname()} "
         f"({len(os.sched_getaffinity(0))} cores; load average at the end {load})",
         "command: rlsim " + " ".join(sys.argv[1:]) if "profile" in sys.argv else f"command: rlsim profile {args.config}",
     ]
+    if args.reuse:
+        notes.append("--reuse: complete loop runs of the same config already in the runs folder were used as they "
+                     "were (made earlier on this machine); the others were run by this command")
+    return notes
+
+
+def _summary(built: "Built", args: argparse.Namespace, wall_s: float) -> dict[str, Any]:
+    """The profile's fitted numbers without its samples, plus how and how long it was measured."""
+    prof = built.profile
+    return {
+        "profile": str(args.out), "hardware_kind": prof.hardware_kind, "notes": prof.notes, "wall_s": round(wall_s, 1),
+        "measured": built.measured, "unmeasured": built.unmeasured,
+        "runtimes": {k: m.model_dump(mode="json", exclude={"samples"}) for k, m in prof.runtimes.items()},
+        "generation": prof.generation.model_dump(mode="json") if prof.generation else None,
+        "trainer": prof.trainer.model_dump(mode="json") if prof.trainer else None,
+        "contention": prof.contention.model_dump(mode="json") if prof.contention else None,
+    }

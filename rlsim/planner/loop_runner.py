@@ -13,6 +13,8 @@ new ones on the same Ray session: about 35 s on an idle 2-core machine, 90 s und
 from __future__ import annotations
 
 import json
+import signal
+import threading
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Protocol
@@ -60,6 +62,7 @@ class RealLoopRunner:
         self._session: Any = None
         self._key: str | None = None
         self._started_ray = False
+        self._old_sigterm: Any = None
         self.sessions: list[dict[str, Any]] = []
 
     def run(self, case: "LoopCase", out: Path) -> dict[str, Any]:
@@ -106,6 +109,7 @@ class RealLoopRunner:
         self._close_session()
         if not self._started_ray:
             self._started_ray = connect_ray(case.config)
+            self._catch_sigterm()
         session = LoopSession(case.config)
         t0 = time.perf_counter()
         try:
@@ -122,6 +126,17 @@ class RealLoopRunner:
                               "startup_s": {k: round(v, 3) for k, v in session.startup_s.items()}})
         return session
 
+    def _catch_sigterm(self) -> None:
+        """Make SIGTERM unwind like Ctrl-C, so ``close`` still stops the actors and Ray (Ray's own
+        handler would end the process at once and leave its helper processes behind)."""
+        if threading.current_thread() is not threading.main_thread():
+            return
+
+        def stop(signum: int, _frame: Any) -> None:
+            raise SystemExit(128 + signum)
+
+        self._old_sigterm = signal.signal(signal.SIGTERM, stop)
+
     def _close_session(self) -> None:
         if self._session is not None:
             session, self._session, self._key = self._session, None, None
@@ -137,6 +152,9 @@ class RealLoopRunner:
 
                 ray.shutdown()
                 self._started_ray = False
+            if self._old_sigterm is not None:
+                signal.signal(signal.SIGTERM, self._old_sigterm)
+                self._old_sigterm = None
 
 
 def run_cases(
@@ -162,15 +180,24 @@ def run_cases(
 
 
 def reusable_results(out: Path, case: "LoopCase") -> dict[str, Any] | None:
-    """A complete earlier run of exactly this config in ``out`` (``--reuse``), else None."""
+    """A complete earlier run of this config in ``out`` (``--reuse``), else None.
+
+    The stored config is read with today's ``RunConfig``, so settings the loop added since (with
+    their defaults) do not make an identical run look different; any set value that differs does.
+    """
+    from pydantic import ValidationError
+
+    from rlsim.loop.config import RunConfig
+
     path = out / "results.json"
     if not path.is_file():
         return None
     try:
         data = json.loads(path.read_text())
-    except json.JSONDecodeError:
+        stored = RunConfig.model_validate(data.get("config"))
+    except (json.JSONDecodeError, ValidationError):
         return None
-    same = data.get("config") == case.config.model_dump(mode="json")
+    same = stored.model_dump(mode="json") == case.config.model_dump(mode="json")
     return data if same and data.get("complete") else None
 
 

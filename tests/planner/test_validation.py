@@ -112,6 +112,11 @@ def test_reuse_skips_runs_of_the_same_config_only(tmp_path: Path) -> None:
     again = FakeRunner({"a": [9.0, 9.0, 9.0], "b": [9.0, 9.0, 9.0]})
     report = run_validation(cases, loop_profile(), again, tmp_path / "runs", None, reuse=True)
     assert again.ran == [] and [e["reused"] for e in report["configs"]] == [True, True]
+    # A setting the loop gained after the run (absent from the stored config, default value) is no change.
+    stored = json.loads((tmp_path / "runs" / "a" / "results.json").read_text())
+    del stored["config"]["faults"]
+    (tmp_path / "runs" / "a" / "results.json").write_text(json.dumps(stored))
+    assert run_cases(cases[:1], again, tmp_path / "runs", reuse=True) and again.ran == []
     assert report["configs"][0]["measured_step_s"] == pytest.approx(2.0)
     # A changed config is run again even with reuse: the old results measured something else.
     changed = resolve_cases(*load_loop_set(path, ["steps=4"]))
