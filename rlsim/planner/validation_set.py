@@ -100,10 +100,16 @@ class LoopCase:
 
 
 def deep_merge(base: dict[str, Any], changes: dict[str, Any]) -> dict[str, Any]:
-    """A copy of ``base`` with ``changes`` applied: mappings merge key by key, anything else replaces."""
+    """A copy of ``base`` with ``changes`` applied: mappings merge key by key, anything else replaces.
+
+    A mapping that switches a tagged variant (a different ``kind``, e.g. lognormal -> fixed lengths)
+    replaces the old one: the old variant's fields would be unknown settings of the new one.
+    """
     out = copy.deepcopy(base)
     for key, value in changes.items():
-        if isinstance(value, dict) and isinstance(out.get(key), dict):
+        old = out.get(key)
+        switches_kind = isinstance(old, dict) and isinstance(value, dict) and value.get("kind", old.get("kind")) != old.get("kind")
+        if isinstance(value, dict) and isinstance(old, dict) and not switches_kind:
             out[key] = deep_merge(out[key], value)
         else:
             out[key] = copy.deepcopy(value)

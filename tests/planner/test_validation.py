@@ -223,3 +223,10 @@ def test_foreign_share_counts_what_the_run_did_not_use() -> None:
     assert foreign_share(None, after, 1.0) is None
     now = sample()
     assert now is None or now.total_s >= now.busy_s > 0
+
+
+def test_deep_merge_replaces_a_mapping_that_switches_kind() -> None:
+    """lognormal -> fixed lengths: the lognormal fields must not leak into the fixed variant."""
+    base = {"response": {"kind": "lognormal", "mean": 64, "sigma": 0.6}, "prompt": {"kind": "fixed", "tokens": 4}}
+    merged = deep_merge(base, {"response": {"kind": "fixed", "tokens": 8}, "prompt": {"tokens": 6}})
+    assert merged == {"response": {"kind": "fixed", "tokens": 8}, "prompt": {"kind": "fixed", "tokens": 6}}
