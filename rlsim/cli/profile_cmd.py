@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from rich.console import Console
 
+    from rlsim.planner.profile import Profile
     from rlsim.planner.profiling import Built, ProfileConfig
 
 
@@ -64,7 +65,8 @@ def run(args: argparse.Namespace) -> int:
         task = bar.add_task("", total=cells if not args.no_scorers else 0)
         built = build_profile(config, base_dir, measure=not args.no_scorers, fill_from=fill,
                               on_cell=lambda label: bar.update(task, advance=1, description=label),
-                              loop_results=loop_results, scorers_from=scorers_from, notes=_provenance(args))
+                              loop_results=loop_results, scorers_from=scorers_from,
+                              notes=_provenance(args, scorers_from))
     save_profile(built.profile, args.out)
     if args.summary:
         from rlsim.io import atomic_write_json
@@ -98,7 +100,7 @@ def _loop_runs(config: "ProfileConfig", base_dir: Path, args: argparse.Namespace
                      note=console.print)
 
 
-def _provenance(args: argparse.Namespace) -> list[str]:
+def _provenance(args: argparse.Namespace, scorers_from: "Profile | None") -> list[str]:
     """When, where and by which command the profile was measured (kept in the profile's notes)."""
     import os
     import socket
@@ -111,6 +113,8 @@ def _provenance(args: argparse.Namespace) -> list[str]:
         f"({len(os.sched_getaffinity(0))} cores; load average at the end {load})",
         "command: rlsim " + " ".join(sys.argv[1:]) if "profile" in sys.argv else f"command: rlsim profile {args.config}",
     ]
+    if scorers_from is not None:  # where the re-fitted scorer samples were measured
+        notes += [f"scorer samples: {n}" for n in scorers_from.notes if n.startswith(("measured ", "command:"))]
     if args.reuse:
         notes.append("--reuse: complete loop runs of the same config already in the runs folder were used as they "
                      "were (made earlier on this machine); the others were run by this command")

@@ -9,8 +9,11 @@ step requested (``predict.loop_trace``), so each measured step becomes one equat
   running sequences over iterations) and ``P`` prompt tokens, all read off the replayed step. Fitting
   these rather than "tokens/s at N running" keeps long-tail steps right: the slowest sequence sets
   ``I``, not the mean one;
-- update and sync: ``fixed + per_token x generated tokens``, the update's per-token part scaled by
+- update and sync: ``fixed + per_token x generated tokens (+ per_sequence x rollouts, when the runs'
+  tokens per rollout vary enough to tell the two apart)``, the update's variable part scaled by
   ``(ref/u)**beta`` with the trainer's cores ``u``;
+- scoring in the loop: the factor between the scoring phase the loop measured and the scorer busy
+  time the benchmarked latency model gives for the same batches (``in_loop_factor``);
 - contention (runs overlapped on shared cores): the ``gen_slowdown`` and ``score_slowdown`` whose
   simulation best matches the measured generate phase and step time, found on a coarse grid over
   0..3 refined to 0.05 around its best point.
@@ -178,13 +181,41 @@ def fit_trainer(runs: list[CalibrationRun]) -> TrainerModel:
     units = np.concatenate([np.full(len(r.steps.tokens), r.trainer_units) for r in with_tokens])  # type: ignore[arg-type]
     update = np.concatenate([r.steps.time_s["update"] for r in with_tokens])
     sync = np.concatenate([r.steps.time_s["sync"] for r in with_tokens])
+    sequences = np.concatenate([r.steps.rollouts for r in with_tokens])
     ref = float(max(units))
-    up, beta, _ = fit_scaled_trimmed(tokens[:, None], np.ones((len(tokens), 1)), update, units, ref)
+    # Tokens per rollout must vary for the per-sequence part to be told apart from the per-token one.
+    per_rollout = tokens / sequences
+    varied = per_rollout.max() > 1.25 * per_rollout.min()
+    scaled = np.column_stack([tokens, sequences]) if varied else tokens[:, None]
+    up, beta, _ = fit_scaled_trimmed(scaled, np.ones((len(tokens), 1)), update, units, ref)
+    per_token, per_seq, fixed = (up[0], up[1], up[2]) if varied else (up[0], 0.0, up[1])
     sync_coef = nonneg_lstsq(np.column_stack([np.ones_like(tokens), tokens]), sync)
     idle = np.concatenate([r.steps.time_s["idle"] for r in runs])
-    return TrainerModel(units=ref, update_fixed_s=float(up[1]), update_s_per_token=float(up[0]), unit_exponent=beta,
+    return TrainerModel(units=ref, update_fixed_s=float(fixed), update_s_per_token=float(per_token),
+                        update_s_per_sequence=float(per_seq), unit_exponent=beta,
                         sync_fixed_s=float(sync_coef[0]), sync_s_per_token=float(sync_coef[1]),
                         step_overhead_s=float(np.mean(idle)))
+
+
+def fit_score_factors(runs: list[CalibrationRun], profile: Profile) -> dict[str, float]:
+    """Per runtime run uncontended in ``runs``: measured scoring phase / simulated scorer busy time
+    (median over steps), i.e. the ``in_loop_factor`` that makes the benchmarked latency the loop's.
+
+    ``profile`` needs the runtimes (their factors are ignored), generation and trainer models.
+    """
+    from rlsim.planner.predict import predict_trace
+
+    ratios: dict[str, list[float]] = {}
+    for run in runs:
+        runtime = run.config.reward.runtime
+        if run.contended or runtime not in profile.runtimes:
+            continue
+        plain = {k: m.model_copy(update={"in_loop_factor": 1.0}) for k, m in profile.runtimes.items()}
+        steps = predict_trace(run.config, profile.model_copy(update={"runtimes": plain}), run.trace).steps
+        for predicted, measured in zip(steps, run.steps.time_s["score"]):
+            if predicted.time_s["score"] > 0:
+                ratios.setdefault(runtime, []).append(float(measured) / predicted.time_s["score"])
+    return {k: float(np.median(v)) for k, v in ratios.items()}
 
 
 def fit_contention(runs: list[CalibrationRun], profile: Profile) -> ContentionModel | None:

@@ -72,6 +72,10 @@ class ScorerLatencyModel(_Strict):
     max_length: int = Field(ge=1, description="tokens the reward model truncates each text to")
     fit: FitStats
     samples: list[LatencySample] = Field(default_factory=list)
+    in_loop_factor: float = Field(default=1.0, gt=0, description=(
+        "scoring inside the RL loop takes this many times the benchmarked latency (decoding the policy's "
+        "tokens to text, re-tokenizing, cold caches after generation and update); fitted to loop runs"))
+    in_loop_factor_measured: bool = False
 
     def latency_s(self, batch: float, padded_tokens: float, units: float) -> float:
         """Predicted seconds for one batch on a replica with ``units`` cores/GPUs."""
@@ -118,8 +122,10 @@ class GenerationModel(_Strict):
 class TrainerModel(_Strict):
     """PPO/GRPO update and weight sync, per step, measured on ``units`` training units.
 
-    ``update_s = update_fixed_s + update_s_per_token x tokens x (units / u) ** unit_exponent``
-    (data-parallel over u units; exponent 1 = perfect scaling); ``sync_s = sync_fixed_s +
+    ``update_s = update_fixed_s + (update_s_per_token x tokens + update_s_per_sequence x sequences)
+    x (units / u) ** unit_exponent`` (data-parallel over u units; exponent 1 = perfect scaling; the
+    per-sequence part is what does not grow with response length: the prompt's forward and backward,
+    padding, per-sequence bookkeeping); ``sync_s = sync_fixed_s +
     sync_s_per_token x tokens``. ``step_overhead_s`` is the orchestration time a real step spends
     outside every phase (the loop's "idle").
     """
@@ -127,13 +133,16 @@ class TrainerModel(_Strict):
     units: float = Field(gt=0)
     update_fixed_s: float = Field(default=0.0, ge=0)
     update_s_per_token: float = Field(ge=0)
+    update_s_per_sequence: float = Field(default=0.0, ge=0)
     unit_exponent: float = Field(default=1.0, ge=0, le=1.5)
     sync_fixed_s: float = Field(default=0.0, ge=0)
     sync_s_per_token: float = Field(default=0.0, ge=0)
     step_overhead_s: float = Field(default=0.0, ge=0)
 
-    def update_s(self, tokens: float, units: float) -> float:
-        return self.update_fixed_s + self.update_s_per_token * tokens * (self.units / units) ** self.unit_exponent
+    def update_s(self, tokens: float, units: float, sequences: float = 0.0) -> float:
+        """Seconds of one update on ``tokens`` generated tokens in ``sequences`` rollouts, on ``units``."""
+        work = self.update_s_per_token * tokens + self.update_s_per_sequence * sequences
+        return self.update_fixed_s + work * (self.units / units) ** self.unit_exponent
 
     def sync_s(self, tokens: float) -> float:
         return self.sync_fixed_s + self.sync_s_per_token * tokens

@@ -15,7 +15,8 @@ from typing import Callable, Sequence
 from pydantic import BaseModel, ConfigDict, Field
 
 from rlsim.errors import RlsimError
-from rlsim.planner.calibrate import CalibrationRun, fit_contention, fit_generation, fit_trainer, read_calibration_run
+from rlsim.planner.calibrate import CalibrationRun, read_calibration_run
+from rlsim.planner.calibrated_sections import calibrated_models, loop_contention, with_in_loop_factors
 from rlsim.planner.fitting import fit_generation_model, fit_latency_model
 from rlsim.planner.loop_results import (
     generation_point,
@@ -108,7 +109,8 @@ def build_profile(
     generation, trainer, calibration = _from_loop(config, base_dir, loop_results, measured, unmeasured)
     contention = _contention(config, base_dir, measured, unmeasured)
     if calibration and generation and trainer and runtimes:
-        contention = _loop_contention(calibration, runtimes, generation, trainer, contention, measured)
+        runtimes = with_in_loop_factors(calibration, runtimes, generation, trainer, measured, unmeasured)
+        contention = loop_contention(calibration, runtimes, generation, trainer, contention, measured, unmeasured)
     sections = {"generation": generation, "trainer": trainer, "contention": contention}
     if fill_from is not None:
         for name, value in list(sections.items()):
@@ -171,30 +173,11 @@ def _from_loop(
         except RlsimError:
             legacy.append((path, run or LoopRun(path=str(path))))
     if calibration:
-        generation, trainer = _calibrated(config, calibration, measured, unmeasured)
+        generation, trainer = calibrated_models(calibration, config.generation_device, config.max_running,
+                                              measured, unmeasured)
         return generation, trainer, calibration
     generation, trainer = _from_points(config, legacy, measured, unmeasured)
     return generation, trainer, []
-
-
-def _calibrated(config: ProfileConfig, runs: list[CalibrationRun], measured: list[str],
-                unmeasured: list[str]) -> tuple[GenerationModel | None, TrainerModel | None]:
-    generation = trainer = None
-    try:
-        generation = fit_generation(runs, config.generation_device, config.max_running)
-        measured.append(f"generation model from {generation.fit.n_samples} loop steps of "
-                        f"{sum(not r.contended for r in runs)} run(s) (R^2 {generation.fit.r2:.3f}, "
-                        f"residual {generation.fit.residual_rel_std:.1%}, core exponent {generation.unit_exponent:g}"
-                        f"{'' if generation.unit_exponent_measured else ' assumed'})")
-    except RlsimError as err:
-        unmeasured.append(f"generation: {err}")
-    try:
-        trainer = fit_trainer(runs)
-        measured.append(f"update/sync cost per token and step overhead ({len(runs)} run(s), core exponent "
-                        f"{trainer.unit_exponent:g})")
-    except RlsimError as err:
-        unmeasured.append(f"trainer: {err}")
-    return generation, trainer
 
 
 def _from_points(config: ProfileConfig, legacy: list[tuple[Path, LoopRun]], measured: list[str],
@@ -244,25 +227,6 @@ def _contention(config: ProfileConfig, base_dir: Path, measured: list[str], unme
     worst = ContentionEntry(gen_slowdown=max(e.gen_slowdown for e in per_runtime.values()),
                             score_slowdown=max(e.score_slowdown for e in per_runtime.values()))
     measured.append(f"contention for {', '.join(sorted(per_runtime))}")
-    return ContentionModel(default=worst, per_runtime=per_runtime)
-
-
-def _loop_contention(runs: list[CalibrationRun], runtimes: dict[str, ScorerLatencyModel], generation: GenerationModel,
-                     trainer: TrainerModel, measured_file: ContentionModel | None,
-                     measured: list[str]) -> ContentionModel | None:
-    """Slowdowns fitted to the overlapped shared runs, beside (and over) those of the experiment file."""
-    usable = [r for r in runs if not r.contended or r.config.reward.runtime in runtimes]
-    partial = Profile(**new_profile_header("calibrating", illustrative=False), runtimes=runtimes,
-                      generation=generation, trainer=trainer, contention=measured_file)
-    fitted = fit_contention(usable, partial)
-    if fitted is None:
-        return measured_file
-    measured.append("contention fitted to overlapped shared loop runs for "
-                    + ", ".join(f"{k} (gen +{v.gen_slowdown:.0%}, score +{v.score_slowdown:.0%})"
-                                for k, v in sorted(fitted.per_runtime.items())))
-    per_runtime = {**(measured_file.per_runtime if measured_file else {}), **fitted.per_runtime}
-    worst = ContentionEntry(gen_slowdown=max(e.gen_slowdown for e in per_runtime.values()),
-                            score_slowdown=max(e.score_slowdown for e in per_runtime.values()))
     return ContentionModel(default=worst, per_runtime=per_runtime)
 
 

@@ -139,7 +139,7 @@ def _score(inputs: StepInputs, batch: EngineBatch, finish: np.ndarray, engine_en
     per_node = res.replicas_per_node
 
     def latency(batch: int, padded: int) -> float:
-        return scorer.latency_s(batch, padded, res.replica_units)
+        return scorer.latency_s(batch, padded, res.replica_units) * scorer.in_loop_factor
 
     def node_of(replica: int) -> int:
         return replica // per_node
@@ -170,7 +170,7 @@ def _assemble(inputs: StepInputs, batch: EngineBatch, finish: np.ndarray, engine
         "generate": gen_done,
         "score": union_s(outcome),
         "score_tail": rewards_done - gen_done,
-        "update": trainer.update_s(tokens, res.train_units),
+        "update": trainer.update_s(tokens, res.train_units, int(batch.valid.sum())),
         "sync": trainer.sync_s(tokens),
         "idle": trainer.step_overhead_s,
     }

@@ -27,9 +27,11 @@ from planner_cases import EXACT, make_profile
 BASE, PER_SEQ, PREFILL, ALPHA = 0.004, 0.0002, 0.00005, 0.8
 
 
-def config(prompts: int, schedule: str = "sequential", preset: str = "shared") -> RunConfig:
-    return RunConfig.model_validate({"schedule": schedule, "placement": {"preset": preset},
-                                     "workload": {"prompts_per_step": prompts, "group_size": 4}})
+def config(prompts: int, schedule: str = "sequential", preset: str = "shared", response: int | None = None) -> RunConfig:
+    workload: dict = {"prompts_per_step": prompts, "group_size": 4}
+    if response is not None:
+        workload["spec"] = {"response": {"kind": "fixed", "tokens": response}}
+    return RunConfig.model_validate({"schedule": schedule, "placement": {"preset": preset}, "workload": workload})
 
 
 def gen_seconds(trace: list[tuple[list[int], list[int]]], units: float) -> np.ndarray:
@@ -42,11 +44,12 @@ def gen_seconds(trace: list[tuple[list[int], list[int]]], units: float) -> np.nd
 
 
 def run_of(cfg: RunConfig, gen: np.ndarray | None = None, units: float = 2, update_per_token: float = 1e-4,
-           total: np.ndarray | None = None) -> CalibrationRun:
+           total: np.ndarray | None = None, update_per_seq: float = 0.0) -> CalibrationRun:
     trace = loop_trace(cfg, [2, 3, 4])
     tokens = np.array([float(sum(r)) for _, r in trace])
+    seqs = 4.0 * cfg.workload.prompts_per_step
     gen = gen_seconds(trace, units) if gen is None else gen
-    update = 0.3 + update_per_token * tokens * (2 / units) ** 0.5
+    update = 0.3 + (update_per_token * tokens + update_per_seq * seqs) * (2 / units) ** 0.5
     times = {"generate": gen, "score": np.full(3, 0.5), "update": update, "sync": np.full(3, 0.2),
              "idle": np.full(3, 0.05), "total": gen + 0.5 + update + 0.25 if total is None else total}
     steps = LoopSteps(Path("x"), times, tokens, np.full(3, 4.0 * cfg.workload.prompts_per_step), [2, 3, 4])
@@ -94,6 +97,19 @@ def test_trainer_fit_recovers_costs_and_the_core_exponent() -> None:
     assert trainer.update_s_per_token == pytest.approx(1e-4, rel=1e-6) and trainer.unit_exponent == pytest.approx(0.5)
     assert trainer.sync_fixed_s == pytest.approx(0.2) and trainer.sync_s_per_token == pytest.approx(0.0, abs=1e-12)
     assert trainer.step_overhead_s == pytest.approx(0.05)
+
+
+def test_trainer_fit_separates_per_sequence_from_per_token_costs_when_lengths_vary() -> None:
+    # Short (16-token) and long (128-token) responses: the same tokens cost more in more sequences.
+    # Four distinct points for four unknowns (fixed, per token, per sequence, core exponent).
+    runs = [run_of(config(8, response=16), update_per_seq=5e-3), run_of(config(2, response=128), update_per_seq=5e-3),
+            run_of(config(4, response=64), update_per_seq=5e-3),
+            run_of(config(8, preset="split", response=64), units=1, update_per_seq=5e-3)]
+    trainer = fit_trainer(runs)
+    assert trainer.update_s_per_sequence == pytest.approx(5e-3, rel=1e-6)
+    assert trainer.update_s_per_token == pytest.approx(1e-4, rel=1e-6) and trainer.update_fixed_s == pytest.approx(0.3)
+    # 32 sequences of 100 tokens on 1 core: 0.3 + (0.32 + 0.16) x 2 ** 0.5.
+    assert trainer.update_s(3200, 1, 32) == pytest.approx(0.3 + 0.48 * 2**0.5)
 
 
 def test_contention_fit_finds_the_slowdowns_the_measurements_came_from() -> None:
