@@ -113,8 +113,9 @@ def _provenance(args: argparse.Namespace, scorers_from: "Profile | None") -> lis
         f"({len(os.sched_getaffinity(0))} cores; load average at the end {load})",
         "command: rlsim " + " ".join(sys.argv[1:]) if "profile" in sys.argv else f"command: rlsim profile {args.config}",
     ]
-    if scorers_from is not None:  # where the re-fitted scorer samples were measured
-        notes += [f"scorer samples: {n}" for n in scorers_from.notes if n.startswith(("measured ", "command:"))]
+    if scorers_from is not None:  # where the re-fitted scorer samples were measured (kept through refits)
+        carried = [n for n in scorers_from.notes if n.startswith("scorer samples:")]
+        notes += carried or [f"scorer samples: {n}" for n in scorers_from.notes if n.startswith(("measured 2", "command:"))]
     if args.reuse:
         notes.append("--reuse: complete loop runs of the same config already in the runs folder were used as they "
                      "were (made earlier on this machine); the others were run by this command")

@@ -13,7 +13,8 @@ step requested (``predict.loop_trace``), so each measured step becomes one equat
   tokens per rollout vary enough to tell the two apart)``, the update's variable part scaled by
   ``(ref/u)**beta`` with the trainer's cores ``u``;
 - scoring in the loop: the factor between the scoring phase the loop measured and the scorer busy
-  time the benchmarked latency model gives for the same batches (``in_loop_factor``);
+  time the benchmarked latency model gives for the same batches (``in_loop_factor``), plus a cost
+  per scoring call (``call_overhead_s``);
 - contention (runs overlapped on shared cores): the ``gen_slowdown`` and ``score_slowdown`` whose
   simulation best matches the measured generate phase and step time, found on a coarse grid over
   0..3 refined to 0.05 around its best point.
@@ -129,11 +130,28 @@ def fit_generation(runs: list[CalibrationRun], device: Device, max_running: int)
                          "add entries with other prompts_per_step x group_size to the calibration set")
     x, y, u = np.array(rows), np.array(target), np.array(units)
     ref = float(max(u))
-    coef, alpha, keep = fit_scaled_trimmed(x[:, :2], x[:, 2:], y, u, ref)
-    predicted = (coef[0] * x[:, 0] + coef[1] * x[:, 1]) * (ref / u) ** alpha + coef[2] * x[:, 2]
+    several = len(set(units)) > 1
+    best = None
+    # With several core counts the fixed part of an iteration gets its own exponent (searched here;
+    # the per-sequence one inside fit_scaled_trimmed), judged by a loss that caps disturbed steps.
+    for base_exp in (EXPONENT_GRID[::2] if several else [None]):
+        base_col = x[:, 0] * (ref / u) ** (base_exp if base_exp is not None else 0.0)
+        if base_exp is None:
+            coef, alpha, keep = fit_scaled_trimmed(x[:, :2], x[:, 2:], y, u, ref)
+            predicted = (coef[0] * x[:, 0] + coef[1] * x[:, 1]) * (ref / u) ** alpha + coef[2] * x[:, 2]
+            coef = np.array([coef[0], coef[1], coef[2]])
+        else:
+            sub, alpha, keep = fit_scaled_trimmed(x[:, 1:2], np.column_stack([base_col, x[:, 2]]), y, u, ref)
+            coef = np.array([sub[1], sub[0], sub[2]])  # base, per_seq, prefill
+            predicted = coef[0] * base_col + coef[1] * x[:, 1] * (ref / u) ** alpha + coef[2] * x[:, 2]
+        loss = float(np.sum(np.minimum((y / predicted - 1.0) ** 2, SLOW_OUTLIER**2)))
+        if best is None or loss < best[0] - 1e-12:
+            best = (loss, coef, alpha, None if base_exp is None else float(base_exp), keep, predicted)
+    assert best is not None
+    _, coef, alpha, base_exp, keep, predicted = best
     return GenerationModel(
         device=device, units=ref, base_s=float(coef[0]), per_seq_s=float(coef[1]), prefill_s_per_token=float(coef[2]),
-        unit_exponent=alpha, unit_exponent_measured=len(set(units)) > 1, max_running=max_running,
+        unit_exponent=alpha, base_exponent=base_exp, unit_exponent_measured=several, max_running=max_running,
         fit=fit_stats(y[keep], predicted[keep]), points=points,
     )
 
@@ -197,25 +215,44 @@ def fit_trainer(runs: list[CalibrationRun]) -> TrainerModel:
                         step_overhead_s=float(np.mean(idle)))
 
 
-def fit_score_factors(runs: list[CalibrationRun], profile: Profile) -> dict[str, float]:
-    """Per runtime run uncontended in ``runs``: measured scoring phase / simulated scorer busy time
-    (median over steps), i.e. the ``in_loop_factor`` that makes the benchmarked latency the loop's.
+def fit_score_factors(runs: list[CalibrationRun], profile: Profile) -> dict[str, tuple[float, float]]:
+    """Per runtime run uncontended in ``runs``: ``(in_loop_factor, call_overhead_s)`` fitted to
+    ``measured scoring phase = factor x simulated scorer busy time + overhead x calls`` over the steps
+    (relative residuals; steps far slower than a first fit left out, see ``fit_scaled_trimmed``).
 
     ``profile`` needs the runtimes (their factors are ignored), generation and trainer models.
     """
     from rlsim.planner.predict import predict_trace
 
-    ratios: dict[str, list[float]] = {}
+    plain = {k: m.model_copy(update={"in_loop_factor": 1.0, "call_overhead_s": 0.0})
+             for k, m in profile.runtimes.items()}
+    rows: dict[str, list[tuple[float, float, float]]] = {}
     for run in runs:
         runtime = run.config.reward.runtime
         if run.contended or runtime not in profile.runtimes:
             continue
-        plain = {k: m.model_copy(update={"in_loop_factor": 1.0}) for k, m in profile.runtimes.items()}
         steps = predict_trace(run.config, profile.model_copy(update={"runtimes": plain}), run.trace).steps
         for predicted, measured in zip(steps, run.steps.time_s["score"]):
             if predicted.time_s["score"] > 0:
-                ratios.setdefault(runtime, []).append(float(measured) / predicted.time_s["score"])
-    return {k: float(np.median(v)) for k, v in ratios.items()}
+                calls = _score_calls(run.config, predicted.rollouts)
+                rows.setdefault(runtime, []).append((predicted.time_s["score"], float(calls), float(measured)))
+    out = {}
+    for runtime, values in rows.items():
+        x = np.array(values)
+        ones = np.ones(len(x))
+        if len(x) >= 3:  # two unknowns and a trimming pass need a few steps
+            coef, _, _ = fit_scaled_trimmed(x[:, :2], np.zeros((len(x), 0)), x[:, 2], ones, 1.0)
+            out[runtime] = (float(coef[0]), float(coef[1]))
+        else:
+            out[runtime] = (float(np.median(x[:, 2] / x[:, 0])), 0.0)
+    return out
+
+
+def _score_calls(config: "RunConfig", rollouts: int) -> int:
+    """Scorer calls the loop makes in a step: one per micro-batch, or one per busy replica."""
+    if config.schedule == "overlapped":
+        return -(-rollouts // config.micro_batch)
+    return min(config.reward.replicas, rollouts)
 
 
 def fit_contention(runs: list[CalibrationRun], profile: Profile) -> ContentionModel | None:

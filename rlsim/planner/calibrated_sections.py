@@ -54,16 +54,18 @@ def with_in_loop_factors(runs: list[CalibrationRun], runtimes: dict[str, ScorerL
     factors = fit_score_factors(runs, partial)
     if not factors:
         return runtimes
-    assumed = float(np.median(list(factors.values())))
+    assumed = tuple(float(np.median([f[i] for f in factors.values()])) for i in range(2))
     out = {}
     for name, model in runtimes.items():
-        factor = factors.get(name, assumed)
-        out[name] = model.model_copy(update={"in_loop_factor": factor, "in_loop_factor_measured": name in factors})
+        factor, overhead = factors.get(name, assumed)
+        out[name] = model.model_copy(update={"in_loop_factor": factor, "call_overhead_s": overhead,
+                                             "in_loop_factor_measured": name in factors})
         if name in factors:
-            measured.append(f"runtime {name}: scoring in the loop takes {factor:.2f}x its benchmarked latency")
+            measured.append(f"runtime {name}: scoring in the loop takes {factor:.2f}x its benchmarked latency "
+                            f"+ {overhead * 1000:.0f} ms per call")
         else:
-            unmeasured.append(f"runtime {name}: in-loop factor not measured (no loop run used it); "
-                              f"assumed {assumed:.2f}x like {', '.join(sorted(factors))}")
+            unmeasured.append(f"runtime {name}: in-loop factor not measured (no loop run used it); assumed "
+                              f"{factor:.2f}x + {overhead * 1000:.0f} ms per call like {', '.join(sorted(factors))}")
     return out
 
 

@@ -92,8 +92,8 @@ def completion_work_s(batch: EngineBatch, model: GenerationModel, engine_units: 
     it_sorted = np.take_along_axis(iters, order, axis=1)
     running = np.cumsum(np.take_along_axis(deltas, order, axis=1), axis=1)
     seg_iters = np.diff(it_sorted, axis=1, append=it_sorted[:, -1:])
-    scale = (model.units / engine_units) ** model.unit_exponent
-    step_s = np.where(running > 0, (model.base_s + model.per_seq_s * running) * scale, 0.0)
+    base_scale, seq_scale = model.scales(engine_units)
+    step_s = np.where(running > 0, model.base_s * base_scale + model.per_seq_s * running * seq_scale, 0.0)
     increments = np.take_along_axis(prefill, order, axis=1) + seg_iters * step_s
     at_event = np.cumsum(increments, axis=1) - increments  # time when each event happens
     times = np.empty_like(at_event)

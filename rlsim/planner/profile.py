@@ -76,6 +76,9 @@ class ScorerLatencyModel(_Strict):
         "scoring inside the RL loop takes this many times the benchmarked latency (decoding the policy's "
         "tokens to text, re-tokenizing, cold caches after generation and update); fitted to loop runs"))
     in_loop_factor_measured: bool = False
+    call_overhead_s: float = Field(default=0.0, ge=0, description=(
+        "seconds each scoring call of the loop costs on top of its batches (round-robin dispatch); fitted "
+        "with in_loop_factor"))
 
     def latency_s(self, batch: float, padded_tokens: float, units: float) -> float:
         """Predicted seconds for one batch on a replica with ``units`` cores/GPUs."""
@@ -96,8 +99,11 @@ class GenerationModel(_Strict):
     """Decode-iteration time of one continuous-batching engine.
 
     One iteration emits one token for each of ``n`` running sequences and takes
-    ``(base_s + per_seq_s x n) x (units / u) ** unit_exponent`` seconds on an engine of ``u`` units;
-    admitting a sequence adds ``prefill_s_per_token`` per prompt token to that iteration.
+    ``base_s x (units / u) ** base_exponent + per_seq_s x n x (units / u) ** unit_exponent`` seconds
+    on an engine of ``u`` units (``base_exponent`` None: the same as ``unit_exponent``). The fixed part
+    of an iteration (scheduling, sampling set-up: mostly single-threaded) need not speed up with cores
+    the way the per-sequence compute does. Admitting a sequence adds ``prefill_s_per_token`` per
+    prompt token to that iteration.
     """
 
     device: Device
@@ -106,6 +112,7 @@ class GenerationModel(_Strict):
     per_seq_s: float = Field(ge=0)
     prefill_s_per_token: float = Field(default=0.0, ge=0)
     unit_exponent: float = Field(default=1.0, ge=0, le=1.5)
+    base_exponent: float | None = Field(default=None, ge=0, le=1.5)
     unit_exponent_measured: bool = False
     max_running: int = Field(ge=1, description="sequences one engine of `units` holds at once (KV cache)")
     host_cores_per_unit: float = Field(default=0.0, ge=0, description="CPU cores a GPU engine keeps busy")
@@ -116,7 +123,14 @@ class GenerationModel(_Strict):
         """Seconds per decode iteration with ``running`` sequences on ``units`` (0 when none run)."""
         if running <= 0:
             return 0.0
-        return (self.base_s + self.per_seq_s * running) * (self.units / units) ** self.unit_exponent
+        base_scale, seq_scale = self.scales(units)
+        return self.base_s * base_scale + self.per_seq_s * running * seq_scale
+
+    def scales(self, units: float) -> tuple[float, float]:
+        """Factors on the fixed and the per-sequence parts of an iteration on ``units`` units."""
+        ratio = self.units / units
+        base = self.unit_exponent if self.base_exponent is None else self.base_exponent
+        return ratio**base, ratio**self.unit_exponent
 
 
 class TrainerModel(_Strict):

@@ -217,12 +217,14 @@ def simulate_round_robin(
     replica_node: Callable[[int], int] = lambda r: 0,
     start_s: float = 0.0,
     sequential: bool = False,
+    call_overhead_s: float = 0.0,
 ) -> ScoringOutcome:
     """Like ``simulate_scoring`` but with the loop's dispatch: calls dealt round robin (see module doc).
 
     ``sequential``: one call per replica holding a contiguous slice (sizes differ by at most one);
     otherwise calls of ``spec.window`` rollouts in finish order, released when their last one
-    finishes. Each replica runs its calls first come, first served.
+    finishes. Each replica runs its calls first come, first served. ``call_overhead_s``: uncontended
+    seconds every call costs on top of its batches (sending it, decoding texts), counted as busy.
     """
     order = np.argsort(arrive, kind="stable")
     n = len(order)
@@ -238,9 +240,10 @@ def simulate_round_robin(
             continue
         replica = k % replicas
         now = max(free_at[replica], float(arrive[call].max()), start_s)
-        for batch in split_call(call, tokens, spec):
+        for i, batch in enumerate(split_call(call, tokens, spec)):
             padded = int(len(batch) * tokens[batch].max())
             work = latency(len(batch), padded) * float(noise[out.batches % len(noise)])
+            work += call_overhead_s if i == 0 else 0.0
             end = speeds[replica_node(replica)].end_time(now, work) if speeds else now + work
             out.record(replica, now, end, batch, padded)
             now = end

@@ -146,7 +146,8 @@ def _score(inputs: StepInputs, batch: EngineBatch, finish: np.ndarray, engine_en
 
     if spec.dispatch == "round_robin":
         return simulate_round_robin(arrive, tokens, spec.batcher, res.replicas, latency, noise, speeds, node_of,
-                                    start, sequential=spec.schedule == "sequential")
+                                    start, sequential=spec.schedule == "sequential",
+                                    call_overhead_s=scorer.call_overhead_s)
     return simulate_scoring(arrive, tokens, spec.batcher, res.replicas, latency, noise, speeds, node_of, start)
 
 

@@ -15,12 +15,13 @@ from rlsim.planner.calibrate import (
     _engine_features,
     fit_contention,
     fit_generation,
+    fit_score_factors,
     fit_trainer,
     read_calibration_run,
 )
 from rlsim.planner.loop_results import LoopSteps
 from rlsim.planner.predict import loop_trace, predict_trace
-from rlsim.planner.profile import ContentionEntry, ContentionModel, GenerationModel, TrainerModel
+from rlsim.planner.profile import ContentionEntry, ContentionModel, GenerationModel, Profile, TrainerModel
 
 from planner_cases import EXACT, make_profile
 
@@ -34,12 +35,12 @@ def config(prompts: int, schedule: str = "sequential", preset: str = "shared", r
     return RunConfig.model_validate({"schedule": schedule, "placement": {"preset": preset}, "workload": workload})
 
 
-def gen_seconds(trace: list[tuple[list[int], list[int]]], units: float) -> np.ndarray:
+def gen_seconds(trace: list[tuple[list[int], list[int]]], units: float, base_exp: float = ALPHA) -> np.ndarray:
     """The engine model with the constants above, at ``units`` cores (reference 2)."""
     out = []
     for prompts, responses in trace:
         i, s, p = _engine_features(prompts, responses, 256)
-        out.append((BASE * i + PER_SEQ * s) * (2 / units) ** ALPHA + PREFILL * p)
+        out.append(BASE * i * (2 / units) ** base_exp + PER_SEQ * s * (2 / units) ** ALPHA + PREFILL * p)
     return np.array(out)
 
 
@@ -72,6 +73,20 @@ def test_generation_fit_recovers_the_engine_model_and_its_core_exponent() -> Non
     assert model.prefill_s_per_token == pytest.approx(PREFILL, rel=1e-6)
     assert model.unit_exponent == pytest.approx(ALPHA) and model.fit.residual_rel_max < 1e-9
     assert len(model.points) == 3
+
+
+def test_the_fixed_part_of_an_iteration_gets_its_own_core_exponent() -> None:
+    # Scheduling overhead that hardly speeds up with cores (0.2) beside compute that does (0.8).
+    def run(prompts: int, preset: str, units: float) -> CalibrationRun:
+        cfg = config(prompts, preset=preset)
+        return run_of(cfg, gen=gen_seconds(loop_trace(cfg, [2, 3, 4]), units, base_exp=0.2), units=units)
+
+    model = fit_generation([run(2, "shared", 2), run(8, "shared", 2), run(4, "split", 1), run(16, "split", 1)],
+                           "cpu", 256)
+    assert model.base_exponent == pytest.approx(0.2) and model.unit_exponent == pytest.approx(ALPHA)
+    assert model.base_s == pytest.approx(BASE, rel=1e-6) and model.per_seq_s == pytest.approx(PER_SEQ, rel=1e-6)
+    # 10 running on 1 core: 0.004 x 2**0.2 + 0.0002 x 10 x 2**0.8 seconds per iteration.
+    assert model.step_s(10, 1) == pytest.approx(0.004 * 2**0.2 + 0.002 * 2**0.8)
 
 
 def test_a_step_slowed_by_other_work_is_left_out_of_the_fit() -> None:
@@ -112,14 +127,29 @@ def test_trainer_fit_separates_per_sequence_from_per_token_costs_when_lengths_va
     assert trainer.update_s(3200, 1, 32) == pytest.approx(0.3 + 0.48 * 2**0.5)
 
 
-def test_contention_fit_finds_the_slowdowns_the_measurements_came_from() -> None:
-    # "Measure" an overlapped shared run with the planner itself at known slowdowns, then fit them back.
+def loop_like_profile() -> Profile:
     profile = make_profile()
-    profile = profile.model_copy(update={
+    return profile.model_copy(update={
         "runtimes": {"eager": profile.runtimes["linear"]},
         "generation": GenerationModel(device="cpu", units=2, base_s=0.004, per_seq_s=0.0002, max_running=256, fit=EXACT),
         "trainer": TrainerModel(units=2, update_fixed_s=0.3, update_s_per_token=1e-4),
     })
+
+
+def test_scoring_in_the_loop_factor_and_call_overhead_come_back_from_the_scoring_phase() -> None:
+    profile = loop_like_profile()
+    runs = []
+    for prompts in (2, 8, 16):
+        run = run_of(config(prompts))
+        benchmarked = [s.time_s["score"] for s in predict_trace(run.config, profile, run.trace).steps]
+        run.steps.time_s["score"] = 1.3 * np.array(benchmarked) + 0.05  # one call per sequential step
+        runs.append(run)
+    assert fit_score_factors(runs, profile)["eager"] == pytest.approx((1.3, 0.05), rel=1e-6)
+
+
+def test_contention_fit_finds_the_slowdowns_the_measurements_came_from() -> None:
+    # "Measure" an overlapped shared run with the planner itself at known slowdowns, then fit them back.
+    profile = loop_like_profile()
     cfg = config(8, schedule="overlapped")
     truth = profile.model_copy(update={"contention": ContentionModel(
         default=ContentionEntry(gen_slowdown=0.7, score_slowdown=1.3))})

@@ -109,6 +109,17 @@ def test_round_robin_overlapped_deals_micro_batches_in_turn() -> None:
     assert out.done_s == pytest.approx(9.0)
 
 
+def test_round_robin_call_overhead_is_paid_once_per_call() -> None:
+    from rlsim.planner.scorer_sim import simulate_round_robin
+
+    # One replica; calls of 4 rollouts (window 4) arrive at 4 and 8, each split into two 1 s batches
+    # (batch_size 2) plus 0.5 s per call: call 1 runs 4 -> 6.5, call 2 runs 8 -> 10.5.
+    out = simulate_round_robin(np.arange(1.0, 9.0), np.full(8, 10), BatcherSpec(kind="fixed", batch_size=2, window=4),
+                               1, _const(1.0), ONE, call_overhead_s=0.5)
+    assert out.busy_starts == [[4.0, 5.5, 8.0, 9.5]] and out.busy_ends == [[5.5, 6.5, 9.5, 10.5]]
+    assert out.done_s == pytest.approx(10.5)
+
+
 def test_union_of_busy_intervals_counts_overlap_once() -> None:
     from rlsim.planner.scorer_sim import ScoringOutcome
     from rlsim.planner.simulate import union_s
