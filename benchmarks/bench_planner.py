@@ -1,6 +1,7 @@
 """Planner speed: 1,000 GPUs x 100 simulated steps (< 60 s) and a 100-placement search (< 5 min).
 
     python benchmarks/bench_planner.py            # writes benchmarks/results/bench_planner.json
+    python benchmarks/bench_planner.py --steps 20 --placements 10 --out /tmp/planner.json   # a short check
 
 Uses the illustrative 8-GPU profile (speed does not depend on the numbers being measured). The
 1,000-GPU case is the costliest kind of step: colocated + overlapped, where contention is solved
@@ -9,6 +10,7 @@ as a fixed point. The last stdout line is one JSON object.
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import platform
@@ -66,19 +68,32 @@ def bench_search(placements: int = 100) -> dict[str, object]:
     }
 
 
+def parse_args() -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--steps", type=int, default=100, help="simulated steps of the 1,000-GPU case (default 100)")
+    p.add_argument("--placements", type=int, default=100, help="placements in the search (default 100)")
+    p.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "bench_planner.json"),
+                   help="where the JSON result goes (default benchmarks/results/bench_planner.json)")
+    args = p.parse_args()
+    if args.steps < 1 or args.placements < 1:
+        p.error("--steps and --placements must be at least 1")
+    return args
+
+
 def main() -> int:
+    args = parse_args()
     load_before = os.getloadavg()[0]
-    big = bench_big_cluster()
-    print(f"1,000 GPUs x 100 steps: {big['seconds']:.1f} s (target < {SIM_TARGET_S:.0f} s)", file=sys.stderr)
-    search = bench_search()
-    print(f"100-placement search: {search['seconds']:.1f} s (target < {SEARCH_TARGET_S:.0f} s)", file=sys.stderr)
+    big = bench_big_cluster(args.steps)
+    print(f"1,000 GPUs x {args.steps} steps: {big['seconds']:.1f} s (target < {SIM_TARGET_S:.0f} s)", file=sys.stderr)
+    search = bench_search(args.placements)
+    print(f"{search['placements']}-placement search: {search['seconds']:.1f} s (target < {SEARCH_TARGET_S:.0f} s)", file=sys.stderr)
     result = {
         "benchmark": "planner", "python": platform.python_version(), "cpus": os.cpu_count(),
         "load_average_before": load_before,
         "note": "load_average_before > cpus means other work shared the cores; times are then pessimistic",
         "simulation_1000_gpus": big, "search_100_placements": search,
     }
-    atomic_write_json(ROOT / "benchmarks" / "results" / "bench_planner.json", result)
+    atomic_write_json(Path(args.out), result)
     print(json.dumps(result))
     return 0 if big["meets_target"] and search["meets_target"] else 1
 
