@@ -96,7 +96,8 @@ def build_config(args: argparse.Namespace):
 
 def run(args: argparse.Namespace) -> int:
     from rich.console import Console
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+    from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsedColumn
+    from rlsim.progress import LineProgress
 
     from rlsim.bench.scoring_report import table, write_outputs
     from rlsim.bench.scoring_runner import preflight, run_grid
@@ -111,7 +112,7 @@ def run(args: argparse.Namespace) -> int:
     err.print(f"{len(cells)} cells x {cfg.repeats} repeats, {info['sequences']} texts "
               f"(mean {info['mean_tokens']:.0f} tokens, max {info['max_tokens']}); results in {out}")  # fmt: skip
     columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
-    with Progress(*columns, console=err) as bar:
+    with LineProgress(*columns, console=err) as bar:
         task = bar.add_task("starting", total=len(cells) * cfg.repeats + 2)
         raw, gemm = run_grid(cfg, cells, out, lambda what, done, total: bar.update(task, description=what, completed=done))
     result = summarize(cfg, cells, raw, gemm, info)

@@ -46,7 +46,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from rich.console import Console
-    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+    from rich.progress import BarColumn, TextColumn, TimeElapsedColumn
+    from rlsim.progress import LineProgress
 
     from rlsim.config_loader import load_config
     from rlsim.planner.profile import load_profile, save_profile
@@ -60,7 +61,7 @@ def run(args: argparse.Namespace) -> int:
     console = Console(stderr=True)
     loop_results = _loop_runs(config, base_dir, args, console)
     cells = len(config.runtimes) * len(config.units) * len(config.batch_sizes) * len(config.lengths)
-    with Progress(TextColumn("measuring"), BarColumn(), TimeElapsedColumn(), TextColumn("{task.description}"),
+    with LineProgress(TextColumn("measuring"), BarColumn(), TimeElapsedColumn(), TextColumn("{task.description}"),
                   console=console, transient=True) as bar:
         task = bar.add_task("", total=cells if not args.no_scorers else 0)
         built = build_profile(config, base_dir, measure=not args.no_scorers, fill_from=fill,

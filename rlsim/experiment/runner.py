@@ -28,6 +28,7 @@ from rlsim.experiment.config import CONDITIONS, ContentionConfig
 from rlsim.experiment.capacity import per_repeat
 from rlsim.experiment.report import conclusions, render_markdown
 from rlsim.io import atomic_write_json, atomic_write_text
+from rlsim.progress import LineProgress
 
 UNITS = {
     "time": "seconds", "core_s": "core-seconds: one core busy for one second (process accounting)",
@@ -113,7 +114,7 @@ def run_contention(config: ContentionConfig, out: Path, console: Console | None 
     session: ExperimentSession | None = None
     complete = False
     try:
-        with Progress(*columns, console=console, disable=not show_progress) as bar:
+        with LineProgress(*columns, console=console, disable=not show_progress) as bar:
             per_repeat_units = 1 + len(s.runtimes) * s.steps_per_condition * len(CONDITIONS)
             task = bar.add_task("contention", total=s.repeats * per_repeat_units)
             for repeat in range(s.repeats):

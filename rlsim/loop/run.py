@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsedColumn
 
 import rlsim
 from rlsim.errors import RlsimError
@@ -21,6 +21,7 @@ from rlsim.loop.config import RunConfig
 from rlsim.loop.driver import LoopSession
 from rlsim.loop.records import overall_overhead
 from rlsim.loop.report import render_markdown, write_figures
+from rlsim.progress import LineProgress
 
 
 class RunOutputs:
@@ -146,7 +147,7 @@ def _steps(
 ) -> None:
     cfg = session.config
     columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
-    with Progress(*columns, console=console, disable=not show_progress, transient=False) as bar:
+    with LineProgress(*columns, console=console, disable=not show_progress, transient=False) as bar:
         steps_task = bar.add_task("steps", total=last, completed=first - 1)
         for step in range(first, last + 1):
             total = cfg.workload.prompts_per_step * cfg.workload.group_size

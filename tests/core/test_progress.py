@@ -1,0 +1,34 @@
+"""LineProgress: plain progress lines where rich cannot draw a live bar (files, CI logs)."""
+
+from __future__ import annotations
+
+import io
+
+from rich.console import Console
+from rich.progress import BarColumn, TextColumn
+
+from rlsim.progress import LineProgress
+
+
+def _run(console: Console, disable: bool = False) -> None:
+    with LineProgress(TextColumn("{task.description}"), BarColumn(), console=console, disable=disable) as bar:
+        task = bar.add_task("starting", total=3)
+        bar.update(task, description="repeat 1: eager")
+        bar.advance(task)
+        bar.update(task, description="repeat 1: ort")
+        bar.advance(task)  # same description, within the interval: no new line
+        bar.advance(task)
+
+
+def test_non_terminal_console_gets_one_line_per_description() -> None:
+    buf = io.StringIO()
+    _run(Console(file=buf, force_terminal=False, width=100))
+    lines = [line for line in buf.getvalue().splitlines() if line.startswith("[")]
+    assert [line.split("] ", 1)[1] for line in lines] == ["0/3 repeat 1: eager", "1/3 repeat 1: ort"]
+
+
+def test_terminal_and_disabled_consoles_get_no_plain_lines() -> None:
+    for console, disable in ((Console(file=io.StringIO(), force_terminal=True), False),
+                             (Console(file=io.StringIO(), force_terminal=False), True)):
+        _run(console, disable)
+        assert "] 0/3 repeat" not in console.file.getvalue()
