@@ -153,7 +153,12 @@ def accounting_summary(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     residuals = [r["pool"]["residual_fraction"] for r in checked]
     other = [r["pool"]["core_s"].get("other", 0.0) / r["pool"]["pool_core_s"] for r in checked
              if r["pool"]["pool_core_s"] > 0]
+    waits = [r for r in rows if "settle_s" in r]
+    settle = {"conditions": len(waits), "mean_s": round(sum(r["settle_s"] for r in waits) / len(waits), 3),
+              "max_s": max(r["settle_s"] for r in waits), "not_settled": sum(1 for r in waits if not r["settled"])
+              } if waits else None
     return {
+        "settle": settle,
         "steps": len(rows), "checked": len(checked),
         "within_5pct": sum(1 for r in checked if r["pool"]["within_5pct"]),
         "max_abs_residual_fraction": round(max((abs(x) for x in residuals), default=0.0), 5),

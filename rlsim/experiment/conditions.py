@@ -26,6 +26,8 @@ from rlsim.rollout.types import Event, Rollout
 from rlsim.workloads import WorkloadSpec
 
 TIMEBOX_STEP_BASE = 100_000  # waves of time-boxed steps draw requests from their own step numbers
+QUIET_CORES = 0.2  # the actors together busy on fewer cores than this: idle (Ray's own upkeep aside)
+QUIET_WINDOW_S = 0.25  # how long they must stay under it (CPU counters tick in 0.01 s)
 
 
 @dataclass
@@ -64,19 +66,41 @@ class ConditionRunner:
     ``score``, ``update``, ...), as ``PoolAccountant.between`` takes them."""
 
     def __init__(self, backend: StepBackend, accountant: PoolAccountant, roots: Mapping[str, Sequence[int]],
-                 work: Workload, runtime: str, repeat: int) -> None:
+                 work: Workload, runtime: str, repeat: int, settle_max_s: float = 0.0) -> None:
         self.backend, self.accountant, self.roots, self.work = backend, accountant, dict(roots), work
-        self.runtime, self.repeat = runtime, repeat
+        self.runtime, self.repeat, self.settle_max_s = runtime, repeat, settle_max_s
         self._streamed: dict[int, list[list[Rollout]]] = {}
 
     def _measure(self, condition: str, step: int, body: Callable[[], tuple[dict[str, float], dict[str, Any]]]
                  ) -> Measurement:
+        settle = self.settle()
         before = self.accountant.snapshot()
         figures, extra = body()
         pool = self.accountant.between(before, self.accountant.snapshot(), self.roots)
         for group in ("generate", "score", "update"):
             figures[f"{group}_core_s"] = pool.groups.get(group, 0.0)
-        return Measurement(condition, self.runtime, self.repeat, step, figures, pool, extra)
+        return Measurement(condition, self.runtime, self.repeat, step, figures, pool, {**extra, **settle})
+
+    def settle(self) -> dict[str, Any]:
+        """Wait until the actors have gone idle, at most ``settle_max_s``; say how long it took.
+
+        Idle: every accounting group's processes together below ``QUIET_CORES`` busy cores over one
+        ``QUIET_WINDOW_S`` window. Returns ``{}`` when the wait is off, else ``settle_s`` and ``settled``
+        (False: the deadline came first and the condition started anyway).
+        """
+        if self.settle_max_s <= 0:
+            return {}
+        t0 = time.monotonic()
+        prev = self.accountant.snapshot()
+        while True:
+            time.sleep(QUIET_WINDOW_S)
+            cur = self.accountant.snapshot()
+            busy_core_s = sum(self.accountant.between(prev, cur, self.roots).groups.get(g, 0.0) for g in self.roots)
+            quiet = busy_core_s < QUIET_CORES * max(cur.wall - prev.wall, 1e-9)
+            waited = time.monotonic() - t0
+            if quiet or waited >= self.settle_max_s:
+                return {"settle_s": round(waited, 3), "settled": quiet}
+            prev = cur
 
     def run(self, condition: str, step: int) -> Measurement:
         bodies = {"gen_alone": self._gen_alone, "score_alone": self._score_alone,

@@ -35,24 +35,35 @@ class TimeboxSettings(_Strict):
 
 
 class QuickSettings(_Strict):
-    """What ``--quick`` puts in place of ``runtimes``, ``repeats``, ``steps_per_condition`` and
-    ``timebox.budget_s`` (change a quick run with ``--set contention.quick.repeats=3``)."""
+    """What ``--quick`` puts in place of ``runtimes``, ``repeats``, ``steps_per_condition``,
+    ``together_trials`` and ``timebox.budget_s`` (change a quick run with ``--set contention.quick.repeats=3``)."""
 
     runtimes: list[str] = Field(default_factory=lambda: ["eager", "ort-int8"])
     repeats: int = Field(2, ge=2)
     steps_per_condition: int = Field(1, ge=1)
+    together_trials: int = Field(1, ge=1)
     budget_s: float = Field(5.0, gt=0)
 
 
 class ContentionSettings(_Strict):
     """``runtimes`` compared against ``baseline``; ``repeats`` independent repeats (each a fresh Ray
     session unless ``session_per_repeat`` is false); ``steps_per_condition`` measured steps per
-    condition, runtime and repeat (averaged into one sample per repeat)."""
+    condition, runtime and repeat (averaged into one sample per repeat).
+
+    ``together_trials``: the "together" step is run this many times (same requests) per step, runtime
+    and repeat. Freed capacity is a difference of two runtimes' scoring core-seconds in that step, and
+    one step's contention is noisy (how the scorer's threads and vLLM's interleave), so averaging a
+    few trials narrows its CI for about 6 s per extra trial and runtime on this machine.
+    ``settle_max_s``: before each measured condition, wait (up to this long) until every actor is idle,
+    so a condition does not start inside the previous one's tail (vLLM keeps up to half a core busy
+    for about a second after its last request); 0 turns the wait off."""
 
     runtimes: list[str] = Field(default_factory=lambda: list(ALL_RUNTIMES))
     baseline: str = "eager"
     repeats: int = Field(5, ge=2, description="at least 2: a CI needs two independent samples")
     steps_per_condition: int = Field(1, ge=1)
+    together_trials: int = Field(1, ge=1)
+    settle_max_s: float = Field(3.0, ge=0)
     session_per_repeat: bool = True
     timebox: TimeboxSettings = Field(default_factory=TimeboxSettings)
     quick: QuickSettings = Field(default_factory=QuickSettings)
@@ -86,6 +97,7 @@ def load_contention_config(
         q = settings.quick
         settings = settings.model_copy(update={
             "runtimes": list(q.runtimes), "repeats": q.repeats, "steps_per_condition": q.steps_per_condition,
+            "together_trials": q.together_trials,
             "timebox": settings.timebox.model_copy(update={"budget_s": q.budget_s}),
         })
     if repeats is not None:

@@ -174,6 +174,11 @@ def _quality(results: Mapping[str, Any]) -> list[str]:
         verdict = "n/a" if frac is None else ("met" if frac <= 0.10 else "not met")
         shown = "n/a" if frac is None else f"{frac:.0%}"
         lines.append(f"- {name}: freed core-s CI half-width = {shown} of the mean (target <= 10%: {verdict})")
+    settle = results.get("accounting", {}).get("settle")
+    if settle:
+        lines.append(f"- before each condition the actors were let go idle: {settle['mean_s']:.2f} s on average "
+                     f"(max {settle['max_s']:.2f} s); {settle['not_settled']} of {settle['conditions']} conditions "
+                     "started before they were idle (the wait has a cap: contention.settle_max_s)")
     return lines
 
 
@@ -185,7 +190,8 @@ def render_markdown(results: Mapping[str, Any], figures: list[str]) -> str:
         f"Runtimes {', '.join(results.get('runtime_order', []))} against baseline **{results.get('baseline')}** on one "
         f"shared pool of {results.get('pool_cores')} cores; {results.get('repeats_done', 0)} of "
         f"{results.get('repeats')} repeats done (each a fresh Ray session unless configured otherwise), "
-        f"{results.get('steps_per_condition')} step(s) per condition, {w.get('prompts_per_step')} prompts x "
+        f"{results.get('steps_per_condition')} step(s) per condition (the together step run "
+        f"{results.get('together_trials', 1)} time(s) each), {w.get('prompts_per_step')} prompts x "
         f"{w.get('group_size')} samples per step, time box {results.get('timebox_budget_s')} s. "
         f"{'Complete' if results.get('complete') else 'INCOMPLETE (interrupted or still running)'}; "
         f"{results.get('elapsed_s', 0):.0f} s.", "",

@@ -90,6 +90,7 @@ def build_results(rows: list[dict[str, Any]], config: ContentionConfig, pool_cor
         "experiment": "contention", "rlsim_version": rlsim.__version__, "complete": complete,
         "baseline": s.baseline, "runtime_order": list(s.runtimes), "pool_cores": pool_cores,
         "repeats": s.repeats, "repeats_done": repeats_done, "steps_per_condition": s.steps_per_condition,
+        "together_trials": s.together_trials,
         "timebox_budget_s": s.timebox.budget_s, "units": UNITS, "runtimes": runtimes, "skipped_runtimes": skipped or {},
         "accounting": accounting_summary(rows), "conclusions": [], "sessions": [], "elapsed_s": 0.0,
         "config": config.model_dump(mode="json"), "measurements": rows,
@@ -115,7 +116,8 @@ def run_contention(config: ContentionConfig, out: Path, console: Console | None 
     complete = False
     try:
         with LineProgress(*columns, console=console, disable=not show_progress) as bar:
-            per_repeat_units = 1 + len(s.runtimes) * s.steps_per_condition * len(CONDITIONS)
+            per_runtime = s.steps_per_condition * (len(CONDITIONS) - 1 + s.together_trials)
+            per_repeat_units = 1 + len(s.runtimes) * per_runtime
             task = bar.add_task("contention", total=s.repeats * per_repeat_units)
             for repeat in range(s.repeats):
                 if session is None or s.session_per_repeat:
@@ -127,7 +129,7 @@ def run_contention(config: ContentionConfig, out: Path, console: Console | None 
                 outputs.sessions.append({"repeat": repeat, **session.describe()})
                 for runtime, reason in session.failed.items():
                     outputs.skipped.setdefault(runtime, reason)
-                bar.advance(task, advance=1 + len(session.failed) * s.steps_per_condition * len(CONDITIONS))
+                bar.advance(task, advance=1 + len(session.failed) * per_runtime)
                 _one_repeat(session, outputs, work, repeat, bar, task)
                 outputs.repeats_done += 1
             complete = True
@@ -147,12 +149,18 @@ def _one_repeat(session: Any, outputs: ExperimentOutputs, work: Workload, repeat
                 task: Any) -> None:
     s = outputs.config.contention
     accountant = PoolAccountant(session.pool)
-    runners = {rt: ConditionRunner(session.backend(rt), accountant, session.roots(rt), work, rt, repeat)
+    runners = {rt: ConditionRunner(session.backend(rt), accountant, session.roots(rt), work, rt, repeat,
+                                   s.settle_max_s)
                for rt in session.runtimes}
     for step in range(1, s.steps_per_condition + 1):
         for rt in runtime_order(list(session.runtimes), repeat, step, s.steps_per_condition):
             for condition in condition_order(repeat):
-                bar.update(task, description=f"repeat {repeat + 1}/{s.repeats} step {step}: {rt} {condition}")
-                outputs.add(runners[rt].run(condition, step))
-                bar.advance(task)
+                trials = s.together_trials if condition == "together" else 1
+                for trial in range(trials):
+                    what = condition if trials == 1 else f"{condition} {trial + 1}/{trials}"
+                    bar.update(task, description=f"repeat {repeat + 1}/{s.repeats} step {step}: {rt} {what}")
+                    measurement = runners[rt].run(condition, step)
+                    measurement.extra["trial"] = trial
+                    outputs.add(measurement)
+                    bar.advance(task)
             outputs.flush()

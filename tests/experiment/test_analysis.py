@@ -103,3 +103,14 @@ def test_accounting_summary_counts_steps_within_tolerance() -> None:
     s = accounting_summary(recorded)
     assert s["checked"] == len(recorded) and s["within_5pct"] == len(recorded) - 1
     assert s["max_abs_residual_fraction"] == pytest.approx(0.08)
+    assert s["settle"] is None  # these rows were recorded without the idle wait
+
+
+def test_accounting_summary_reports_the_idle_waits() -> None:
+    recorded = rows()
+    for i, row in enumerate(recorded):
+        row.update(settle_s=0.25 * (i + 1), settled=i > 0)
+    s = accounting_summary(recorded)["settle"]
+    n = len(recorded)
+    assert s["conditions"] == n and s["not_settled"] == 1 and s["max_s"] == pytest.approx(0.25 * n)
+    assert s["mean_s"] == pytest.approx(0.25 * (n + 1) / 2, abs=1e-3)

@@ -89,3 +89,43 @@ def test_conditions_on_in_process_doubles(runner: ConditionRunner) -> None:
 def test_score_alone_needs_the_rollouts_of_gen_alone(runner: ConditionRunner) -> None:
     with pytest.raises(RuntimeError, match="gen_alone"):
         runner.run("score_alone", 1)
+
+
+class CoolingAccountant:
+    """The rollout actor (pid 7) keeps one core busy for the first ``busy_snapshots`` snapshots,
+    then stops: settle must wait past them and no longer."""
+
+    def __init__(self, busy_snapshots: int) -> None:
+        self.n, self.busy_snapshots, self.cpu = 0, busy_snapshots, 0.0
+
+    def snapshot(self) -> Snapshot:
+        self.n += 1
+        if self.n <= self.busy_snapshots:
+            self.cpu += 0.25  # one core over the 0.25 s window between snapshots
+        return Snapshot(0.25 * self.n, {7: (1, self.cpu, 0.0)}, 0.0, 0.0)
+
+    def between(self, before: Snapshot, after: Snapshot, roots):
+        return pool_time(before, after, {"generate": [7]}, driver=1, cores=2)
+
+
+def _settle(accountant, settle_max_s: float) -> dict:
+    runner = ConditionRunner(None, accountant, {"generate": [7]}, None, "x", 0, settle_max_s)  # type: ignore[arg-type]
+    return runner.settle()
+
+
+def test_settle_waits_until_the_actors_are_idle() -> None:
+    accountant = CoolingAccountant(busy_snapshots=3)
+    result = _settle(accountant, settle_max_s=10.0)
+    # windows 1-2 and 2-3 are busy, 3-4 is the first idle one: four snapshots, three windows waited
+    assert result["settled"] is True and accountant.n == 4
+    assert 0.7 <= result["settle_s"] < 3.0
+
+
+def test_settle_gives_up_at_its_cap_and_says_so() -> None:
+    result = _settle(CoolingAccountant(busy_snapshots=1000), settle_max_s=0.5)
+    assert result["settled"] is False and 0.5 <= result["settle_s"] < 2.0
+
+
+def test_settle_is_off_at_zero() -> None:
+    accountant = CoolingAccountant(busy_snapshots=1000)
+    assert _settle(accountant, settle_max_s=0.0) == {} and accountant.n == 0

@@ -26,6 +26,7 @@ def test_the_shipped_configs_load() -> None:
     assert quick.contention.runtimes == cpu.contention.quick.runtimes
     assert quick.contention.repeats == cpu.contention.quick.repeats
     assert quick.contention.timebox.budget_s == cpu.contention.quick.budget_s
+    assert quick.contention.together_trials == cpu.contention.quick.together_trials
     # The GPU variant is documentation here (no GPU): it must still be a valid config.
     from rlsim.config_loader import load_config
     from rlsim.experiment.config import ContentionConfig, contention_problems

@@ -32,6 +32,7 @@ contention:
   baseline: eager
   repeats: 2
   steps_per_condition: 1
+  together_trials: 2
   session_per_repeat: true
   timebox: {budget_s: 3, micro_batch: 2}
 loop:
@@ -63,8 +64,13 @@ def experiment(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict, di
 def test_every_condition_of_every_runtime_and_repeat_was_measured(experiment) -> None:
     out, results, summary = experiment
     assert results["complete"] and results["repeats_done"] == 2 and summary["complete"]
-    seen = {(m["runtime"], m["repeat"], m["condition"]) for m in results["measurements"]}
-    assert len(seen) == len(results["measurements"]) == 2 * 2 * 4
+    seen = {(m["runtime"], m["repeat"], m["condition"], m["trial"]) for m in results["measurements"]}
+    # per runtime and repeat: gen_alone, score_alone, timeboxed once and together twice (together_trials)
+    assert len(seen) == len(results["measurements"]) == 2 * 2 * 5
+    assert {m["trial"] for m in results["measurements"] if m["condition"] == "together"} == {0, 1}
+    # every condition waited for idle actors first, within the cap
+    assert all(0 < m["settle_s"] <= 3.0 + 1.0 for m in results["measurements"])
+    assert results["accounting"]["settle"]["conditions"] == 20
     for m in results["measurements"]:
         if m["condition"] in ("gen_alone", "together"):
             assert m["figures"]["rollouts"] == 4 and m["figures"]["gen_tokens"] == 4 * 8
