@@ -148,7 +148,8 @@ def _significance(v: Any, runtime: str, baseline: str) -> dict[str, Any]:
 
 
 def accounting_summary(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
-    """How well the identity held over every measured step, and how much of the pool others used."""
+    """How well the identity held over every measured step (overall and per condition), how much of
+    the pool others used, and how long the idle waits before conditions took."""
     checked = [r for r in rows if r["pool"]["checked"]]
     residuals = [r["pool"]["residual_fraction"] for r in checked]
     other = [r["pool"]["core_s"].get("other", 0.0) / r["pool"]["pool_core_s"] for r in checked
@@ -157,8 +158,16 @@ def accounting_summary(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     settle = {"conditions": len(waits), "mean_s": round(sum(r["settle_s"] for r in waits) / len(waits), 3),
               "max_s": max(r["settle_s"] for r in waits), "not_settled": sum(1 for r in waits if not r["settled"])
               } if waits else None
+    by_condition = {}
+    for cond in dict.fromkeys(r["condition"] for r in checked):
+        mine = [r["pool"] for r in checked if r["condition"] == cond]
+        by_condition[cond] = {
+            "checked": len(mine), "within_5pct": sum(1 for p in mine if p["within_5pct"]),
+            "max_abs_residual_fraction": round(max(abs(p["residual_fraction"]) for p in mine), 5),
+            "mean_seconds": round(sum(p["seconds"] for p in mine) / len(mine), 3),
+        }
     return {
-        "settle": settle,
+        "settle": settle, "by_condition": by_condition,
         "steps": len(rows), "checked": len(checked),
         "within_5pct": sum(1 for r in checked if r["pool"]["within_5pct"]),
         "max_abs_residual_fraction": round(max((abs(x) for x in residuals), default=0.0), 5),

@@ -50,7 +50,8 @@ FIXED = {"generate": 8.0, "update": 6.0, "orchestration": 0.3, "idle_scorers": 0
 def _pool(core_s: dict[str, float], pool_core_s: float) -> dict[str, Any]:
     accounted = sum(core_s.values())
     residual = (accounted - pool_core_s) / pool_core_s
-    return {"core_s": core_s, "pool_core_s": pool_core_s, "accounted_core_s": accounted,
+    return {"seconds": pool_core_s / POOL_CORES, "cores": POOL_CORES, "core_s": core_s, "pool_core_s": pool_core_s,
+            "accounted_core_s": accounted,
             "residual_fraction": residual, "within_5pct": abs(residual) <= 0.05, "checked": True, "notes": []}
 
 

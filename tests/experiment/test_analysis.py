@@ -104,6 +104,10 @@ def test_accounting_summary_counts_steps_within_tolerance() -> None:
     assert s["checked"] == len(recorded) and s["within_5pct"] == len(recorded) - 1
     assert s["max_abs_residual_fraction"] == pytest.approx(0.08)
     assert s["settle"] is None  # these rows were recorded without the idle wait
+    first = recorded[0]["condition"]
+    by = s["by_condition"][first]
+    assert by["within_5pct"] == by["checked"] - 1 and by["max_abs_residual_fraction"] == pytest.approx(0.08)
+    assert sum(c["checked"] for c in s["by_condition"].values()) == len(recorded)
 
 
 def test_accounting_summary_reports_the_idle_waits() -> None:
