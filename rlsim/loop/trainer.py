@@ -15,9 +15,9 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from rlsim.errors import RlsimError
 from rlsim.loop.advantages import group_advantages
 from rlsim.rollout.types import Rollout
+from rlsim.torch_setup import prepare_torch
 
 
 @dataclass(frozen=True)
@@ -60,13 +60,8 @@ class PolicyTrainer:
         import torch
         from transformers import AutoModelForCausalLM
 
-        if settings.device == "cuda" and not torch.cuda.is_available():
-            raise RlsimError("trainer.device is cuda but torch sees no CUDA GPU; set trainer.device: cpu")
-        if settings.threads:
-            torch.set_num_threads(settings.threads)
-        torch.manual_seed(settings.seed)
         self.settings = settings
-        self._device = torch.device(settings.device)
+        self._device = prepare_torch(settings.device, "trainer.device", settings.threads, settings.seed)
         self._model = AutoModelForCausalLM.from_pretrained(str(policy_dir), dtype=torch.float32).to(self._device)
         self._model.train()
         # No weight decay: a step with zero advantages must leave the policy unchanged.

@@ -15,6 +15,7 @@ from rlsim.errors import RlsimError
 from rlsim.rollout.generator import GeneratorSettings, SyncResult, register_generator
 from rlsim.rollout.prompts import encode_prompt
 from rlsim.rollout.types import Rollout, RolloutRequest
+from rlsim.torch_setup import prepare_torch
 
 
 @register_generator("hf")
@@ -27,13 +28,8 @@ class HfGenerator:
         import torch
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
-        if settings.device == "cuda" and not torch.cuda.is_available():
-            raise RlsimError("policy.device is cuda but torch sees no CUDA GPU; set policy.device: cpu")
-        if settings.threads:
-            torch.set_num_threads(settings.threads)
-        torch.manual_seed(settings.seed)
         self.settings = settings
-        self._device = torch.device(settings.device)
+        self._device = prepare_torch(settings.device, "policy.device", settings.threads, settings.seed)
         dtype = getattr(torch, settings.dtype)
         self._model = AutoModelForCausalLM.from_pretrained(str(policy_dir), dtype=dtype).eval().to(self._device)
         self._tokenizer = AutoTokenizer.from_pretrained(str(policy_dir))

@@ -7,17 +7,9 @@ import time
 
 import numpy as np
 
-from rlsim.errors import RlsimError
 from rlsim.models.reward import RewardModelSpec
 from rlsim.scoring.base import EncodedBatch, ScorerSettings, TokenizingScorer, register_scorer
-
-
-def torch_device(device: str):
-    import torch
-
-    if device == "cuda" and not torch.cuda.is_available():
-        raise RlsimError("device 'cuda' was asked for but torch sees no CUDA GPU; use device: cpu")
-    return torch.device(device)
+from rlsim.torch_setup import prepare_torch
 
 
 @register_scorer("eager")
@@ -31,8 +23,8 @@ class EagerScorer(TokenizingScorer):
         from transformers import AutoModelForSequenceClassification
 
         super().__init__(model, settings)
-        torch.set_num_threads(settings.resolved_threads())
-        self._device = torch_device(settings.device)
+        self._device = prepare_torch(settings.device, "the scorer's device (reward.device or --device)",
+                                     settings.resolved_threads())
         self._model = (
             AutoModelForSequenceClassification.from_pretrained(str(model.path), dtype=torch.float32)
             .eval()
