@@ -43,6 +43,10 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print(f"rlsim {args.command}: interrupted; completed results are on disk", file=sys.stderr)
         return 130
+    except SystemExit as stop:  # SIGTERM, once Ray is up (rlsim/signals.py): actors and Ray are stopped by now
+        if stop.code == 143:
+            print(f"rlsim {args.command}: terminated (SIGTERM); completed results are on disk", file=sys.stderr)
+        raise
 
 
 if __name__ == "__main__":

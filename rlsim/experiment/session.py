@@ -25,6 +25,7 @@ from rlsim.experiment.config import ContentionConfig
 from rlsim.loop.build import factories
 from rlsim.loop.sync import WeightSync
 from rlsim.rollout.prompts import make_step_requests
+from rlsim.signals import unwind_on_sigterm
 
 
 class ExperimentSession:
@@ -82,6 +83,7 @@ class ExperimentSession:
         os.environ.setdefault("VLLM_LOGGING_LEVEL", "WARNING")  # engine logs would tear the progress bar
         ray.init(address="local", num_cpus=self.loop.ray.num_cpus or len(self.pool), include_dashboard=False,
                  log_to_driver=False)
+        unwind_on_sigterm()
         return True
 
     def _start_scorers(self, placement: Any) -> None:

@@ -26,6 +26,7 @@ from rlsim.loop.schedules import Progress, run_step
 from rlsim.loop.sync import WeightSync
 from rlsim.rollout.prompts import make_step_requests
 from rlsim.rollout.types import RolloutRequest
+from rlsim.signals import unwind_on_sigterm
 
 
 class LoopSession:
@@ -141,11 +142,12 @@ def connect_ray(config: RunConfig) -> bool:
     os.environ.setdefault("VLLM_LOGGING_LEVEL", "WARNING")
     if config.ray.address:
         ray.init(address=config.ray.address, log_to_driver=False)
-        return True
-    cpus = config.ray.num_cpus or len(os.sched_getaffinity(0))
-    # "local": a plain ray.init() would join the newest cluster started on this machine (its address
-    # is left in /tmp/ray), which is not what `address: null` promises.
-    ray.init(address="local", num_cpus=cpus, include_dashboard=False, log_to_driver=False)
+    else:
+        cpus = config.ray.num_cpus or len(os.sched_getaffinity(0))
+        # "local": a plain ray.init() would join the newest cluster started on this machine (its address
+        # is left in /tmp/ray), which is not what `address: null` promises.
+        ray.init(address="local", num_cpus=cpus, include_dashboard=False, log_to_driver=False)
+    unwind_on_sigterm()
     return True
 
 

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import json
 import signal
-import threading
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Protocol
@@ -108,8 +107,8 @@ class RealLoopRunner:
             return self._session
         self._close_session()
         if not self._started_ray:
-            self._started_ray = connect_ray(case.config)
-            self._catch_sigterm()
+            self._old_sigterm = signal.getsignal(signal.SIGTERM)
+            self._started_ray = connect_ray(case.config)  # makes SIGTERM unwind (rlsim/signals.py)
         session = LoopSession(case.config)
         t0 = time.perf_counter()
         try:
@@ -125,17 +124,6 @@ class RealLoopRunner:
         self.sessions.append({"configs": [case.name], "start_s": round(time.perf_counter() - t0, 3),
                               "startup_s": {k: round(v, 3) for k, v in session.startup_s.items()}})
         return session
-
-    def _catch_sigterm(self) -> None:
-        """Make SIGTERM unwind like Ctrl-C, so ``close`` still stops the actors and Ray (Ray's own
-        handler would end the process at once and leave its helper processes behind)."""
-        if threading.current_thread() is not threading.main_thread():
-            return
-
-        def stop(signum: int, _frame: Any) -> None:
-            raise SystemExit(128 + signum)
-
-        self._old_sigterm = signal.signal(signal.SIGTERM, stop)
 
     def _close_session(self) -> None:
         if self._session is not None:
