@@ -53,6 +53,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--texts-per-request", type=int, default=4)
     p.add_argument("--response-tokens", type=float, default=64.0, help="mean response length, tokens")
     p.add_argument("--max-batch-size", type=int, default=32)
+    p.add_argument("--sub-batch-size", type=int, default=8, help="the server's length-sorted passes (0: one pass)")
     p.add_argument("--max-queue", type=int, default=128, help="server queue bound, sequences (503 past it)")
     p.add_argument("--timeout-s", type=float, default=10.0, help="server per-request timeout (504 past it)")
     p.add_argument("--threads", type=int, default=1, help="model threads in the server")
@@ -65,7 +66,8 @@ def start_server(args: argparse.Namespace, workdir: Path, cores: set[int]) -> tu
     port_file = workdir / "port"
     cmd = [sys.executable, "-m", "rlsim", "serve", "--runtime", args.runtime, "--model", args.model, "--port", "0"]
     cmd += ["--port-file", str(port_file), "--threads", str(args.threads), "--parent-pid", str(os.getpid())]
-    cmd += ["--max-batch-size", str(args.max_batch_size), "--max-queue", str(args.max_queue)]
+    cmd += ["--max-batch-size", str(args.max_batch_size), "--sub-batch-size", str(args.sub_batch_size)]
+    cmd += ["--max-queue", str(args.max_queue)]
     cmd += ["--timeout-s", str(args.timeout_s), "--max-texts", str(max(args.texts_per_request, 1))]
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])))
     log = open(workdir / "server.log", "wb")

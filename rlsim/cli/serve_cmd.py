@@ -20,6 +20,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--port-file", default=None, help="write the bound port here once listening (for port 0)")
     g = p.add_argument_group("batching and limits")
     g.add_argument("--max-batch-size", type=int, default=32, help="sequences per forward pass (default 32)")
+    g.add_argument("--sub-batch-size", type=int, default=8,
+                   help="score a batch's texts sorted by length in passes of at most this many (default 8; 0: one pass)")
     g.add_argument("--max-wait-ms", type=float, default=2.0, help="longest wait for a fuller batch, ms (default 2)")
     g.add_argument("--max-queue", type=int, default=512, help="queued sequences before answering 503 (default 512)")
     g.add_argument("--timeout-s", type=float, default=30.0, help="per-request timeout before 504, s (default 30)")
@@ -62,6 +64,7 @@ def run(args: argparse.Namespace) -> int:
         port=args.port,
         scorer=settings_from_args(args),
         max_batch_size=args.max_batch_size,
+        sub_batch_size=args.sub_batch_size,
         max_wait_s=args.max_wait_ms / 1000.0,
         max_queue=args.max_queue,
         request_timeout_s=args.timeout_s,

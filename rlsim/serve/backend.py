@@ -16,6 +16,8 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from rlsim.batching.dynamic import DynamicBatcher, QueueFull
+from rlsim.batching.fixed_size import SortedBatcher
+from rlsim.batching.scoring import score_texts
 from rlsim.errors import RlsimError
 from rlsim.scoring.base import EncodedBatch, Scorer
 
@@ -73,8 +75,10 @@ class ScoringBackend:
         max_queue: int,
         max_delay_s: float | None = None,
         on_batch: Callable[[int, float], None] | None = None,
+        sub_batch_size: int = 0,
     ) -> None:
         self.scorer = scorer
+        self.sub_batch_size = sub_batch_size
         self.warmup_s = 0.0
         self.max_delay_s = max_delay_s
         self._s_per_seq: float | None = None
@@ -157,7 +161,12 @@ class ScoringBackend:
     def _score_texts(self, jobs: list[ScoreJob]) -> list[JobResult]:
         flat = [t for job in jobs for t in job.texts or ()]
         before = self.scorer.stats.truncated
-        rewards = _checked(self.scorer.score_batch(flat), len(flat))
+        if 0 < self.sub_batch_size < len(flat):
+            # Sorted by length and cut into sub-batches: each pass pads only to its own longest text.
+            rewards, _ = score_texts(self.scorer, flat, SortedBatcher(self.sub_batch_size))
+        else:
+            rewards = self.scorer.score_batch(flat)
+        rewards = _checked(rewards, len(flat))
         batch_truncated = self.scorer.stats.truncated - before
         per_job = self._attribute_truncation(jobs, batch_truncated)
         return [JobResult(r, n) for r, n in zip(_split(rewards, jobs), per_job)]

@@ -40,6 +40,7 @@ def registry_backend_factory(settings: ServeSettings) -> BackendFactory:
             max_queue=settings.max_queue,
             max_delay_s=settings.request_timeout_s,
             on_batch=metrics.observe_batch,
+            sub_batch_size=settings.sub_batch_size,
         )
 
     return build

@@ -51,6 +51,7 @@ def backend_factory(scorer: Scorer, settings: ServeSettings) -> Callable[[Server
             max_queue=settings.max_queue,
             max_delay_s=settings.request_timeout_s,
             on_batch=metrics.observe_batch,
+            sub_batch_size=settings.sub_batch_size,
         )
 
     return build

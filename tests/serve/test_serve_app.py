@@ -54,7 +54,7 @@ def test_served_rewards_equal_direct_scoring_for_concurrent_clients(start_server
 
 
 def test_requests_queued_together_share_one_forward_pass(start_server) -> None:
-    srv = start_server(max_batch_size=64, max_wait_s=0.001)
+    srv = start_server(max_batch_size=64, max_wait_s=0.001, sub_batch_size=0)
     srv.scorer.gate.clear()
     with ThreadPoolExecutor(6) as pool, srv.client() as client:
         first = pool.submit(post, client, {"texts": ["first"]})
@@ -65,6 +65,30 @@ def test_requests_queued_together_share_one_forward_pass(start_server) -> None:
         assert all(f.result(WAIT).status_code == 200 for f in [first, *rest])
     # One batch for the first request, then one for the five queued behind it (10 texts).
     assert [len(b) for b in srv.scorer.batches] == [1, 10]
+
+
+def test_a_shared_batch_is_scored_in_length_sorted_sub_batches(start_server) -> None:
+    srv = start_server(max_batch_size=64, max_wait_s=0.001, sub_batch_size=4)
+    srv.scorer.gate.clear()
+    texts = [[" ".join(["word"] * n), f"x{n}"] for n in (9, 1, 5, 3, 7)]  # mixed lengths, 10 texts in all
+    with ThreadPoolExecutor(6) as pool, srv.client() as client:
+        first = pool.submit(post, client, {"texts": ["first"]})
+        wait_until(srv.scorer.entered.is_set, "the first batch to reach the model")
+        rest = [pool.submit(post, client, {"texts": t}) for t in texts]
+        wait_until(lambda: srv.state.backend.queued_requests == 5, "five queued requests")
+        srv.scorer.gate.set()
+        answers = [f.result(WAIT).json() for f in rest]
+        assert first.result(WAIT).status_code == 200
+    # The 10 queued texts went through the model in passes of at most 4, shortest first ...
+    assert [len(b) for b in srv.scorer.batches] == [1, 4, 4, 2]
+    flat = [t for pair in texts for t in pair]
+    lengths = srv.scorer.token_lengths(flat)
+    passes = srv.scorer.padded_lengths[1:]
+    assert passes == sorted(passes) and passes[-1] == max(lengths)
+    # ... and every request still got its own rewards, in its own order.
+    direct = srv.scorer
+    for pair, answer in zip(texts, answers):
+        assert answer["rewards"] == direct.score_batch(pair).tolist()
 
 
 def test_full_queue_answers_503_with_retry_after_and_accepted_requests_complete(start_server) -> None:

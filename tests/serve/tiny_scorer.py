@@ -53,6 +53,7 @@ class TinyScorer(TokenizingScorer):
         self.gate.set()
         self.entered = threading.Event()
         self.batches: list[list[int]] = []  # first token id after [CLS] of each row, per batch
+        self.padded_lengths: list[int] = []  # tokens per row of each batch (all rows padded to it)
         self.delay_s = float(os.environ.get("RLSIM_TINY_DELAY_S", "0"))
 
     def _forward(self, batch: EncodedBatch) -> np.ndarray:
@@ -62,6 +63,7 @@ class TinyScorer(TokenizingScorer):
         if self.delay_s:
             time.sleep(self.delay_s)
         self.batches.append([int(row[1]) if len(row) > 1 else -1 for row in batch.input_ids])
+        self.padded_lengths.append(int(batch.input_ids.shape[1]))
         return mean_id_rewards(batch.input_ids, batch.attention_mask)
 
 
