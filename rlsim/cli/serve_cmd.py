@@ -19,7 +19,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--port", type=int, default=8000, help="TCP port (default 8000; 0 picks a free one)")
     p.add_argument("--port-file", default=None, help="write the bound port here once listening (for port 0)")
     g = p.add_argument_group("batching and limits")
-    g.add_argument("--max-batch-size", type=int, default=32, help="sequences per forward pass (default 32)")
+    g.add_argument("--max-batch-size", type=int, default=32, help="sequences per dynamic batch (default 32)")
     g.add_argument("--sub-batch-size", type=int, default=8,
                    help="score a batch's texts sorted by length in passes of at most this many (default 8; 0: one pass)")
     g.add_argument("--max-wait-ms", type=float, default=2.0, help="longest wait for a fuller batch, ms (default 2)")

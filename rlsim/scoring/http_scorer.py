@@ -85,8 +85,9 @@ class HttpScorer:
         port_file = self._workdir / "port"
         cmd = [sys.executable, "-m", "rlsim", "serve", "--runtime", runtime, "--model", self._model_arg()]
         cmd += ["--host", "127.0.0.1", "--port", "0", "--port-file", str(port_file), "--parent-pid", str(os.getpid())]
-        # score_batch is one request: let the server take any batch a caller may send in one go.
-        cmd += ["--max-texts", "8192", "--max-queue", "16384", "--max-text-chars", "10000000"]
+        # score_batch is one request: let the server take any batch a caller may send in one go, and
+        # score it in one pass (the caller's batcher already chose the batch, as for every runtime).
+        cmd += ["--max-texts", "8192", "--max-queue", "16384", "--max-text-chars", "10000000", "--sub-batch-size", "0"]
         cmd += _settings_flags(self.settings)
         env = dict(os.environ)
         paths = [_package_root()]

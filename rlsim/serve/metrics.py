@@ -39,11 +39,11 @@ class ServerMetrics:
             registry=r,
         )
         self.batch_size = Histogram(
-            "rlsim_serve_batch_size_sequences", "Sequences per forward pass", buckets=BATCH_BUCKETS, registry=r
+            "rlsim_serve_batch_size_sequences", "Sequences per dynamic batch (scored in length-sorted passes)", buckets=BATCH_BUCKETS, registry=r
         )
         self.batch_seconds = Histogram(
             "rlsim_serve_batch_seconds",
-            "Time per forward pass incl. tokenisation, seconds",
+            "Time per dynamic batch incl. tokenisation, seconds",
             buckets=LATENCY_BUCKETS_S,
             registry=r,
         )

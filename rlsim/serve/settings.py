@@ -15,7 +15,7 @@ LOOPBACK = "127.0.0.1"
 class ServeSettings:
     """One server. Sizes are in sequences (texts or token-id rows) unless named otherwise.
 
-    ``max_batch_size``: sequences per forward pass the dynamic batcher aims for (a bigger request
+    ``max_batch_size``: sequences per batch the dynamic batcher aims for (a bigger request
     runs alone). ``max_wait_s``: how long the oldest queued request may wait for company, seconds.
     ``max_queue``: sequences waiting before new requests get 503. ``request_timeout_s``: a request
     not answered by then gets 504. ``max_texts`` / ``max_text_chars`` / ``max_row_tokens`` /
