@@ -24,7 +24,7 @@ def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> Path:
             f.flush()
             os.fsync(f.fileno())
         # mkstemp creates 0600; results are meant to be read like any file the user writes.
-        os.chmod(tmp, 0o666 & ~_umask())
+        os.chmod(tmp, 0o666 & ~_UMASK)
         os.replace(tmp, target)
     except BaseException:
         try:
@@ -35,10 +35,15 @@ def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> Path:
     return target
 
 
-def _umask() -> int:
+def _read_umask() -> int:
     mask = os.umask(0)
     os.umask(mask)
     return mask
+
+
+# Read once: reading it means setting it, and setting the process umask on every write would race
+# with other threads (the server's, Ray's) creating files meanwhile.
+_UMASK = _read_umask()
 
 
 def atomic_write_json(path: str | os.PathLike[str], obj: Any, indent: int = 2) -> Path:

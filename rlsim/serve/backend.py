@@ -11,7 +11,7 @@ import math
 import time
 from concurrent.futures import Future
 from dataclasses import dataclass
-from typing import Any, Callable, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 import numpy as np
 
@@ -20,6 +20,9 @@ from rlsim.batching.fixed_size import SortedBatcher
 from rlsim.batching.scoring import score_texts
 from rlsim.errors import RlsimError
 from rlsim.scoring.base import EncodedBatch, Scorer
+
+if TYPE_CHECKING:
+    from rlsim.serve.settings import ServeSettings
 
 WARMUP_TEXTS = ["warm-up", "a longer warm-up text, so the first real request does not pay for first-call set-up"]
 
@@ -92,6 +95,14 @@ class ScoringBackend:
             on_batch=self._observe,
             name=f"rlsim-serve-{scorer.name}",
         )
+
+    @classmethod
+    def from_settings(cls, scorer: Scorer, settings: "ServeSettings",
+                      on_batch: Callable[[int, float], None] | None = None) -> "ScoringBackend":
+        """The backend ``rlsim serve`` runs for ``settings`` around ``scorer`` (its timeout caps queueing)."""
+        return cls(scorer, max_batch_size=settings.max_batch_size, max_wait_s=settings.max_wait_s,
+                   max_queue=settings.max_queue, max_delay_s=settings.request_timeout_s, on_batch=on_batch,
+                   sub_batch_size=settings.sub_batch_size)
 
     def _observe(self, sequences: int, seconds: float) -> None:
         if sequences > 0:

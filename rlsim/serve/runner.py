@@ -33,15 +33,7 @@ def registry_backend_factory(settings: ServeSettings) -> BackendFactory:
         from rlsim.scoring import make_scorer
 
         scorer = make_scorer(settings.runtime, resolve_reward_model(settings.model), settings.scorer)
-        return ScoringBackend(
-            scorer,
-            max_batch_size=settings.max_batch_size,
-            max_wait_s=settings.max_wait_s,
-            max_queue=settings.max_queue,
-            max_delay_s=settings.request_timeout_s,
-            on_batch=metrics.observe_batch,
-            sub_batch_size=settings.sub_batch_size,
-        )
+        return ScoringBackend.from_settings(scorer, settings, metrics.observe_batch)
 
     return build
 
