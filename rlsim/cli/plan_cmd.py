@@ -47,9 +47,9 @@ def run(args: argparse.Namespace) -> int:
 
     from rlsim.errors import RlsimError
     from rlsim.io import atomic_write_json
-    from rlsim.planner.cluster import load_plan_config
-    from rlsim.planner.plan import execute, prepare
-    from rlsim.planner.report import plot_plan, plot_share_curves, print_plan, ranked_table
+    from rlsim.planner.spec.cluster import load_plan_config
+    from rlsim.planner.search.plan import execute, prepare
+    from rlsim.planner.search.report import plot_plan, plot_share_curves, print_plan, ranked_table
 
     if args.validate is not None:
         return _validate(args)
@@ -93,7 +93,7 @@ def _validate(args: argparse.Namespace) -> int:
     from rich.console import Console
 
     from rlsim.errors import RlsimError
-    from rlsim.planner.validate_cli import validate_command, validation_table
+    from rlsim.planner.validate.command import validate_command, validation_table
 
     if args.config is not None:
         raise RlsimError("--validate takes its validation set as its own argument: "

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from rlsim.planner.cluster import BatcherSpec, PlacementSpec
-from rlsim.planner.profile import (
+from rlsim.planner.spec.cluster import BatcherSpec, PlacementSpec
+from rlsim.planner.profile.schema import (
     ContentionEntry,
     ContentionModel,
     FitStats,
@@ -13,7 +13,7 @@ from rlsim.planner.profile import (
     TrainerModel,
     new_profile_header,
 )
-from rlsim.planner.workload import LengthDist, Workload
+from rlsim.planner.spec.workload import LengthDist, Workload
 
 EXACT = FitStats(n_samples=0, r2=1.0, residual_rel_std=0.0, residual_rel_max=0.0)
 

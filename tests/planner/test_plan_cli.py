@@ -11,7 +11,7 @@ import pytest
 import yaml
 
 from rlsim.cli.main import main
-from rlsim.planner.profile import save_profile
+from rlsim.planner.profile.schema import save_profile
 
 from planner_cases import make_profile
 
@@ -123,7 +123,7 @@ def test_planner_never_imports_ray_vllm_or_torch() -> None:
     code = (
         "import sys; from rlsim.cli.main import main; "
         f"assert main(['plan', {str(CPU_CONFIG)!r}, '--set', 'search.steps=1', '--set', 'simulation.steps=1']) == 0; "
-        "import rlsim.planner.profiling, rlsim.planner.predict; "
+        "import rlsim.planner.calibrate.build, rlsim.planner.runs.predict; "
         "bad = [m for m in ('torch', 'ray', 'vllm', 'onnxruntime') if m in sys.modules]; "
         "assert not bad, bad"
     )

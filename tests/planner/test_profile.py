@@ -9,8 +9,8 @@ import pytest
 
 import rlsim
 from rlsim.errors import RlsimError
-from rlsim.planner.example_profile import cpu_profile, gpu_profile
-from rlsim.planner.profile import SCHEMA_VERSION, load_profile, save_profile
+from rlsim.planner.profile.examples import cpu_profile, gpu_profile
+from rlsim.planner.profile.schema import SCHEMA_VERSION, load_profile, save_profile
 
 from planner_cases import make_profile
 
@@ -80,7 +80,7 @@ def test_missing_sections_are_named() -> None:
 
 @pytest.mark.parametrize("name, build", [("example_cpu_2core.json", cpu_profile), ("example_gpu_8x.json", gpu_profile)])
 def test_shipped_examples_are_current_and_labelled_illustrative(name: str, build) -> None:  # type: ignore[no-untyped-def]
-    # Fails after a version bump until `python -m rlsim.planner.example_profile` rewrites them.
+    # Fails after a version bump until `python -m rlsim.planner.profile.examples` rewrites them.
     shipped = load_profile(SHIPPED / name)
     assert shipped == build()
     assert shipped.illustrative and any("ILLUSTRATIVE" in note for note in shipped.notes)

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from rlsim.planner.cluster import BatcherSpec, NodeSpec, PlacementSpec
-from rlsim.planner.evaluate import evaluate
-from rlsim.planner.workload import LengthDist, Workload
+from rlsim.planner.spec.cluster import BatcherSpec, NodeSpec, PlacementSpec
+from rlsim.planner.sim.evaluate import evaluate
+from rlsim.planner.spec.workload import LengthDist, Workload
 
 from planner_cases import fixed_workload, make_profile, placement
 
@@ -114,7 +114,7 @@ def test_utilisation_by_hand(two_core_node: NodeSpec) -> None:
 
 
 def test_predict_step_maps_loop_knobs_onto_the_hand_case() -> None:
-    from rlsim.planner.predict import LoopKnobs, predict_step
+    from rlsim.planner.runs.predict import LoopKnobs, predict_step
 
     knobs = LoopKnobs(prompts_per_step=1, group_size=4, prompt_tokens=LengthDist(kind="fixed", mean=5),
                       response_tokens=LengthDist(kind="fixed", mean=10), schedule="overlapped", placement="split",
@@ -141,8 +141,8 @@ def test_knobs_from_the_loops_default_config() -> None:
 
     from rlsim.config_loader import load_config
     from rlsim.loop.config import RunConfig
-    from rlsim.planner.example_profile import cpu_profile
-    from rlsim.planner.predict import knobs_from_run_config, predict_step
+    from rlsim.planner.profile.examples import cpu_profile
+    from rlsim.planner.runs.predict import knobs_from_run_config, predict_step
 
     # load_config skips the loop's check that cores 0-2 exist here: the planner only reads the knobs.
     config = load_config(RunConfig, Path(__file__).resolve().parents[2] / "configs" / "default.yaml",

@@ -14,7 +14,7 @@ import pytest
 import yaml
 
 from rlsim.cli.main import main
-from rlsim.planner.profile import save_profile
+from rlsim.planner.profile.schema import save_profile
 
 from test_validation import ROOT, loop_profile
 

@@ -16,11 +16,11 @@ from rich.console import Console
 from rich.table import Table
 
 import rlsim
-from rlsim.planner.loop_runner import LoopRunner
-from rlsim.planner.predict import predict_step
-from rlsim.planner.profile import Profile, load_profile
-from rlsim.planner.validation import run_validation
-from rlsim.planner.validation_set import LoopCase, LoopSet, load_loop_set, resolve_cases, resolve_path
+from rlsim.planner.runs.loop_runner import LoopRunner
+from rlsim.planner.runs.predict import predict_step
+from rlsim.planner.profile.schema import Profile, load_profile
+from rlsim.planner.validate.compare import run_validation
+from rlsim.planner.runs.loop_set import LoopCase, LoopSet, load_loop_set, resolve_cases, resolve_path
 
 
 def prepare_validation(
@@ -49,7 +49,7 @@ def validate_command(
     console = console or Console(stderr=True)
     cases, profile, profile_path, loop_set = prepare_validation(path, overrides, profile_path)
     if runner is None:
-        from rlsim.planner.loop_runner import RealLoopRunner
+        from rlsim.planner.runs.loop_runner import RealLoopRunner
 
         runner = RealLoopRunner(console=console, quiet=loop_set.quiet)
     meta = {

@@ -19,10 +19,10 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from rlsim.errors import RlsimError
-from rlsim.planner.cluster import BatcherSpec, NodeSpec, PlacementSpec, Schedule
-from rlsim.planner.evaluate import Evaluation, evaluate
-from rlsim.planner.profile import Profile
-from rlsim.planner.workload import LengthDist, Workload
+from rlsim.planner.spec.cluster import BatcherSpec, NodeSpec, PlacementSpec, Schedule
+from rlsim.planner.sim.evaluate import Evaluation, evaluate
+from rlsim.planner.profile.schema import Profile
+from rlsim.planner.spec.workload import LengthDist, Workload
 
 if TYPE_CHECKING:
     from rlsim.loop.config import RunConfig
