@@ -1,47 +1,18 @@
-"""The RLHF workload of one step: prompts, G samples per prompt, and token-length distributions."""
+"""The RLHF workload of one step: prompts, G samples per prompt, and token-length distributions.
+
+The length distributions are ``rlsim.workloads``' own (``{kind: fixed, tokens}``, ``{kind: uniform,
+min, max}``, ``{kind: lognormal, mean, sigma, min, max}``), so the simulation draws and rounds lengths
+exactly as the real loop does, and a loop config's workload carries over unchanged.
+"""
 
 from __future__ import annotations
-
-from typing import Literal
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from rlsim.workloads import FixedLengths, LengthDist, LognormalLengths
 
-class LengthDist(BaseModel):
-    """Token lengths: ``fixed`` (always ``mean``), ``uniform`` (min..max) or ``lognormal`` (mean, sigma).
-
-    Lognormal lengths use ``mu = ln(mean) - sigma**2 / 2`` so the mean before clipping is ``mean``;
-    every draw is clipped to ``[min, max]`` and rounded to whole tokens.
-    """
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    kind: Literal["fixed", "uniform", "lognormal"] = "lognormal"
-    mean: float = Field(gt=0, description="tokens")
-    sigma: float = Field(default=0.6, ge=0)
-    min: int = Field(default=1, ge=1)
-    max: int | None = Field(default=None, ge=1)
-
-    @model_validator(mode="after")
-    def _check_range(self) -> "LengthDist":
-        if self.max is not None and self.max < self.min:
-            raise ValueError(f"max ({self.max}) is below min ({self.min}); raise max or lower min")
-        if self.kind == "uniform" and self.max is None:
-            raise ValueError("a uniform length distribution needs max (tokens)")
-        return self
-
-    def sample(self, rng: np.random.Generator, n: int) -> np.ndarray:
-        """``n`` lengths in tokens, int64 array of shape ``(n,)``."""
-        if self.kind == "fixed":
-            raw = np.full(n, self.mean)
-        elif self.kind == "uniform":
-            raw = rng.uniform(self.min, float(self.max) + 1.0, size=n)
-        else:
-            mu = np.log(self.mean) - self.sigma**2 / 2.0
-            raw = rng.lognormal(mu, self.sigma, size=n)
-        upper = self.max if self.max is not None else np.inf
-        return np.clip(np.floor(raw + (0.5 if self.kind != "uniform" else 0.0)), self.min, upper).astype(np.int64)
+__all__ = ["LengthDist", "Workload"]
 
 
 class Workload(BaseModel):
@@ -51,8 +22,19 @@ class Workload(BaseModel):
 
     prompts_per_step: int = Field(ge=1)
     group_size: int = Field(default=1, ge=1)
-    prompt_tokens: LengthDist = LengthDist(kind="fixed", mean=128)
+    prompt_tokens: LengthDist = FixedLengths(tokens=128)
     response_tokens: LengthDist
+
+    @model_validator(mode="after")
+    def _mean_within_range(self) -> "Workload":
+        # A lognormal's max defaults to the loop's 512 tokens: a longer mean would be clipped to a
+        # constant without a word, and the plan would describe another workload than the one meant.
+        for name in ("prompt_tokens", "response_tokens"):
+            dist = getattr(self, name)
+            if isinstance(dist, LognormalLengths) and dist.mean > dist.max:
+                raise ValueError(f"{name}: mean {dist.mean:g} is above max {dist.max} tokens (max defaults to "
+                                 "512); raise max or lower the mean")
+        return self
 
     @property
     def rollouts_per_step(self) -> int:

@@ -1,6 +1,6 @@
 """``rlsim plan --validate``: predicted vs measured step time on real-loop configurations.
 
-For each configuration of a validation set (``validation_set.py``): the planner's ``predict_step``
+For each configuration of a loop set (``runs/loop_set.py``): the planner's ``predict_step``
 for the very steps the loop will run (their lengths replayed, see ``predict.loop_trace``), then the
 real loop through a ``LoopRunner``, then the comparison. The first ``warmup_steps`` of every run are
 dropped (vLLM and the scorers warm up); the measured step time is the median of the rest, and the
