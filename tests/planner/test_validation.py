@@ -1,4 +1,4 @@
-"""``rlsim plan --validate`` logic with a fake loop runner: sets, predictions, arithmetic, JSON, reuse."""
+"""``rlsim plan validate`` logic with a fake loop runner: sets, predictions, arithmetic, JSON, reuse."""
 
 from __future__ import annotations
 
@@ -157,12 +157,35 @@ def test_every_bad_entry_is_reported_at_once(tmp_path: Path) -> None:
 
 def test_cli_validate_errors_are_one_message(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["plan"]) == 2
-    assert "--validate" in capsys.readouterr().err
-    assert main(["plan", "--validate", str(tmp_path / "missing.yaml")]) == 2
+    assert "rlsim plan validate" in capsys.readouterr().err
+    assert main(["plan", "validate", str(tmp_path / "missing.yaml")]) == 2
     assert "does not exist" in capsys.readouterr().err
     path = write_set(tmp_path, TWO, profile="nowhere.json")
-    assert main(["plan", "--validate", str(path)]) == 2
+    assert main(["plan", "validate", str(path)]) == 2
     assert "rlsim profile" in capsys.readouterr().err
+    assert main(["plan", "cluster.yaml", str(path)]) == 2
+    assert "goes after `validate`" in capsys.readouterr().err
+
+
+def test_deprecated_validate_flag_still_works_with_a_note(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = write_set(tmp_path, TWO, profile="nowhere.json")
+    assert main(["plan", "--validate", str(path)]) == 2  # reaches the same checks as `plan validate PATH`
+    err = capsys.readouterr().err.splitlines()
+    assert err[0] == "note: `rlsim plan --validate` is deprecated; use `rlsim plan validate [VALIDATION.yaml]`"
+    assert "nowhere.json" in err[1] and "rlsim profile" in err[1]
+
+
+def test_default_validation_set_needs_a_source_checkout(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from rlsim.cli import plan_cmd
+
+    # In this checkout the default exists; installed from a wheel there is no configs/ beside the package.
+    assert (plan_cmd.CHECKOUT_CONFIGS / "validate_cpu.yaml") == ROOT / "configs" / "validate_cpu.yaml"
+    monkeypatch.setattr(plan_cmd, "CHECKOUT_CONFIGS", tmp_path / "site-packages" / "configs")
+    for argv in (["plan", "validate"], ["plan", "--validate"]):
+        assert main(argv) == 2
+        assert "name one, e.g. rlsim plan validate path/to/validate_cpu.yaml" in capsys.readouterr().err
 
 
 def test_deep_merge_changes_only_the_keys_named() -> None:

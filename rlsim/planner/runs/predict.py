@@ -1,4 +1,4 @@
-"""``predict_step``: the planner's prediction for one real-loop configuration (for ``plan --validate``).
+"""``predict_step``: the planner's prediction for one real-loop configuration (for ``rlsim plan validate``).
 
 ``LoopKnobs`` carries the knobs of ``rlsim run``'s config (``rlsim.loop.config.RunConfig``): the
 workload, schedule and micro-batch, the ``shared`` / ``split`` placement presets over a pool of

@@ -1,4 +1,4 @@
-"""``rlsim plan --validate`` without argparse: load the set, check everything, run, show the table.
+"""``rlsim plan validate`` without argparse: load the set, check everything, run, show the table.
 
 Every input (the set, each loop config, the profile, each prediction) is checked before the first
 loop starts, so a bad entry costs seconds, not an engine start.
@@ -87,7 +87,7 @@ def validate_command(
 
 def validation_table(report: dict[str, Any]) -> Table:
     """One row per configuration: predicted and measured step time and rollouts/hour, and the error."""
-    table = Table(title=f"plan --validate: median |error| {report['median_abs_error']:.1%}, "
+    table = Table(title=f"plan validate: median |error| {report['median_abs_error']:.1%}, "
                         f"max {report['max_abs_error']:.1%}")
     for col in ("config", "schedule", "placement", "runtime", "rollouts", "predicted s", "measured s",
                 "error", "all-steps error", "pred rollouts/h", "meas rollouts/h", "others' CPU"):

@@ -1,4 +1,4 @@
-"""``rlsim plan --validate``: predicted vs measured step time on real-loop configurations.
+"""``rlsim plan validate``: predicted vs measured step time on real-loop configurations.
 
 For each configuration of a loop set (``runs/loop_set.py``): the planner's ``predict_step``
 for the very steps the loop will run (their lengths replayed, see ``predict.loop_trace``), then the
