@@ -54,9 +54,9 @@ def run(args: argparse.Namespace) -> int:
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     from rlsim.io import atomic_write_json
-    from rlsim.planner.spec.cluster import load_plan_config
     from rlsim.planner.search.plan import execute, prepare
     from rlsim.planner.search.report import plot_plan, plot_share_curves, print_plan, ranked_table
+    from rlsim.planner.spec.cluster import load_plan_config
 
     if args.validate is not None or args.config == VALIDATE:
         return _validate(args)

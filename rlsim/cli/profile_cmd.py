@@ -16,8 +16,8 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from rlsim.planner.profile.schema import Profile
     from rlsim.planner.calibrate.build import Built, ProfileConfig
+    from rlsim.planner.profile.schema import Profile
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -50,8 +50,8 @@ def run(args: argparse.Namespace) -> int:
     from rlsim.progress import LineProgress
 
     from rlsim.config_loader import load_config
-    from rlsim.planner.profile.schema import load_profile, save_profile
     from rlsim.planner.calibrate.build import ProfileConfig, build_profile
+    from rlsim.planner.profile.schema import load_profile, save_profile
 
     t0 = time.perf_counter()
     config = load_config(ProfileConfig, args.config, args.overrides)

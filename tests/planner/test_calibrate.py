@@ -19,9 +19,9 @@ from rlsim.planner.calibrate.loop_fits import (
     fit_trainer,
     read_calibration_run,
 )
+from rlsim.planner.profile.schema import ContentionEntry, ContentionModel, GenerationModel, Profile, TrainerModel
 from rlsim.planner.runs.loop_results import LoopSteps
 from rlsim.planner.runs.predict import loop_trace, predict_trace
-from rlsim.planner.profile.schema import ContentionEntry, ContentionModel, GenerationModel, Profile, TrainerModel
 
 from planner_cases import EXACT, make_profile
 

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from rlsim.errors import RlsimError
-from rlsim.planner.runs.loop_results import generation_point, read_contention, read_loop_steps, trainer_model
 from rlsim.planner.calibrate.build import LoopRun, ProfileConfig, build_profile
+from rlsim.planner.runs.loop_results import generation_point, read_contention, read_loop_steps, trainer_model
 
 from planner_cases import make_profile
 
@@ -108,8 +108,8 @@ def test_profile_measures_a_real_scorer(tmp_path: Path) -> None:
 
 
 def test_validation_entry_and_report(tmp_path: Path) -> None:
-    from rlsim.planner.spec.cluster import NodeSpec
     from rlsim.planner.sim.evaluate import evaluate
+    from rlsim.planner.spec.cluster import NodeSpec
     from rlsim.planner.validate.compare import validation_entry, validation_report
 
     from planner_cases import fixed_workload, placement

@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 
 from rlsim.batching.token_budget import TokenBudgetBatcher
-from rlsim.planner.spec.cluster import BatcherSpec
 from rlsim.planner.sim.events import SpeedProfile
 from rlsim.planner.sim.scoring import simulate_scoring, split_sorted
+from rlsim.planner.spec.cluster import BatcherSpec
 
 ONE = np.ones(1)
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from rlsim.planner.spec.cluster import BatcherSpec, NodeSpec, PlacementSpec
 from rlsim.planner.sim.evaluate import evaluate
+from rlsim.planner.spec.cluster import BatcherSpec, NodeSpec, PlacementSpec
 from rlsim.planner.spec.workload import Workload
 from rlsim.workloads import FixedLengths, LognormalLengths
 

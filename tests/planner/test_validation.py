@@ -11,12 +11,12 @@ import yaml
 
 from rlsim.cli.main import main
 from rlsim.errors import ConfigError, RlsimError
-from rlsim.planner.runs.loop_runner import LOAD_FILE, actor_key, run_cases
-from rlsim.planner.runs.predict import loop_trace, predict_step
 from rlsim.planner.profile.schema import save_profile
+from rlsim.planner.runs.loop_runner import LOAD_FILE, actor_key, run_cases
+from rlsim.planner.runs.loop_set import LoopCase, deep_merge, load_loop_set, resolve_cases
+from rlsim.planner.runs.predict import loop_trace, predict_step
 from rlsim.planner.validate.command import validate_command
 from rlsim.planner.validate.compare import run_validation
-from rlsim.planner.runs.loop_set import LoopCase, deep_merge, load_loop_set, resolve_cases
 from rlsim.rollout.prompts import make_step_requests
 
 from planner_cases import make_profile

@@ -34,8 +34,8 @@ import numpy as np
 
 from rlsim.errors import RlsimError
 from rlsim.planner.profile.fitting import EXPONENT_GRID, SLOW_OUTLIER, fit_stats, nonneg_lstsq
-from rlsim.planner.sim.generation import completion_work_s, deal
 from rlsim.planner.runs.loop_results import LoopSteps, drop_disturbed, parse_loop_steps, read_json
+from rlsim.planner.sim.generation import completion_work_s, deal
 from rlsim.planner.profile.schema import (
     ContentionEntry,
     ContentionModel,

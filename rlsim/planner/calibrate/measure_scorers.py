@@ -12,8 +12,8 @@ import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable, Sequence
 
-from rlsim.planner.runs import machine_load
 from rlsim.planner.profile.schema import Device, LatencySample
+from rlsim.planner.runs import machine_load
 
 if TYPE_CHECKING:
     from rlsim.planner.runs.loop_set import QuietGate

@@ -19,9 +19,9 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from rlsim.errors import RlsimError
-from rlsim.planner.spec.cluster import BatcherSpec, NodeSpec, PlacementSpec, Schedule
-from rlsim.planner.sim.evaluate import Evaluation, evaluate
 from rlsim.planner.profile.schema import Profile
+from rlsim.planner.sim.evaluate import Evaluation, evaluate
+from rlsim.planner.spec.cluster import BatcherSpec, NodeSpec, PlacementSpec, Schedule
 from rlsim.planner.spec.workload import Workload
 from rlsim.workloads import FixedLengths, LengthDist
 

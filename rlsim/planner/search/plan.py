@@ -12,11 +12,11 @@ from pathlib import Path
 from typing import Any, Callable
 
 import rlsim
-from rlsim.planner.spec.cluster import PlanConfig
-from rlsim.planner.sim.evaluate import Evaluation, evaluate
-from rlsim.planner.spec.placement import resolve
 from rlsim.planner.profile.schema import Profile, load_profile
 from rlsim.planner.search.grid import Candidates, candidates, run_search
+from rlsim.planner.sim.evaluate import Evaluation, evaluate
+from rlsim.planner.spec.cluster import PlanConfig
+from rlsim.planner.spec.placement import resolve
 
 
 @dataclass

@@ -16,11 +16,11 @@ from rich.console import Console
 from rich.table import Table
 
 import rlsim
-from rlsim.planner.runs.loop_runner import LoopRunner
-from rlsim.planner.runs.predict import predict_step
 from rlsim.planner.profile.schema import Profile, load_profile
-from rlsim.planner.validate.compare import run_validation
+from rlsim.planner.runs.loop_runner import LoopRunner
 from rlsim.planner.runs.loop_set import LoopCase, LoopSet, load_loop_set, resolve_cases, resolve_path
+from rlsim.planner.runs.predict import predict_step
+from rlsim.planner.validate.compare import run_validation
 
 
 def prepare_validation(

@@ -19,12 +19,12 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from rlsim.io import atomic_write_json
-from rlsim.planner.sim.evaluate import Evaluation
+from rlsim.planner.profile.schema import Profile
 from rlsim.planner.runs.loop_results import LoopSteps, drop_disturbed, parse_loop_steps
 from rlsim.planner.runs.loop_runner import LoopRunner, reusable_results, step_loads
-from rlsim.planner.runs.predict import predict_step
-from rlsim.planner.profile.schema import Profile
 from rlsim.planner.runs.loop_set import LoopCase
+from rlsim.planner.runs.predict import predict_step
+from rlsim.planner.sim.evaluate import Evaluation
 
 PHASES = ("generate", "score", "update", "sync", "idle")
 Note = Callable[[str, dict[str, Any] | None], None]  # (message, finished entry or None)
