@@ -22,10 +22,10 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from rlsim.io import atomic_write_json  # noqa: E402
-from rlsim.planner.cluster import BatcherSpec, NodeSpec, PlacementSpec, SearchSpec, load_plan_config  # noqa: E402
-from rlsim.planner.evaluate import evaluate  # noqa: E402
-from rlsim.planner.profile import load_profile  # noqa: E402
-from rlsim.planner.search import Candidates, candidates, run_search  # noqa: E402
+from rlsim.planner.profile.schema import load_profile  # noqa: E402
+from rlsim.planner.search.grid import Candidates, candidates, run_search  # noqa: E402
+from rlsim.planner.sim.evaluate import evaluate  # noqa: E402
+from rlsim.planner.spec.cluster import BatcherSpec, NodeSpec, PlacementSpec, SearchSpec, load_plan_config  # noqa: E402
 
 SIM_TARGET_S = 60.0
 SEARCH_TARGET_S = 300.0

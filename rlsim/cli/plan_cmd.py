@@ -1,9 +1,11 @@
 """``rlsim plan CLUSTER.yaml``: predict RLHF step time on a cluster and search placements.
 
 Example: ``rlsim plan configs/cluster_example.yaml --target-step-s 90 --out out/plan``.
-``rlsim plan --validate [VALIDATION.yaml]`` runs the real loop on this machine for each configuration of
-the set (default ``configs/validate_cpu.yaml``) and compares the planner's step time with the measured one:
-``rlsim plan --validate --out runs/validate --json benchmarks/results/plan_validate_cpu.json``.
+``rlsim plan validate [VALIDATION.yaml]`` runs the real loop on this machine for each configuration of
+the set (default, in a source checkout: ``configs/validate_cpu.yaml``) and compares the planner's step
+time with the measured one:
+``rlsim plan validate configs/validate_cpu.yaml --out runs/validate --json benchmarks/results/plan_validate_cpu.json``.
+``rlsim plan --validate [VALIDATION.yaml]`` still works (deprecated, with a note).
 """
 
 from __future__ import annotations
@@ -12,7 +14,10 @@ import argparse
 import sys
 from pathlib import Path
 
-DEFAULT_VALIDATION = Path(__file__).resolve().parents[2] / "configs" / "validate_cpu.yaml"
+# Only a source checkout has configs/ beside the package; an installed wheel does not ship them.
+CHECKOUT_CONFIGS = Path(__file__).resolve().parents[2] / "configs"
+VALIDATE = "validate"
+_DEFAULT = ""  # ``--validate`` given without a path
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -20,21 +25,24 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         "plan",
         help="simulate RLHF steps on a cluster from a measured profile and search placements",
         description=__doc__,
+        usage="rlsim plan CLUSTER.yaml [options]\n       rlsim plan validate [VALIDATION.yaml] [options]",
     )
-    p.add_argument("config", type=Path, nargs="?", default=None,
-                   help="cluster YAML (nodes, profiles, workload, placement, search)")
-    p.add_argument("--validate", type=Path, nargs="?", const=DEFAULT_VALIDATION, default=None, metavar="VALIDATION",
-                   help="run the real loop for each config of this validation set (default "
-                        "configs/validate_cpu.yaml) and report predicted vs measured step time")
-    p.add_argument("--profile", type=Path, default=None, help="--validate: predict from this profile instead")
+    p.add_argument("config", nargs="?", default=None, metavar="CLUSTER.yaml | validate",
+                   help="cluster YAML (nodes, profiles, workload, placement, search), or `validate`: run the real "
+                        "loop for each config of a validation set and report predicted vs measured step time")
+    p.add_argument("validation", type=Path, nargs="?", default=None, metavar="VALIDATION.yaml",
+                   help="after `validate`: the validation set (default: configs/validate_cpu.yaml of a source checkout)")
+    p.add_argument("--validate", nargs="?", const=_DEFAULT, default=None, metavar="VALIDATION",
+                   help="deprecated spelling of `rlsim plan validate [VALIDATION.yaml]`")
+    p.add_argument("--profile", type=Path, default=None, help="validate: predict from this profile instead")
     p.add_argument("--reuse", action="store_true",
-                   help="--validate: reuse complete runs of the same config already in OUT/runs (re-predict only)")
+                   help="validate: reuse complete runs of the same config already in OUT/runs (re-predict only)")
     p.add_argument("--target-step-s", type=float, default=None,
                    help="step-time target (s): search for the fewest resources that meet it")
     p.add_argument("--json", type=Path, default=None,
-                   help="write the plan JSON here (default: OUT/plan.json; --validate: OUT/validate.json)")
+                   help="write the plan JSON here (default: OUT/plan.json; validate: OUT/validate.json)")
     p.add_argument("--out", type=Path, default=None,
-                   help="folder for plan.json and the PNG plots (--validate: for the loop runs, default runs/validate)")
+                   help="folder for plan.json and the PNG plots (validate: for the loop runs, default runs/validate)")
     p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
                    help="override a config value, e.g. --set workload.group_size=8 (repeatable)")
     p.add_argument("--top", type=int, default=15, help="rows of the ranked table")
@@ -45,19 +53,15 @@ def run(args: argparse.Namespace) -> int:
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from rlsim.errors import RlsimError
     from rlsim.io import atomic_write_json
-    from rlsim.planner.cluster import load_plan_config
-    from rlsim.planner.plan import execute, prepare
-    from rlsim.planner.report import plot_plan, plot_share_curves, print_plan, ranked_table
+    from rlsim.planner.search.plan import execute, prepare
+    from rlsim.planner.search.report import plot_plan, plot_share_curves, print_plan, ranked_table
+    from rlsim.planner.spec.cluster import load_plan_config
 
-    if args.validate is not None:
+    if args.validate is not None or args.config == VALIDATE:
         return _validate(args)
-    if args.config is None:
-        raise RlsimError("give a cluster YAML (rlsim plan CLUSTER.yaml) or --validate [VALIDATION.yaml]")
-    if args.target_step_s is not None and args.target_step_s <= 0:
-        raise RlsimError(f"--target-step-s must be > 0 seconds (got {args.target_step_s})")
-    config, profile_path = load_plan_config(args.config, args.overrides, args.target_step_s)
+    _check_plan_args(args)
+    config, profile_path = load_plan_config(Path(args.config), args.overrides, args.target_step_s)
     prep = prepare(config, profile_path)  # every input check happens here, before any simulation
     console = Console(stderr=True)
     total = (len(prep.found.feasible) if prep.found else 0) + (1 if config.placement else 0)
@@ -89,19 +93,51 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
+def _check_plan_args(args: argparse.Namespace) -> None:
+    from rlsim.errors import RlsimError
+
+    if args.config is None:
+        raise RlsimError("give a cluster YAML (rlsim plan CLUSTER.yaml), or validate a profile against the real "
+                         "loop with `rlsim plan validate [VALIDATION.yaml]`")
+    if args.validation is not None:
+        raise RlsimError(f"rlsim plan takes one cluster YAML, not two ({args.config}, {args.validation}); "
+                         "a validation set goes after `validate`: rlsim plan validate VALIDATION.yaml")
+    if args.target_step_s is not None and args.target_step_s <= 0:
+        raise RlsimError(f"--target-step-s must be > 0 seconds (got {args.target_step_s})")
+
+
 def _validate(args: argparse.Namespace) -> int:
     from rich.console import Console
 
-    from rlsim.errors import RlsimError
-    from rlsim.planner.validate_cli import validate_command, validation_table
+    from rlsim.planner.validate.command import validate_command, validation_table
 
-    if args.config is not None:
-        raise RlsimError("--validate takes its validation set as its own argument: "
-                         "rlsim plan --validate VALIDATION.yaml (drop the cluster YAML)")
+    path = _validation_set(args)
     out = args.out or Path("runs") / "validate"
     json_path = args.json or out / "validate.json"
-    report = validate_command(args.validate, args.overrides, args.profile, out, json_path, args.reuse)
+    report = validate_command(path, args.overrides, args.profile, out, json_path, args.reuse)
     console = Console() if sys.stdout.isatty() else Console(width=180)
     console.print(validation_table(report))
     console.print(f"wrote {json_path} (loop runs in {out})")
     return 0
+
+
+def _validation_set(args: argparse.Namespace) -> Path:
+    """The validation set the command line names (``validate PATH`` or the deprecated ``--validate PATH``)."""
+    from rlsim.errors import RlsimError
+
+    if args.validate is not None:
+        print("note: `rlsim plan --validate` is deprecated; use `rlsim plan validate [VALIDATION.yaml]`",
+              file=sys.stderr)
+        if args.config is not None:
+            raise RlsimError("--validate takes its validation set as its own argument: "
+                             "rlsim plan validate VALIDATION.yaml (drop the cluster YAML)")
+        given = Path(args.validate) if args.validate != _DEFAULT else None
+    else:
+        given = args.validation
+    if given is not None:
+        return given
+    default = CHECKOUT_CONFIGS / "validate_cpu.yaml"
+    if not default.is_file():
+        raise RlsimError("no validation set given, and this rlsim has no configs/ beside it (an installed package "
+                         "ships none): name one, e.g. rlsim plan validate path/to/validate_cpu.yaml")
+    return default

@@ -16,8 +16,8 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from rlsim.planner.profile import Profile
-    from rlsim.planner.profiling import Built, ProfileConfig
+    from rlsim.planner.calibrate.build import Built, ProfileConfig
+    from rlsim.planner.profile.schema import Profile
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -50,8 +50,8 @@ def run(args: argparse.Namespace) -> int:
     from rlsim.progress import LineProgress
 
     from rlsim.config_loader import load_config
-    from rlsim.planner.profile import load_profile, save_profile
-    from rlsim.planner.profiling import ProfileConfig, build_profile
+    from rlsim.planner.calibrate.build import ProfileConfig, build_profile
+    from rlsim.planner.profile.schema import load_profile, save_profile
 
     t0 = time.perf_counter()
     config = load_config(ProfileConfig, args.config, args.overrides)
@@ -90,8 +90,8 @@ def _loop_runs(config: "ProfileConfig", base_dir: Path, args: argparse.Namespace
     """Run the config's loop set (if any) and return its results.json paths."""
     if not config.loop_set:
         return []
-    from rlsim.planner.loop_runner import RealLoopRunner, run_cases
-    from rlsim.planner.validation_set import load_loop_set, resolve_cases, resolve_path
+    from rlsim.planner.runs.loop_runner import RealLoopRunner, run_cases
+    from rlsim.planner.runs.loop_set import load_loop_set, resolve_cases, resolve_path
 
     path = resolve_path(base_dir, config.loop_set)
     loop_set, set_dir = load_loop_set(path)

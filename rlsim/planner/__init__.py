@@ -1,15 +1,23 @@
 """The capacity planner: predict RLHF step time on clusters this machine cannot hold.
 
-``profile``: the versioned JSON profile (per hardware kind) and its checks; ``fitting``: least-squares
-fits from measurements; ``calibrate``: per-step fits of generation, update/sync, scoring in the loop
-and contention to real loop runs, and ``calibrated_sections`` turns them into profile sections;
-``generation`` / ``scorer_sim`` / ``simulate``: the discrete-event step simulation; ``evaluate`` /
-``search`` / ``plan``: placements, ranking and the ``rlsim plan`` flow; ``predict``: ``predict_step``
-for one loop configuration; ``validation_set`` / ``validation`` / ``validate_cli``: ``rlsim plan
---validate`` (predicted vs measured on real loop runs); ``machine_load``: how much other programs
-used the cores meanwhile.
+Its parts, each a subpackage, in the order they depend on each other:
 
-Plain Python + numpy/pydantic: nothing here imports Ray, vLLM or torch at import time. Only
-``measure_scorers`` (real scorers) and ``loop_runner`` (real loop runs through ``rlsim.loop``) start
-real work, through imports inside their functions.
+- ``profile/``: what the simulation knows about one hardware kind: the versioned JSON profile
+  (``schema``), least-squares fits of its models (``fitting``) and illustrative examples (``examples``).
+- ``spec/``: what is asked: the workload (``rlsim.workloads``' length distributions), the ``rlsim plan``
+  YAML (``cluster``) and a placement resolved into engines and scorer replicas (``placement``).
+- ``sim/``: the discrete-event simulation: ``events``, ``generation``, ``scoring``, one ``step`` with
+  contention, and ``evaluate`` (a placement over several steps, summarised).
+- ``search/``: ``rlsim plan``: the placement ``grid``, the ``plan`` flow and its ``report``.
+- ``runs/``: real ``rlsim run`` loops on this machine, which calibration and validation both use: the
+  ``loop_set`` YAML, the ``loop_runner``, the ``loop_results`` reader, ``machine_load`` (other
+  programs' share of the cores) and ``predict`` (the simulation's step time for one loop config).
+- ``calibrate/``: ``rlsim profile``: ``build`` a profile from ``measure_scorers`` (real scorers timed),
+  ``loop_fits`` (fits to real loop runs) and ``sections`` (those fits as profile sections).
+- ``validate/``: ``rlsim plan validate``: ``compare`` predicted with measured step time; ``command``.
+
+Plain Python + numpy/pydantic: nothing here imports Ray, vLLM, torch or ``rlsim.loop`` at import
+time (``tests/planner/test_layering.py`` checks it). Only ``calibrate.measure_scorers`` (real scorers)
+and ``runs.loop_runner`` (real loop runs through ``rlsim.loop``) start real work, through imports
+inside their functions.
 """

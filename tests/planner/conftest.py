@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from rlsim.planner.cluster import NodeSpec
+from rlsim.planner.spec.cluster import NodeSpec
 
 
 @pytest.fixture

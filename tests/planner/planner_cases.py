@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from rlsim.planner.cluster import BatcherSpec, PlacementSpec
-from rlsim.planner.profile import (
+from rlsim.planner.spec.cluster import BatcherSpec, PlacementSpec
+from rlsim.planner.profile.schema import (
     ContentionEntry,
     ContentionModel,
     FitStats,
@@ -13,7 +13,8 @@ from rlsim.planner.profile import (
     TrainerModel,
     new_profile_header,
 )
-from rlsim.planner.workload import LengthDist, Workload
+from rlsim.planner.spec.workload import Workload
+from rlsim.workloads import FixedLengths
 
 EXACT = FitStats(n_samples=0, r2=1.0, residual_rel_std=0.0, residual_rel_max=0.0)
 
@@ -46,8 +47,8 @@ def make_profile(
 
 def fixed_workload(prompts: int = 1, group: int = 4, response: int = 10, prompt: int = 5) -> Workload:
     return Workload(prompts_per_step=prompts, group_size=group,
-                    prompt_tokens=LengthDist(kind="fixed", mean=prompt),
-                    response_tokens=LengthDist(kind="fixed", mean=response))
+                    prompt_tokens=FixedLengths(tokens=prompt),
+                    response_tokens=FixedLengths(tokens=response))
 
 
 def placement(schedule: str = "sequential", colocated: bool = False, batch: int = 2, **kw: object) -> PlacementSpec:

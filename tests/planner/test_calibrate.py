@@ -10,7 +10,7 @@ import pytest
 
 from rlsim.errors import RlsimError
 from rlsim.loop.config import RunConfig
-from rlsim.planner.calibrate import (
+from rlsim.planner.calibrate.loop_fits import (
     CalibrationRun,
     _engine_features,
     fit_contention,
@@ -19,9 +19,9 @@ from rlsim.planner.calibrate import (
     fit_trainer,
     read_calibration_run,
 )
-from rlsim.planner.loop_results import LoopSteps
-from rlsim.planner.predict import loop_trace, predict_trace
-from rlsim.planner.profile import ContentionEntry, ContentionModel, GenerationModel, Profile, TrainerModel
+from rlsim.planner.profile.schema import ContentionEntry, ContentionModel, GenerationModel, Profile, TrainerModel
+from rlsim.planner.runs.loop_results import LoopSteps
+from rlsim.planner.runs.predict import loop_trace, predict_trace
 
 from planner_cases import EXACT, make_profile
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from rlsim.planner.events import EventLoop, SpeedProfile
+from rlsim.planner.sim.events import EventLoop, SpeedProfile
 
 
 def test_events_run_in_time_order_and_ties_in_schedule_order() -> None:

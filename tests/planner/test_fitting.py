@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 from rlsim.errors import RlsimError
-from rlsim.planner.fitting import fit_cost_per_token, fit_generation_model, fit_latency_model, nonneg_lstsq
-from rlsim.planner.profile import GenerationPoint, LatencySample
+from rlsim.planner.profile.fitting import fit_cost_per_token, fit_generation_model, fit_latency_model, nonneg_lstsq
+from rlsim.planner.profile.schema import GenerationPoint, LatencySample
 
 
 def _samples(a: float, b: float, c: float, alpha: float, units: list[int], noise: float = 0.0) -> list[LatencySample]:

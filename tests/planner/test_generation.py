@@ -7,8 +7,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rlsim.planner.generation import completion_work_s, deal
-from rlsim.planner.profile import GenerationModel
+from rlsim.planner.profile.schema import GenerationModel
+from rlsim.planner.sim.generation import completion_work_s, deal
 
 from planner_cases import EXACT
 

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from rlsim.errors import RlsimError
-from rlsim.planner.loop_results import generation_point, read_contention, read_loop_steps, trainer_model
-from rlsim.planner.profiling import LoopRun, ProfileConfig, build_profile
+from rlsim.planner.calibrate.build import LoopRun, ProfileConfig, build_profile
+from rlsim.planner.runs.loop_results import generation_point, read_contention, read_loop_steps, trainer_model
 
 from planner_cases import make_profile
 
@@ -76,7 +76,7 @@ def test_build_profile_from_loop_runs_and_fill_from(tmp_path: Path) -> None:
 
 def test_profile_command_reports_what_it_could_not_measure(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     from rlsim.cli.main import main
-    from rlsim.planner.profile import load_profile, save_profile
+    from rlsim.planner.profile.schema import load_profile, save_profile
 
     save_profile(make_profile(), tmp_path / "base.json")
     write_run(tmp_path / "a.json", [100, 1000, 2000], gen_tps=400.0)
@@ -94,8 +94,8 @@ def test_profile_command_reports_what_it_could_not_measure(tmp_path: Path, capsy
 
 @pytest.mark.slow
 def test_profile_measures_a_real_scorer(tmp_path: Path) -> None:
-    from rlsim.planner.measure_scorers import ScorerGrid, measure_runtime
-    from rlsim.planner.fitting import fit_latency_model
+    from rlsim.planner.calibrate.measure_scorers import ScorerGrid, measure_runtime
+    from rlsim.planner.profile.fitting import fit_latency_model
 
     grid = ScorerGrid(batch_sizes=[1, 4], lengths=[16, 48], units=[1], repeats=2, warmup=1)
     samples, max_length = measure_runtime("eager", "minilm-rm", "cpu", grid)
@@ -108,9 +108,9 @@ def test_profile_measures_a_real_scorer(tmp_path: Path) -> None:
 
 
 def test_validation_entry_and_report(tmp_path: Path) -> None:
-    from rlsim.planner.cluster import NodeSpec
-    from rlsim.planner.evaluate import evaluate
-    from rlsim.planner.validation import validation_entry, validation_report
+    from rlsim.planner.sim.evaluate import evaluate
+    from rlsim.planner.spec.cluster import NodeSpec
+    from rlsim.planner.validate.compare import validation_entry, validation_report
 
     from planner_cases import fixed_workload, placement
 
@@ -142,6 +142,6 @@ def test_loop_run_settings_are_read_from_the_results_file(tmp_path: Path) -> Non
     assert built.profile.trainer is not None and built.profile.trainer.units == 1
     path.write_text(json.dumps({"steps": data["steps"]}))
     with pytest.raises(RlsimError, match="does not say how the run was set up"):
-        from rlsim.planner.loop_results import read_run_settings
+        from rlsim.planner.runs.loop_results import read_run_settings
 
         read_run_settings(path)

@@ -3,15 +3,13 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 import yaml
 
 from rlsim.cli.main import main
-from rlsim.planner.profile import save_profile
+from rlsim.planner.profile.schema import save_profile
 
 from planner_cases import make_profile
 
@@ -83,12 +81,18 @@ def _error_of(path: Path, capsys: pytest.CaptureFixture[str]) -> str:
     return err
 
 
-def test_profile_from_another_version(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_profile_from_another_release_plans_with_a_note(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], caplog: pytest.LogCaptureFixture
+) -> None:
     path = _write(tmp_path, _small_config(tmp_path))
     data = json.loads((tmp_path / "profile.json").read_text())
     data["rlsim_version"] = "9.9.9"
     (tmp_path / "profile.json").write_text(json.dumps(data))
-    assert "written by rlsim '9.9.9'" in _error_of(path, capsys)
+    assert main(["plan", str(path)]) == 0
+    assert [r.getMessage().split(" was written by ")[1][:11] for r in caplog.records] == ["rlsim 9.9.9"]
+    data["schema_version"] = 0
+    (tmp_path / "profile.json").write_text(json.dumps(data))
+    assert "has schema version 0 but this rlsim reads version 1" in _error_of(path, capsys)
 
 
 def test_missing_runtime(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -117,14 +121,3 @@ def test_every_config_error_at_once(tmp_path: Path, capsys: pytest.CaptureFixtur
     config["search"]["batchers"] = [{"kind": "token-budget"}]
     err = _error_of(_write(tmp_path, config), capsys)
     assert "group_size" in err and "token_budget" in err
-
-
-def test_planner_never_imports_ray_vllm_or_torch() -> None:
-    code = (
-        "import sys; from rlsim.cli.main import main; "
-        f"assert main(['plan', {str(CPU_CONFIG)!r}, '--set', 'search.steps=1', '--set', 'simulation.steps=1']) == 0; "
-        "import rlsim.planner.profiling, rlsim.planner.predict; "
-        "bad = [m for m in ('torch', 'ray', 'vllm', 'onnxruntime') if m in sys.modules]; "
-        "assert not bad, bad"
-    )
-    subprocess.run([sys.executable, "-c", code], check=True, cwd=ROOT, capture_output=True, timeout=120)

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from rlsim.planner.cluster import BatcherSpec, NodeSpec, PlacementSpec, SearchSpec
-from rlsim.planner.example_profile import gpu_profile
-from rlsim.planner.placement import PlacementError, resolve
-from rlsim.planner.search import candidates, enumerate_placements
+from rlsim.planner.profile.examples import gpu_profile
+from rlsim.planner.search.grid import candidates, enumerate_placements
+from rlsim.planner.spec.cluster import BatcherSpec, NodeSpec, PlacementSpec, SearchSpec
+from rlsim.planner.spec.placement import PlacementError, resolve
 
 FIXED = BatcherSpec(kind="fixed", batch_size=32)
 GPU_NODE = NodeSpec(count=4, cores=64, gpus=8, kind="gpu-8x-illustrative")

@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 
 from rlsim.batching.token_budget import TokenBudgetBatcher
-from rlsim.planner.cluster import BatcherSpec
-from rlsim.planner.events import SpeedProfile
-from rlsim.planner.scorer_sim import simulate_scoring, split_sorted
+from rlsim.planner.sim.events import SpeedProfile
+from rlsim.planner.sim.scoring import simulate_scoring, split_sorted
+from rlsim.planner.spec.cluster import BatcherSpec
 
 ONE = np.ones(1)
 
@@ -88,7 +88,7 @@ def test_every_rollout_scored_exactly_once_under_contention() -> None:
 
 def test_round_robin_sequential_gives_each_replica_one_slice_like_the_loop() -> None:
     from rlsim.loop.schedules import split_evenly
-    from rlsim.planner.scorer_sim import simulate_round_robin
+    from rlsim.planner.sim.scoring import simulate_round_robin
 
     # Five rollouts at 0 over two replicas: slices as the loop's split_evenly cuts them (2 and 3);
     # batches of 2 at 1 s: replica 0 ends at 1, replica 1 runs 2 + 1 -> ends at 2.
@@ -100,7 +100,7 @@ def test_round_robin_sequential_gives_each_replica_one_slice_like_the_loop() -> 
 
 
 def test_round_robin_overlapped_deals_micro_batches_in_turn() -> None:
-    from rlsim.planner.scorer_sim import simulate_round_robin
+    from rlsim.planner.sim.scoring import simulate_round_robin
 
     # Micro-batches of 2 finishing at 2, 4, 6 go to replicas 0, 1, 0; each call is one 3 s batch.
     out = simulate_round_robin(np.arange(1.0, 7.0), np.full(6, 10), BatcherSpec(kind="sorted", batch_size=8, window=2),
@@ -110,7 +110,7 @@ def test_round_robin_overlapped_deals_micro_batches_in_turn() -> None:
 
 
 def test_round_robin_call_overhead_is_paid_once_per_call() -> None:
-    from rlsim.planner.scorer_sim import simulate_round_robin
+    from rlsim.planner.sim.scoring import simulate_round_robin
 
     # One replica; calls of 4 rollouts (window 4) arrive at 4 and 8, each split into two 1 s batches
     # (batch_size 2) plus 0.5 s per call: call 1 runs 4 -> 6.5, call 2 runs 8 -> 10.5.
@@ -121,8 +121,8 @@ def test_round_robin_call_overhead_is_paid_once_per_call() -> None:
 
 
 def test_union_of_busy_intervals_counts_overlap_once() -> None:
-    from rlsim.planner.scorer_sim import ScoringOutcome
-    from rlsim.planner.simulate import union_s
+    from rlsim.planner.sim.scoring import ScoringOutcome
+    from rlsim.planner.sim.step import union_s
 
     out = ScoringOutcome(done_s=0, batches=0, padded_tokens=0, real_tokens=0,
                          busy_starts=[[0.0, 5.0], [1.0, 9.0]], busy_ends=[[2.0, 6.0], [3.0, 9.5]])

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from rlsim.planner.cluster import BatcherSpec, NodeSpec, PlacementSpec
-from rlsim.planner.evaluate import evaluate
-from rlsim.planner.workload import LengthDist, Workload
+from rlsim.planner.sim.evaluate import evaluate
+from rlsim.planner.spec.cluster import BatcherSpec, NodeSpec, PlacementSpec
+from rlsim.planner.spec.workload import Workload
+from rlsim.workloads import FixedLengths, LognormalLengths
 
 from planner_cases import fixed_workload, make_profile, placement
 
@@ -68,8 +69,8 @@ def test_colocated_sequential_has_no_contention() -> None:
 
 
 def _lognormal_workload() -> Workload:
-    return Workload(prompts_per_step=16, group_size=4, prompt_tokens=LengthDist(kind="fixed", mean=32),
-                    response_tokens=LengthDist(kind="lognormal", mean=100, sigma=0.8, min=4, max=600))
+    return Workload(prompts_per_step=16, group_size=4, prompt_tokens=FixedLengths(tokens=32),
+                    response_tokens=LognormalLengths(mean=100, sigma=0.8, min=4, max=600))
 
 
 def test_same_seed_same_result_and_other_seed_differs() -> None:
@@ -96,8 +97,8 @@ def test_bottleneck_generation_vs_scoring(two_core_node: NodeSpec) -> None:
 
 def test_stragglers_named_when_one_engine_lags() -> None:
     node = NodeSpec(count=1, cores=8, gpus=0, kind="test-kind")
-    workload = Workload(prompts_per_step=64, group_size=1, prompt_tokens=LengthDist(kind="fixed", mean=8),
-                        response_tokens=LengthDist(kind="lognormal", mean=50, sigma=1.2, min=1, max=5000))
+    workload = Workload(prompts_per_step=64, group_size=1, prompt_tokens=FixedLengths(tokens=8),
+                        response_tokens=LognormalLengths(mean=50, sigma=1.2, min=1, max=5000))
     spec = PlacementSpec(runtime="const", batcher=BatcherSpec(kind="fixed", batch_size=64), colocated=False,
                          scoring_share=0.125, engine_units=1, schedule="overlapped")
     ev = evaluate(node, make_profile(score_s=0.001), workload, spec, steps=2)
@@ -114,10 +115,10 @@ def test_utilisation_by_hand(two_core_node: NodeSpec) -> None:
 
 
 def test_predict_step_maps_loop_knobs_onto_the_hand_case() -> None:
-    from rlsim.planner.predict import LoopKnobs, predict_step
+    from rlsim.planner.runs.predict import LoopKnobs, predict_step
 
-    knobs = LoopKnobs(prompts_per_step=1, group_size=4, prompt_tokens=LengthDist(kind="fixed", mean=5),
-                      response_tokens=LengthDist(kind="fixed", mean=10), schedule="overlapped", placement="split",
+    knobs = LoopKnobs(prompts_per_step=1, group_size=4, prompt_tokens=FixedLengths(tokens=5),
+                      response_tokens=FixedLengths(tokens=10), schedule="overlapped", placement="split",
                       cores=2, scoring_cores=1, runtime="const", batcher=BatcherSpec(kind="fixed", batch_size=2),
                       micro_batch=2, max_num_seqs=1, steps=2)
     # As test_overlapped_step_by_hand: one core generates, one scores; micro-batches of 2 reach the
@@ -141,15 +142,15 @@ def test_knobs_from_the_loops_default_config() -> None:
 
     from rlsim.config_loader import load_config
     from rlsim.loop.config import RunConfig
-    from rlsim.planner.example_profile import cpu_profile
-    from rlsim.planner.predict import knobs_from_run_config, predict_step
+    from rlsim.planner.profile.examples import cpu_profile
+    from rlsim.planner.runs.predict import knobs_from_run_config, predict_step
 
     # load_config skips the loop's check that cores 0-2 exist here: the planner only reads the knobs.
     config = load_config(RunConfig, Path(__file__).resolve().parents[2] / "configs" / "default.yaml",
                          ["placement.preset=split", "placement.pool=[0, 1, 2]"])
     knobs = knobs_from_run_config(config)
     assert (knobs.prompts_per_step, knobs.group_size, knobs.schedule) == (8, 4, "overlapped")
-    assert knobs.response_tokens == LengthDist(kind="lognormal", mean=64, sigma=0.6, min=16, max=192)
+    assert knobs.response_tokens == LognormalLengths(mean=64, sigma=0.6, min=16, max=192)
     assert (knobs.cores, knobs.scoring_cores) == (3, 1)  # split: rollout gets the first half, rounded up
     assert (knobs.runtime, knobs.batcher.kind, knobs.batcher.window, knobs.max_length) == ("native", "sorted", 8, 256)
     ev = predict_step(config, cpu_profile())

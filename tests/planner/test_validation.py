@@ -1,4 +1,4 @@
-"""``rlsim plan --validate`` logic with a fake loop runner: sets, predictions, arithmetic, JSON, reuse."""
+"""``rlsim plan validate`` logic with a fake loop runner: sets, predictions, arithmetic, JSON, reuse."""
 
 from __future__ import annotations
 
@@ -11,12 +11,12 @@ import yaml
 
 from rlsim.cli.main import main
 from rlsim.errors import ConfigError, RlsimError
-from rlsim.planner.loop_runner import LOAD_FILE, actor_key, run_cases
-from rlsim.planner.predict import loop_trace, predict_step
-from rlsim.planner.profile import save_profile
-from rlsim.planner.validate_cli import validate_command
-from rlsim.planner.validation import run_validation
-from rlsim.planner.validation_set import LoopCase, deep_merge, load_loop_set, resolve_cases
+from rlsim.planner.profile.schema import save_profile
+from rlsim.planner.runs.loop_runner import LOAD_FILE, actor_key, run_cases
+from rlsim.planner.runs.loop_set import LoopCase, deep_merge, load_loop_set, resolve_cases
+from rlsim.planner.runs.predict import loop_trace, predict_step
+from rlsim.planner.validate.command import validate_command
+from rlsim.planner.validate.compare import run_validation
 from rlsim.rollout.prompts import make_step_requests
 
 from planner_cases import make_profile
@@ -157,12 +157,35 @@ def test_every_bad_entry_is_reported_at_once(tmp_path: Path) -> None:
 
 def test_cli_validate_errors_are_one_message(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["plan"]) == 2
-    assert "--validate" in capsys.readouterr().err
-    assert main(["plan", "--validate", str(tmp_path / "missing.yaml")]) == 2
+    assert "rlsim plan validate" in capsys.readouterr().err
+    assert main(["plan", "validate", str(tmp_path / "missing.yaml")]) == 2
     assert "does not exist" in capsys.readouterr().err
     path = write_set(tmp_path, TWO, profile="nowhere.json")
-    assert main(["plan", "--validate", str(path)]) == 2
+    assert main(["plan", "validate", str(path)]) == 2
     assert "rlsim profile" in capsys.readouterr().err
+    assert main(["plan", "cluster.yaml", str(path)]) == 2
+    assert "goes after `validate`" in capsys.readouterr().err
+
+
+def test_deprecated_validate_flag_still_works_with_a_note(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = write_set(tmp_path, TWO, profile="nowhere.json")
+    assert main(["plan", "--validate", str(path)]) == 2  # reaches the same checks as `plan validate PATH`
+    err = capsys.readouterr().err.splitlines()
+    assert err[0] == "note: `rlsim plan --validate` is deprecated; use `rlsim plan validate [VALIDATION.yaml]`"
+    assert "nowhere.json" in err[1] and "rlsim profile" in err[1]
+
+
+def test_default_validation_set_needs_a_source_checkout(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from rlsim.cli import plan_cmd
+
+    # In this checkout the default exists; installed from a wheel there is no configs/ beside the package.
+    assert (plan_cmd.CHECKOUT_CONFIGS / "validate_cpu.yaml") == ROOT / "configs" / "validate_cpu.yaml"
+    monkeypatch.setattr(plan_cmd, "CHECKOUT_CONFIGS", tmp_path / "site-packages" / "configs")
+    for argv in (["plan", "validate"], ["plan", "--validate"]):
+        assert main(argv) == 2
+        assert "name one, e.g. rlsim plan validate path/to/validate_cpu.yaml" in capsys.readouterr().err
 
 
 def test_deep_merge_changes_only_the_keys_named() -> None:
@@ -214,7 +237,7 @@ def loop_profile_step(case: LoopCase, step: int) -> float:
 
 
 def test_foreign_share_counts_what_the_run_did_not_use() -> None:
-    from rlsim.planner.machine_load import CpuSample, foreign_share, sample
+    from rlsim.planner.runs.machine_load import CpuSample, foreign_share, sample
 
     before, after = CpuSample(0.0, 10.0, 100.0), CpuSample(5.0, 16.0, 110.0)
     # 10 core-seconds passed, 6 were busy, 2 of them ours: others used 4 / 10.

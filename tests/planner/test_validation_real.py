@@ -1,4 +1,4 @@
-"""``rlsim plan --validate`` end to end on the real loop: one tiny configuration on Ray.
+"""``rlsim plan validate`` end to end on the real loop: one tiny configuration on Ray.
 
 Hugging Face generation stands in for vLLM here (no ~35 s engine start), so the run stays near a
 minute on 2 cores; the prediction comes from a hand-made profile, so only the plumbing is checked
@@ -14,7 +14,7 @@ import pytest
 import yaml
 
 from rlsim.cli.main import main
-from rlsim.planner.profile import save_profile
+from rlsim.planner.profile.schema import save_profile
 
 from test_validation import ROOT, loop_profile
 
@@ -34,7 +34,7 @@ def test_validate_one_tiny_config_on_the_real_loop(tmp_path: Path, capsys: pytes
     path = tmp_path / "set.yaml"
     path.write_text(yaml.safe_dump(doc))
     json_path = tmp_path / "validate.json"
-    assert main(["plan", "--validate", str(path), "--out", str(tmp_path / "runs"), "--json", str(json_path)]) == 0
+    assert main(["plan", "validate", str(path), "--out", str(tmp_path / "runs"), "--json", str(json_path)]) == 0
     report = json.loads(json_path.read_text())
     (entry,) = report["configs"]
     results = json.loads((tmp_path / "runs" / "tiny" / "results.json").read_text())

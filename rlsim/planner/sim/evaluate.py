@@ -7,11 +7,11 @@ from typing import Any, Callable
 
 import numpy as np
 
-from rlsim.planner.cluster import NodeSpec, PlacementSpec
-from rlsim.planner.placement import Resources, resolve
-from rlsim.planner.profile import Profile
-from rlsim.planner.simulate import PHASES, StepInputs, StepResult, simulate_step
-from rlsim.planner.workload import Workload
+from rlsim.planner.profile.schema import Profile
+from rlsim.planner.sim.step import PHASES, StepInputs, StepResult, simulate_step
+from rlsim.planner.spec.cluster import NodeSpec, PlacementSpec
+from rlsim.planner.spec.placement import Resources, resolve
+from rlsim.planner.spec.workload import Workload
 
 # An engine whose makespan is this much above the mean marks generation as straggler-bound.
 STRAGGLER_RATIO = 1.25

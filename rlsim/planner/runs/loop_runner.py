@@ -18,13 +18,13 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Protocol
 
-from rlsim.planner import machine_load
+from rlsim.planner.runs import machine_load
 
 if TYPE_CHECKING:
     from rich.console import Console
 
     from rlsim.loop.config import RunConfig
-    from rlsim.planner.validation_set import LoopCase, QuietGate
+    from rlsim.planner.runs.loop_set import LoopCase, QuietGate
 
 LOAD_FILE = "machine_load.json"  # beside results.json: how much other work shared the cores during the run
 # Read by LoopSession.step at every step (not baked into the actors), so they may change between runs.

@@ -1,4 +1,4 @@
-"""``rlsim plan --validate`` without argparse: load the set, check everything, run, show the table.
+"""``rlsim plan validate`` without argparse: load the set, check everything, run, show the table.
 
 Every input (the set, each loop config, the profile, each prediction) is checked before the first
 loop starts, so a bad entry costs seconds, not an engine start.
@@ -16,11 +16,11 @@ from rich.console import Console
 from rich.table import Table
 
 import rlsim
-from rlsim.planner.loop_runner import LoopRunner
-from rlsim.planner.predict import predict_step
-from rlsim.planner.profile import Profile, load_profile
-from rlsim.planner.validation import run_validation
-from rlsim.planner.validation_set import LoopCase, LoopSet, load_loop_set, resolve_cases, resolve_path
+from rlsim.planner.profile.schema import Profile, load_profile
+from rlsim.planner.runs.loop_runner import LoopRunner
+from rlsim.planner.runs.loop_set import LoopCase, LoopSet, load_loop_set, resolve_cases, resolve_path
+from rlsim.planner.runs.predict import predict_step
+from rlsim.planner.validate.compare import run_validation
 
 
 def prepare_validation(
@@ -49,7 +49,7 @@ def validate_command(
     console = console or Console(stderr=True)
     cases, profile, profile_path, loop_set = prepare_validation(path, overrides, profile_path)
     if runner is None:
-        from rlsim.planner.loop_runner import RealLoopRunner
+        from rlsim.planner.runs.loop_runner import RealLoopRunner
 
         runner = RealLoopRunner(console=console, quiet=loop_set.quiet)
     meta = {
@@ -87,7 +87,7 @@ def validate_command(
 
 def validation_table(report: dict[str, Any]) -> Table:
     """One row per configuration: predicted and measured step time and rollouts/hour, and the error."""
-    table = Table(title=f"plan --validate: median |error| {report['median_abs_error']:.1%}, "
+    table = Table(title=f"plan validate: median |error| {report['median_abs_error']:.1%}, "
                         f"max {report['max_abs_error']:.1%}")
     for col in ("config", "schedule", "placement", "runtime", "rollouts", "predicted s", "measured s",
                 "error", "all-steps error", "pred rollouts/h", "meas rollouts/h", "others' CPU"):

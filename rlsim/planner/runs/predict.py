@@ -1,4 +1,4 @@
-"""``predict_step``: the planner's prediction for one real-loop configuration (for ``plan --validate``).
+"""``predict_step``: the planner's prediction for one real-loop configuration (for ``rlsim plan validate``).
 
 ``LoopKnobs`` carries the knobs of ``rlsim run``'s config (``rlsim.loop.config.RunConfig``): the
 workload, schedule and micro-batch, the ``shared`` / ``split`` placement presets over a pool of
@@ -12,17 +12,18 @@ does).
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING, Any, Literal, Sequence
+from typing import TYPE_CHECKING, Literal, Sequence
 
 import numpy as np
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from rlsim.errors import RlsimError
-from rlsim.planner.cluster import BatcherSpec, NodeSpec, PlacementSpec, Schedule
-from rlsim.planner.evaluate import Evaluation, evaluate
-from rlsim.planner.profile import Profile
-from rlsim.planner.workload import LengthDist, Workload
+from rlsim.planner.profile.schema import Profile
+from rlsim.planner.sim.evaluate import Evaluation, evaluate
+from rlsim.planner.spec.cluster import BatcherSpec, NodeSpec, PlacementSpec, Schedule
+from rlsim.planner.spec.workload import Workload
+from rlsim.workloads import FixedLengths, LengthDist
 
 if TYPE_CHECKING:
     from rlsim.loop.config import RunConfig
@@ -36,7 +37,7 @@ class LoopKnobs(BaseModel):
 
     prompts_per_step: int = Field(ge=1)
     group_size: int = Field(default=1, ge=1)
-    prompt_tokens: LengthDist = LengthDist(kind="fixed", mean=64)
+    prompt_tokens: LengthDist = FixedLengths(tokens=64)
     response_tokens: LengthDist
     schedule: Schedule = "sequential"
     micro_batch: int = Field(default=8, ge=1, description="overlapped: rollouts per call to a scorer")
@@ -59,15 +60,6 @@ class LoopKnobs(BaseModel):
         return self
 
 
-def _length_dist(dist: Any) -> LengthDist:
-    """rlsim.workloads' Fixed/Lognormal/UniformLengths as the planner's ``LengthDist``."""
-    if dist.kind == "fixed":
-        return LengthDist(kind="fixed", mean=dist.tokens)
-    if dist.kind == "uniform":
-        return LengthDist(kind="uniform", mean=(dist.min + dist.max) / 2, min=dist.min, max=dist.max)
-    return LengthDist(kind="lognormal", mean=dist.mean, sigma=dist.sigma, min=dist.min, max=dist.max)
-
-
 def knobs_from_run_config(config: "RunConfig", cores: int | None = None) -> LoopKnobs:
     """The knobs of an ``rlsim run`` config. ``cores``: the pool size when the config leaves it unset
     (default: the cores this process may run on, as the loop itself would use)."""
@@ -82,7 +74,7 @@ def knobs_from_run_config(config: "RunConfig", cores: int | None = None) -> Loop
                           token_budget=reward.token_budget, window=window)
     return LoopKnobs(
         prompts_per_step=config.workload.prompts_per_step, group_size=config.workload.group_size,
-        prompt_tokens=_length_dist(spec.prompt), response_tokens=_length_dist(spec.response),
+        prompt_tokens=spec.prompt, response_tokens=spec.response,
         schedule=config.schedule, micro_batch=config.micro_batch, placement=config.placement.preset,
         cores=pool, gpus=1 if config.policy.device == "cuda" else 0,
         scoring_cores=pool - (pool + 1) // 2 if config.placement.preset == "split" else None,

@@ -8,8 +8,8 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from rlsim.planner.evaluate import Evaluation
-from rlsim.planner.simulate import CRITICAL_PATH
+from rlsim.planner.sim.evaluate import Evaluation
+from rlsim.planner.sim.step import CRITICAL_PATH
 
 ILLUSTRATIVE_WARNING = ("the profile is ILLUSTRATIVE (example numbers, not measured): these predictions show how "
                         "the planner works, not what your hardware does; measure one with `rlsim profile`")

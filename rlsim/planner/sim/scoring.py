@@ -27,8 +27,8 @@ from typing import Callable
 
 import numpy as np
 
-from rlsim.planner.cluster import BatcherSpec
-from rlsim.planner.events import EventLoop, SpeedProfile
+from rlsim.planner.sim.events import EventLoop, SpeedProfile
+from rlsim.planner.spec.cluster import BatcherSpec
 
 LatencyFn = Callable[[int, int], float]  # (sequences, padded tokens) -> uncontended seconds
 

@@ -12,11 +12,11 @@ import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable, Sequence
 
-from rlsim.planner import machine_load
-from rlsim.planner.profile import Device, LatencySample
+from rlsim.planner.profile.schema import Device, LatencySample
+from rlsim.planner.runs import machine_load
 
 if TYPE_CHECKING:
-    from rlsim.planner.validation_set import QuietGate
+    from rlsim.planner.runs.loop_set import QuietGate
 
 _WORDS = ("reward", "policy", "the", "answer", "step", "value", "model", "token", "score", "is", "good", "and")
 

@@ -6,7 +6,7 @@ notes (vLLM-CPU about 690 tokens/s at 64 sequences on 2 cores; MiniLM scorers ab
 the GPUs, CPU runtimes on the host cores. Every profile here says ``illustrative: true`` and its
 plans are labelled so; replace it with a measured one (``rlsim profile``) before trusting numbers.
 
-``python -m rlsim.planner.example_profile DIR`` rewrites the shipped files (after a version bump).
+``python -m rlsim.planner.profile.examples DIR`` rewrites the shipped files (after a schema change).
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from rlsim.planner.profile import (
+from rlsim.planner.profile.schema import (
     ContentionEntry,
     ContentionModel,
     FitStats,

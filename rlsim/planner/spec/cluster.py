@@ -12,7 +12,7 @@ from typing import Literal, Sequence
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from rlsim.config_loader import apply_overrides, load_yaml, validate
-from rlsim.planner.workload import Workload
+from rlsim.planner.spec.workload import Workload
 
 Schedule = Literal["sequential", "overlapped"]
 

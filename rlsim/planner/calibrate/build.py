@@ -15,17 +15,17 @@ from typing import Callable, Sequence
 from pydantic import BaseModel, ConfigDict, Field
 
 from rlsim.errors import RlsimError
-from rlsim.planner.calibrate import CalibrationRun, read_calibration_run
-from rlsim.planner.calibrated_sections import calibrated_models, loop_contention, with_in_loop_factors
-from rlsim.planner.fitting import fit_generation_model, fit_latency_model
-from rlsim.planner.loop_results import (
+from rlsim.planner.calibrate.loop_fits import CalibrationRun, read_calibration_run
+from rlsim.planner.calibrate.sections import calibrated_models, loop_contention, with_in_loop_factors
+from rlsim.planner.profile.fitting import fit_generation_model, fit_latency_model
+from rlsim.planner.runs.loop_results import (
     generation_point,
     read_contention,
     read_loop_steps,
     read_run_settings,
     trainer_model,
 )
-from rlsim.planner.profile import (
+from rlsim.planner.profile.schema import (
     ContentionEntry,
     ContentionModel,
     Device,
@@ -36,7 +36,7 @@ from rlsim.planner.profile import (
     TrainerModel,
     new_profile_header,
 )
-from rlsim.planner.validation_set import QuietGate
+from rlsim.planner.runs.loop_set import QuietGate
 
 
 class LoopRun(BaseModel):
@@ -135,7 +135,7 @@ def build_profile(
 
 def _scorers(config: ProfileConfig, measure: bool, measured: list[str], unmeasured: list[str],
              on_cell: Callable[[str], None] | None, scorers_from: Profile | None) -> dict[str, ScorerLatencyModel]:
-    from rlsim.planner.measure_scorers import ScorerGrid, measure_runtime
+    from rlsim.planner.calibrate.measure_scorers import ScorerGrid, measure_runtime
 
     grid = ScorerGrid(config.batch_sizes, config.lengths, config.units, repeats=config.repeats)
     out = {}

@@ -1,6 +1,6 @@
-"""``rlsim plan --validate``: predicted vs measured step time on real-loop configurations.
+"""``rlsim plan validate``: predicted vs measured step time on real-loop configurations.
 
-For each configuration of a validation set (``validation_set.py``): the planner's ``predict_step``
+For each configuration of a loop set (``runs/loop_set.py``): the planner's ``predict_step``
 for the very steps the loop will run (their lengths replayed, see ``predict.loop_trace``), then the
 real loop through a ``LoopRunner``, then the comparison. The first ``warmup_steps`` of every run are
 dropped (vLLM and the scorers warm up); the measured step time is the median of the rest, and the
@@ -19,12 +19,12 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from rlsim.io import atomic_write_json
-from rlsim.planner.evaluate import Evaluation
-from rlsim.planner.loop_results import LoopSteps, drop_disturbed, parse_loop_steps
-from rlsim.planner.loop_runner import LoopRunner, reusable_results, step_loads
-from rlsim.planner.predict import predict_step
-from rlsim.planner.profile import Profile
-from rlsim.planner.validation_set import LoopCase
+from rlsim.planner.profile.schema import Profile
+from rlsim.planner.runs.loop_results import LoopSteps, drop_disturbed, parse_loop_steps
+from rlsim.planner.runs.loop_runner import LoopRunner, reusable_results, step_loads
+from rlsim.planner.runs.loop_set import LoopCase
+from rlsim.planner.runs.predict import predict_step
+from rlsim.planner.sim.evaluate import Evaluation
 
 PHASES = ("generate", "score", "update", "sync", "idle")
 Note = Callable[[str, dict[str, Any] | None], None]  # (message, finished entry or None)

@@ -18,7 +18,7 @@ from typing import Sequence
 import numpy as np
 
 from rlsim.errors import RlsimError
-from rlsim.planner.profile import (
+from rlsim.planner.profile.schema import (
     Device,
     FitStats,
     GenerationModel,

@@ -18,13 +18,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from rlsim.planner.cluster import PlacementSpec
-from rlsim.planner.events import SpeedProfile
-from rlsim.planner.generation import EngineBatch, completion_work_s, deal
-from rlsim.planner.placement import Resources
-from rlsim.planner.profile import ContentionEntry, Profile, ScorerLatencyModel
-from rlsim.planner.scorer_sim import ScoringOutcome, simulate_round_robin, simulate_scoring
-from rlsim.planner.workload import Workload
+from rlsim.planner.profile.schema import ContentionEntry, Profile, ScorerLatencyModel
+from rlsim.planner.sim.events import SpeedProfile
+from rlsim.planner.sim.generation import EngineBatch, completion_work_s, deal
+from rlsim.planner.sim.scoring import ScoringOutcome, simulate_round_robin, simulate_scoring
+from rlsim.planner.spec.cluster import PlacementSpec
+from rlsim.planner.spec.placement import Resources
+from rlsim.planner.spec.workload import Workload
 
 PHASES = ("generate", "score", "update", "sync", "idle")
 # The critical path: these add up to the step time (``score_tail``: rewards still missing after the

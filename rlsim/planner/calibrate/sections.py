@@ -9,8 +9,8 @@ from __future__ import annotations
 import numpy as np
 
 from rlsim.errors import RlsimError
-from rlsim.planner.calibrate import CalibrationRun, fit_contention, fit_generation, fit_score_factors, fit_trainer
-from rlsim.planner.profile import (
+from rlsim.planner.calibrate.loop_fits import CalibrationRun, fit_contention, fit_generation, fit_score_factors, fit_trainer
+from rlsim.planner.profile.schema import (
     ContentionEntry,
     ContentionModel,
     Device,

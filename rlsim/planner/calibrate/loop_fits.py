@@ -33,10 +33,10 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from rlsim.errors import RlsimError
-from rlsim.planner.fitting import EXPONENT_GRID, SLOW_OUTLIER, fit_stats, nonneg_lstsq
-from rlsim.planner.generation import completion_work_s, deal
-from rlsim.planner.loop_results import LoopSteps, drop_disturbed, parse_loop_steps, read_json
-from rlsim.planner.profile import (
+from rlsim.planner.profile.fitting import EXPONENT_GRID, SLOW_OUTLIER, fit_stats, nonneg_lstsq
+from rlsim.planner.runs.loop_results import LoopSteps, drop_disturbed, parse_loop_steps, read_json
+from rlsim.planner.sim.generation import completion_work_s, deal
+from rlsim.planner.profile.schema import (
     ContentionEntry,
     ContentionModel,
     Device,
@@ -76,12 +76,12 @@ def read_calibration_run(path: Path, skip_first: int = 1, disturbed_above: float
     ``disturbed_above``: leave out steps during which other programs took more than this share of
     the cores, as recorded beside the results by ``RealLoopRunner`` (see ``drop_disturbed``).
     """
-    from rlsim.planner.loop_runner import step_loads
+    from rlsim.planner.runs.loop_runner import step_loads
 
     from pydantic import ValidationError
 
     from rlsim.loop.config import RunConfig
-    from rlsim.planner.predict import loop_trace
+    from rlsim.planner.runs.predict import loop_trace
 
     data = read_json(path)
     steps, _ = drop_disturbed(parse_loop_steps(data, path, skip_first), step_loads(path.parent), disturbed_above)
@@ -222,7 +222,7 @@ def fit_score_factors(runs: list[CalibrationRun], profile: Profile) -> dict[str,
 
     ``profile`` needs the runtimes (their factors are ignored), generation and trainer models.
     """
-    from rlsim.planner.predict import predict_trace
+    from rlsim.planner.runs.predict import predict_trace
 
     plain = {k: m.model_copy(update={"in_loop_factor": 1.0, "call_overhead_s": 0.0})
              for k, m in profile.runtimes.items()}
@@ -261,7 +261,7 @@ def fit_contention(runs: list[CalibrationRun], profile: Profile) -> ContentionMo
     ``profile`` must already hold the generation, trainer and scorer models. Per runtime seen, a grid
     search minimises the squared relative errors of the median generate phase and step time.
     """
-    from rlsim.planner.predict import predict_trace
+    from rlsim.planner.runs.predict import predict_trace
 
     contended = [r for r in runs if r.contended]
     if not contended:

@@ -11,8 +11,8 @@ import math
 from dataclasses import dataclass
 
 from rlsim.errors import RlsimError
-from rlsim.planner.cluster import NodeSpec, PlacementSpec
-from rlsim.planner.profile import Device, GenerationModel, Profile, ScorerLatencyModel
+from rlsim.planner.profile.schema import Device, GenerationModel, Profile, ScorerLatencyModel
+from rlsim.planner.spec.cluster import NodeSpec, PlacementSpec
 
 
 class PlacementError(RlsimError):

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from rlsim.planner.profile import GenerationModel
+from rlsim.planner.profile.schema import GenerationModel
 
 
 @dataclass(frozen=True)

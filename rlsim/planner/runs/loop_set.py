@@ -1,4 +1,4 @@
-"""A set of real-loop configurations, as YAML: what ``rlsim plan --validate`` and ``rlsim profile`` run.
+"""A set of real-loop configurations, as YAML: what ``rlsim plan validate`` and ``rlsim profile`` run.
 
 Every entry is an ``rlsim run`` config: the ``base`` YAML (for example ``configs/default.yaml``),
 then the set's common ``run`` settings, then the entry's own ``run`` settings, merged key by key
@@ -64,7 +64,7 @@ class QuietGate(BaseModel):
 
 class LoopSet(BaseModel):
     """Loop configurations to run on this machine. ``profile``: the profile predictions come from
-    (``plan --validate`` only). ``steps`` per configuration, the first ``warmup_steps`` not measured.
+    (``rlsim plan validate`` only). ``steps`` per configuration, the first ``warmup_steps`` not measured.
     ``quiet``: wait for idle cores before each step (see ``QuietGate``). ``disturbed_above``: a
     measured step during which other programs took more than this share of all cores' time is not
     used (unless no step would be left); None uses every step."""

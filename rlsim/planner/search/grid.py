@@ -12,11 +12,11 @@ from dataclasses import dataclass
 from typing import Callable
 
 from rlsim.errors import RlsimError
-from rlsim.planner.cluster import NodeSpec, PlacementSpec, SearchSpec
-from rlsim.planner.evaluate import Evaluation, evaluate
-from rlsim.planner.placement import PlacementError, check_devices, resolve
-from rlsim.planner.profile import Profile
-from rlsim.planner.workload import Workload
+from rlsim.planner.profile.schema import Profile
+from rlsim.planner.sim.evaluate import Evaluation, evaluate
+from rlsim.planner.spec.cluster import NodeSpec, PlacementSpec, SearchSpec
+from rlsim.planner.spec.placement import PlacementError, check_devices, resolve
+from rlsim.planner.spec.workload import Workload
 
 
 @dataclass(frozen=True)

@@ -16,8 +16,8 @@ from typing import Any
 import numpy as np
 
 from rlsim.errors import RlsimError
-from rlsim.planner.fitting import fit_cost_per_token
-from rlsim.planner.profile import ContentionEntry, GenerationPoint, TrainerModel
+from rlsim.planner.profile.fitting import fit_cost_per_token
+from rlsim.planner.profile.schema import ContentionEntry, GenerationPoint, TrainerModel
 
 
 @dataclass

@@ -12,11 +12,11 @@ from pathlib import Path
 from typing import Any, Callable
 
 import rlsim
-from rlsim.planner.cluster import PlanConfig
-from rlsim.planner.evaluate import Evaluation, evaluate
-from rlsim.planner.placement import resolve
-from rlsim.planner.profile import Profile, load_profile
-from rlsim.planner.search import Candidates, candidates, run_search
+from rlsim.planner.profile.schema import Profile, load_profile
+from rlsim.planner.search.grid import Candidates, candidates, run_search
+from rlsim.planner.sim.evaluate import Evaluation, evaluate
+from rlsim.planner.spec.cluster import PlanConfig
+from rlsim.planner.spec.placement import resolve
 
 
 @dataclass
@@ -94,7 +94,7 @@ def execute(prep: Prepared, on_progress: Callable[[str], None] | None = None) ->
     meets = None if target is None else chosen.step_time_s <= target
     warnings = []
     if profile.illustrative:
-        from rlsim.planner.report import ILLUSTRATIVE_WARNING
+        from rlsim.planner.search.report import ILLUSTRATIVE_WARNING
 
         warnings.append(ILLUSTRATIVE_WARNING)
     if meets is False and ranked:

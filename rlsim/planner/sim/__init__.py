@@ -1,0 +1,7 @@
+"""The discrete-event simulation of RLHF steps (plain Python + numpy).
+
+``events``: the event loop and speed profiles; ``generation``: continuous-batching engines;
+``scoring``: scorer replicas behind a batcher; ``step``: one step (generate, score, update, sync)
+with contention between colocated generation and scoring; ``evaluate``: a placement over several
+steps, summarised (step time, rollouts/hour, utilisation, bottleneck).
+"""
