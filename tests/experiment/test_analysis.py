@@ -81,13 +81,23 @@ def test_runtime_figures_on_recorded_rows() -> None:
     assert f["gen_slowdown"]["mean"] == pytest.approx(0.1)
     # score slowdown = 60 / 50 - 1 = 0.2, constant samples: exact
     assert (f["score_slowdown"]["mean"], f["score_slowdown"]["ci_low"]) == pytest.approx((0.2, 0.2))
-    # step time change = mean(10, 10.5, 12.5) / mean(10, 11, 12) - 1 = 11 / 11 - 1 = 0
-    assert f["step_time_change"]["mean"] == pytest.approx(0.0, abs=1e-9)
+    # unpaired step time change = mean(10, 10.5, 12.5) / mean(10, 11, 12) - 1 = 11 / 11 - 1 = 0;
+    # paired = (10/10 x 10.5/11 x 12.5/12) ** (1/3) - 1 = 0.994318 ** (1/3) - 1 = -0.001898
+    assert f["step_time_change_unpaired"]["mean"] == pytest.approx(0.0, abs=1e-9)
+    assert f["step_time_change"]["mean"] == pytest.approx(-0.001898, abs=1e-6)
+    assert f["step_time_change"]["method"].startswith("paired")
+    assert f["step_time_change_unpaired"]["method"].startswith("Fieller")
+    assert f["freed_core_s"]["method"].startswith("paired")
     assert f["timeboxed_rollouts_per_hour"]["mean"] == pytest.approx(1500.0)
     assert f["extra_rollouts_per_hour"]["mean"] == pytest.approx(400.0)
     assert set(f["significance"]) >= {"step_time_s", "scoring_core_s", "gen_slowdown", "timeboxed_rollouts_per_hour"}
-    # scoring core-s 1.0-1.2 vs 3.0-3.4: CIs apart, but 3 vs 3 repeats cannot reach p < 0.05
-    assert f["significance"]["scoring_core_s"]["significant"] is None
+    # scoring core-s 1.0-1.2 vs 3.0-3.4: CIs apart, but 3 vs 3 repeats cannot reach p < 0.05 unpaired ...
+    assert f["significance_unpaired"]["scoring_core_s"]["significant"] is None
+    # ... while paired, the log-ratios log(1/3), log(1.1/3.2), log(1.2/3.4) (mean -1.0693, sd 0.02861)
+    # give t = 1.0693 / (0.02861 / sqrt 3) = 64.7 on 2 df: p = 0.00024
+    paired_test = f["significance"]["scoring_core_s"]
+    assert paired_test["significant"] is True and paired_test["paired_t_p"] == pytest.approx(0.000238, abs=2e-6)
+    assert paired_test["smallest_sign_flip_p"] == pytest.approx(0.25)  # 2 / 2**3
 
 
 def test_the_baseline_compares_to_itself_exactly() -> None:
