@@ -124,8 +124,7 @@ def load_contention_config(
         updates["max_minutes"] = max_minutes
     if runtimes is not None:
         updates["runtimes"] = list(runtimes)
-    # model_validate, not model_copy: a value given on the command line is checked like one in the file.
-    settings = ContentionSettings.model_validate({**settings.model_dump(), **updates})
+    settings = settings.model_copy(update=updates)  # checked below, with every other problem
     config = config.model_copy(update={"contention": settings})
     problems = contention_problems(config)
     if problems:
@@ -141,6 +140,10 @@ def contention_problems(config: ContentionConfig) -> list[str]:
     problems = []
     if s.repeats is not None and s.repeats < 2:
         problems.append(f"contention.repeats: {s.repeats}; a confidence interval needs at least 2 repeats")
+    if s.target_ci is not None and s.target_ci <= 0:
+        problems.append(f"contention.target_ci: {s.target_ci}; give a half-width share above 0, e.g. 0.10")
+    if s.max_minutes is not None and s.max_minutes <= 0:
+        problems.append(f"contention.max_minutes: {s.max_minutes}; give a budget above 0 minutes, e.g. 60")
     if s.repeats is None and s.target_ci is None:
         problems.append("contention.repeats: null needs contention.target_ci (repeat until what?); set a number "
                         "of repeats or a target, e.g. --target-ci 0.10")

@@ -187,7 +187,8 @@ def precision_words(name: str, p: Mapping[str, Any]) -> str:
     if p.get("met"):
         return text + target + (": met" + (", stopped by the target" if p.get("stopped_by") == "target" else ""))
     how = "stopped by the budget" if p.get("stopped_by") == "budget" else "not met yet"
-    return (text + target + f": {how}; about {p['further_repeats']} more repeats would reach it "
+    more = p["further_repeats"]
+    return (text + target + f": {how}; about {more} more repeat{'' if more == 1 else 's'} would reach it "
             f"({p['repeats_needed']} in all, projected from the current spread)")
 
 
