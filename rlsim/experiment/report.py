@@ -18,6 +18,10 @@ GLOSSARY = [
     ("freed core-s", "baseline scoring core-s - this runtime's, paired within a repeat"),
     ("extra rollouts per step", "freed core-s / generation core-s per rollout measured alone"),
     ("time-boxed rollouts per hour", "rollouts generated and scored within the budget, per hour of budget"),
+    ("step time change (paired)", "geometric mean over repeats of this runtime's step time / the baseline's in the "
+     "same repeat, minus 1; the unpaired ratio of means is step_time_change_unpaired in results.json"),
+    ("half-width reached", "half the width of the freed core-s 95% CI, as a share of its mean; the target "
+     "(contention.target_ci) is floored at 5% of the baseline's scoring core-s"),
 ]
 
 
