@@ -179,7 +179,10 @@ def _accounting_rows(results: Mapping[str, Any]) -> list[str]:
     return lines
 
 
-def precision_words(name: str, p: Mapping[str, Any]) -> str:
+BUDGETS = {"repeats": "the fixed number of repeats", "minutes": "max_minutes"}
+
+
+def precision_words(name: str, p: Mapping[str, Any], reason: str | None = None) -> str:
     """One runtime's freed-capacity precision and, against the target, how it stopped and what is left."""
     frac = p.get("half_width_fraction")
     text = (f"{name}: freed core-s CI half-width {_num(p.get('half_width'), '.3f')} core-s = "
@@ -190,7 +193,8 @@ def precision_words(name: str, p: Mapping[str, Any]) -> str:
               "floored at 5% of the baseline's scoring cost)")
     if p.get("met"):
         return text + target + (": met" + (", stopped by the target" if p.get("stopped_by") == "target" else ""))
-    how = "stopped by the budget" if p.get("stopped_by") == "budget" else "not met yet"
+    how = (f"stopped by the budget ({BUDGETS.get(reason or '', 'repeats or minutes')})"
+           if p.get("stopped_by") == "budget" else "not met yet")
     more = p["further_repeats"]
     return (text + target + f": {how}; about {more} more repeat{'' if more == 1 else 's'} would reach it "
             f"({p['repeats_needed']} in all, projected from the current spread)")
@@ -198,7 +202,8 @@ def precision_words(name: str, p: Mapping[str, Any]) -> str:
 
 def _quality(results: Mapping[str, Any]) -> list[str]:
     """Precision reached per runtime against contention.target_ci, and the idle waits."""
-    lines = [f"- {precision_words(name, f['precision'])}" for name, f in results["runtimes"].items()
+    reason = results.get("stopping", {}).get("reason")
+    lines = [f"- {precision_words(name, f['precision'], reason)}" for name, f in results["runtimes"].items()
              if name != results.get("baseline") and f.get("precision")]
     settle = results.get("accounting", {}).get("settle")
     if settle:

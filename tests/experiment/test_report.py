@@ -92,7 +92,8 @@ def test_results_and_report_say_how_the_repeats_stopped() -> None:
     md = render_markdown(done, [])
     assert "(until the 10% target or 20 minutes)" in md
     assert ("fast: freed core-s CI half-width 0.248 core-s = 12% of the mean after 3 repeats; target 10% "
-            "(half-width <= 0.210 core-s, floored at 5% of the baseline's scoring cost): stopped by the budget; "
+            "(half-width <= 0.210 core-s, floored at 5% of the baseline's scoring cost): stopped by the budget "
+            "(max_minutes); "
             "about 1 more repeat would reach it (4 in all") in md
     running = build_results(rows(), config, POOL_CORES, complete=False, repeats_done=3)
     assert running["runtimes"]["fast"]["precision"]["stopped_by"] is None
