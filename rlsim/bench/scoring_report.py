@@ -13,7 +13,8 @@ CSV_COLUMNS = [
     "cell", "runtime", "batcher", "batch_size", "token_budget", "repeats", "seq_s_mean", "seq_s_ci_low",
     "seq_s_ci_high", "ci_half_width_pct", "cv", "tok_s_mean", "latency_p50_ms", "latency_p95_ms",
     "latency_p99_ms", "padding_waste", "gemm_fraction", "mean_batch_size", "ratio_vs_baseline",
-    "ratio_ci_low", "ratio_ci_high", "ci_overlap", "p_value",
+    "ratio_ci_low", "ratio_ci_high", "ci_overlap", "p_value", "paired_ratio", "paired_ratio_ci_low",
+    "paired_ratio_ci_high", "p_value_paired", "sign_flip_p",
 ]  # fmt: skip
 
 
@@ -24,6 +25,17 @@ def ratio_text(cmp: dict[str, Any]) -> str:
     return f"{cmp['ratio']:.2f} [{low}, {high}]"
 
 
+def paired_text(cmp: dict[str, Any]) -> str:
+    """``2.00 [1.95, 2.05]``: the per-round (paired) ratio; ``-`` with fewer than two rounds."""
+    if cmp.get("paired_ratio") is None:
+        return "-"
+    return f"{cmp['paired_ratio']:.2f} [{cmp['paired_ratio_ci_low']:.2f}, {cmp['paired_ratio_ci_high']:.2f}]"
+
+
+def _p(x: float | None) -> str:
+    return "-" if x is None else f"{x:.3f}"
+
+
 def table(result: dict[str, Any]):
     """A rich ``Table``: one row per cell, ratios against the baseline."""
     from rich.table import Table
@@ -32,9 +44,11 @@ def table(result: dict[str, Any]):
     t = Table(
         title=f"rlsim bench scoring: {result['model']}, {result['workload']['sequences']} texts, "
         f"{result['repeats']} repeats, GEMM {result['gemm_gflops']:.0f} GFLOP/s",
-        caption="seq/s: mean [95% t-interval]; ratio vs baseline [Fieller 95%]; p: Mann-Whitney U",
+        caption="seq/s: mean [95% t-interval]; vs base: ratio [Fieller 95%], p: Mann-Whitney U (unpaired); "
+        "paired: per-round ratio [95% t on log-ratios], p: paired t",
     )
-    for col in ("cell", "seq/s", "±%", "CV", "tok/s", "p50/p99 ms", "waste", "GEMM", "vs base", "p"):
+    for col in ("cell", "seq/s", "±%", "CV", "tok/s", "p50/p99 ms", "waste", "GEMM", "vs base", "p", "paired",
+                "p paired"):
         t.add_column(col, justify="left" if col == "cell" else "right")
     for c in result["cells"]:
         s = c["throughput_seq_s"]
@@ -51,6 +65,8 @@ def table(result: dict[str, Any]):
             "-" if c["gemm_fraction"] is None else f"{c['gemm_fraction']:.2f}",
             ratio,
             "-" if cmp is None else f"{cmp['p_value']:.3f}",
+            "baseline" if cmp is None else paired_text(cmp),
+            "-" if cmp is None else _p(cmp.get("p_value_paired")),
         )
     return t
 
@@ -73,6 +89,9 @@ def csv_text(result: dict[str, Any]) -> str:
             "mean_batch_size": c["mean_batch_size"], "ratio_vs_baseline": cmp.get("ratio", 1.0),
             "ratio_ci_low": cmp.get("ratio_ci_low", 1.0), "ratio_ci_high": cmp.get("ratio_ci_high", 1.0),
             "ci_overlap": cmp.get("ci_overlap", True), "p_value": cmp.get("p_value", 1.0),
+            "paired_ratio": cmp.get("paired_ratio", 1.0), "paired_ratio_ci_low": cmp.get("paired_ratio_ci_low", 1.0),
+            "paired_ratio_ci_high": cmp.get("paired_ratio_ci_high", 1.0),
+            "p_value_paired": cmp.get("p_value_paired", 1.0), "sign_flip_p": cmp.get("sign_flip_p", 1.0),
         })  # fmt: skip
     return buf.getvalue()
 
@@ -97,20 +116,23 @@ def markdown_summary(result: dict[str, Any]) -> str:
         f"Model `{result['model']}`, {w['sequences']} texts (mean {w['mean_tokens']:.0f} tokens, max "
         f"{w['max_tokens']}), {result['repeats']} repeats per cell in fresh processes, GEMM rate "
         f"{result['gemm_gflops']:.0f} GFLOP/s. Mean [95% t-interval]; ratio vs `{result['baseline']}` "
-        "[Fieller 95%]; p: Mann-Whitney U.",
+        "[Fieller 95%], p: Mann-Whitney U (both unpaired); paired: the same rounds side by side, ratio [95% t-interval "
+        "on per-round log-ratios], p: paired t.",
         "",
-        "| cell | seq/s | ± % | tok/s | p50 / p99 batch ms | padding waste | GEMM fraction | vs baseline | p |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "| cell | seq/s | ± % | tok/s | p50 / p99 batch ms | padding waste | GEMM fraction | vs baseline | p "
+        "| paired | p paired |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for c in result["cells"]:
         s, cmp = c["throughput_seq_s"], comp.get(c["cell"])
         ratio = "baseline" if cmp is None else ratio_text(cmp)
         frac = "-" if c["gemm_fraction"] is None else f"{c['gemm_fraction']:.2f}"
         p = "-" if cmp is None else f"{cmp['p_value']:.3f}"
+        pair = "baseline | -" if cmp is None else f"{paired_text(cmp)} | {_p(cmp.get('p_value_paired'))}"
         lines.append(
             f"| {c['cell']} | {s['mean']:.1f} [{s['ci_low']:.1f}, {s['ci_high']:.1f}] | {s['ci_half_width_pct']:.1f} "
             f"| {c['throughput_tok_s']['mean']:.0f} | {c['latency_ms']['p50']:.0f} / {c['latency_ms']['p99']:.0f} "
-            f"| {c['padding_waste']:.1%} | {frac} | {ratio} | {p} |"
+            f"| {c['padding_waste']:.1%} | {frac} | {ratio} | {p} | {pair} |"
         )
     return "\n".join(lines + ["", *_target_lines(result["targets"])]) + "\n"
 

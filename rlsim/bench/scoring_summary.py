@@ -1,9 +1,12 @@
 """Turn raw worker results into the benchmark's JSON: per-cell statistics, comparisons, targets.
 
 Each repeat (one fresh process) gives one throughput value; the CI is a Student-t 95% interval over
-those values. Cell-vs-baseline ratios use Fieller's 95% interval; significance is a two-sided
-Mann-Whitney U test on the repeat values. Per-batch latency percentiles pool every batch of every
-repeat of a cell.
+those values. Rounds are interleaved (round r runs every cell once), so round r of a cell and round r
+of the baseline ran side by side and share whatever the machine did then: each comparison is given
+paired (the geometric mean of per-round ratios with a t-interval on their logs; a paired t test on
+the log-ratios and an exact sign-flip test) and, beside it, unpaired (Fieller's 95% interval for a
+ratio of independent means; a two-sided Mann-Whitney U test). Per-batch latency percentiles pool
+every batch of every repeat of a cell.
 """
 
 from __future__ import annotations
@@ -15,12 +18,25 @@ from typing import Any
 import numpy as np
 
 from rlsim.bench.scoring_config import BenchScoringConfig, Cell
-from rlsim.metrics.stats import ci_overlap, coefficient_of_variation, mann_whitney_p, mean_ci, percentiles, ratio_ci
+from rlsim.metrics.stats import (
+    ci_overlap,
+    coefficient_of_variation,
+    log_ratios,
+    mann_whitney_p,
+    mean_ci,
+    paired_log_ratio_ci,
+    paired_t_p,
+    percentiles,
+    ratio_ci,
+    sign_flip_p,
+)
 
 METHODS = {
     "ci": "Student-t 95% interval over per-process repeat throughputs",
     "ratio_ci": "Fieller 95% interval for a ratio of independent means (Welch df)",
     "test": "Mann-Whitney U, two-sided, on per-process repeat throughputs",
+    "paired_ratio_ci": "paired by round: geometric mean of per-round ratios, 95% t-interval on the log-ratios",
+    "paired_test": "paired t test on per-round log-ratios (p_value_paired); exact sign-flip test beside it",
     "gemm": "median of 5 fp32 2048^3 torch matmuls, same thread count; mean of runs before and after the grid",
     "flops": "2 x matmul params x real tokens + 4 x seq^2 x attention width per layer (rlsim.bench.flops)",
     "padding_waste": "padding tokens / all computed tokens (longest x count per batch), as planned",
@@ -109,7 +125,8 @@ def cell_summary(
 
 
 def compare(label: str, baseline: str, samples: dict[str, list[float]]) -> dict[str, Any]:
-    """``label`` vs ``baseline`` throughput: ratio with Fieller CI, CI overlap, Mann-Whitney p."""
+    """``label`` vs ``baseline`` throughput: unpaired (ratio with Fieller CI, CI overlap, Mann-Whitney p)
+    and paired by round (``paired_*``, ``p_value_paired``, ``sign_flip_p``)."""
     a, b = samples[label], samples[baseline]
     r = ratio_ci(a, b, method="fieller")
     ea, eb = mean_ci(a), mean_ci(b)
@@ -120,9 +137,25 @@ def compare(label: str, baseline: str, samples: dict[str, list[float]]) -> dict[
         # null = unbounded (Fieller): the baseline's mean is not clearly above zero; strict JSON has no inf.
         "ratio_ci_low": r.ci_low if math.isfinite(r.ci_low) else None,
         "ratio_ci_high": r.ci_high if math.isfinite(r.ci_high) else None,
+        "ratio_method": "unpaired: Fieller ratio of means",
         "ci_overlap": ci_overlap(ea.ci_low, ea.ci_high, eb.ci_low, eb.ci_high),
         "p_value": mann_whitney_p(a, b),
+        "p_value_method": "unpaired: Mann-Whitney U",
+        **paired_by_round(a, b),
     }
+
+
+def paired_by_round(a: list[float], b: list[float]) -> dict[str, Any]:
+    """Round r of ``a`` against round r of ``b`` (the rounds both finished); nulls below two rounds."""
+    n = min(len(a), len(b))
+    if n < 2:
+        return {"pairs": n, "paired_ratio": None, "paired_ratio_ci_low": None, "paired_ratio_ci_high": None,
+                "p_value_paired": None, "sign_flip_p": None}
+    r = paired_log_ratio_ci(a[:n], b[:n])
+    logs = log_ratios(a[:n], b[:n]).tolist()
+    return {"pairs": n, "paired_ratio": r.ratio, "paired_ratio_ci_low": r.ci_low, "paired_ratio_ci_high": r.ci_high,
+            "paired_method": "paired by round: t-interval on log-ratios", "p_value_paired": paired_t_p(logs),
+            "sign_flip_p": sign_flip_p(logs)}
 
 
 def targets(

@@ -1,4 +1,5 @@
-"""``rlsim experiment contention CONFIG [--quick] [--repeats R] [--runtimes LIST] [--out DIR] [--set a.b=c]``."""
+"""``rlsim experiment contention CONFIG [--quick] [--repeats R] [--target-ci F] [--max-minutes M] [--runtimes LIST]
+[--out DIR] [--set a.b=c]``."""
 
 from __future__ import annotations
 
@@ -18,7 +19,14 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     c.add_argument("config", help="YAML config, e.g. configs/contention_cpu.yaml")
     c.add_argument("--quick", action="store_true",
                    help="the config's quick variant (fewer runtimes, repeats and a shorter time box)")
-    c.add_argument("--repeats", type=int, default=None, help="repeats (>= 2), overriding the config")
+    c.add_argument("--repeats", type=int, default=None,
+                   help="exactly this many repeats (>= 2), overriding the config (and its max_minutes unless "
+                   "--max-minutes is given too)")
+    c.add_argument("--target-ci", type=float, default=None, metavar="FRACTION",
+                   help="repeat (at least 3 times) until every runtime's freed core-s CI half-width is at most this "
+                   "share of its mean, e.g. 0.10, or --max-minutes is spent (with --repeats: only reported)")
+    c.add_argument("--max-minutes", type=float, default=None, metavar="M",
+                   help="time budget: start no repeat that would end past M minutes (at the mean repeat time)")
     c.add_argument("--runtimes", default=None, help="comma-separated runtimes or 'all', e.g. eager,native")
     c.add_argument("--out", default=None, help="output folder (default runs/contention[-quick])")
     c.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
@@ -47,7 +55,7 @@ def run(args: argparse.Namespace) -> int:
             raise RlsimError(f"--runtimes {args.runtimes!r}: {err}") from None
     # Everything is validated before Ray or any model starts: a bad config starts nothing.
     config = load_contention_config(args.config, args.overrides, quick=args.quick, repeats=args.repeats,
-                                    runtimes=runtimes)
+                                    runtimes=runtimes, target_ci=args.target_ci, max_minutes=args.max_minutes)
     out = Path(args.out) if args.out else Path("runs") / ("contention-quick" if args.quick else "contention")
 
     from rlsim.experiment.runner import run_contention
@@ -59,6 +67,9 @@ def run(args: argparse.Namespace) -> int:
     console.print(f"results in {out}/ (results.json, report.md, pool_time.png, step_vs_cost.png, generation.png)")
     summary = {"out": str(out), "complete": results["complete"], "elapsed_s": results["elapsed_s"],
                "freed_core_s": {k: v["freed_core_s"]["mean"] for k, v in results["runtimes"].items()},
-               "gen_slowdown": {k: v["gen_slowdown"]["mean"] for k, v in results["runtimes"].items()}}
+               "gen_slowdown": {k: v["gen_slowdown"]["mean"] for k, v in results["runtimes"].items()},
+               "repeats_done": results["repeats_done"], "stopped": results["stopping"]["reason"],
+               "freed_ci_half_width_fraction": {k: v["precision"]["half_width_fraction"]
+                                                for k, v in results["runtimes"].items() if "precision" in v}}
     print(json.dumps(summary), file=sys.stdout)
     return 0

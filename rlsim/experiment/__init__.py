@@ -3,6 +3,7 @@
 Per runtime, on the ``shared`` placement: generation alone, scoring alone, both together (the
 ``overlapped`` schedule) and a time-boxed variant, in R repeats. ``config`` validates the experiment,
 ``conditions`` runs one condition, ``accounting`` measures pool time by process accounting,
-``capacity`` and ``analysis`` turn the records into figures with CIs, ``report``/``plots`` write
-them out, ``runner`` drives it all (``session`` is the only module that touches Ray).
+``capacity`` and ``analysis`` turn the records into figures with CIs (paired with the baseline),
+``stopping`` decides how many repeats (a count, or a precision target within a budget), ``report``/``plots``
+write them out, ``runner`` drives it all (``session`` is the only module that touches Ray).
 """

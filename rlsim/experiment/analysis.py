@@ -1,10 +1,14 @@
-"""Statistics over repeats: every figure as {mean, ci_low, ci_high}, and significance in words.
+"""Statistics over repeats: every figure as {mean, ci_low, ci_high, n, method}, and significance in words.
 
-Uses ``rlsim.metrics.stats`` only: Student-t CIs on means (``mean_ci``), Fieller CIs on ratios of
-means (``ratio_ci``: slowdowns and the step-time change), CI overlap and the Mann-Whitney U test.
-Differences against the baseline (freed capacity) are paired within a repeat, so their CI is the
-t-interval of the per-repeat differences. A CI bound that does not exist (Fieller's interval is
-unbounded when the denominator is not clearly non-zero) is written as ``null``.
+Uses ``rlsim.metrics.stats`` only. Every runtime-vs-baseline figure is measured in the same repeat
+(one Ray session, interleaved), so it is analysed *paired*: differences (freed capacity, extra
+tokens/s and rollouts/hour) by the t-interval of the per-repeat differences, changes (step time,
+scoring cost, generation throughput, time-boxed rollouts/hour) by the geometric mean of per-repeat
+ratios with a t-interval on their logs; significance by a paired t test with an exact sign-flip
+test beside it. A slow session then slows both sides of a pair and cancels out. The unpaired figures
+(Fieller ratio of means, CI overlap and Mann-Whitney U) stay beside them under ``*_unpaired`` and
+``significance_unpaired``; every figure's ``method`` says which it is. A CI bound that does not exist
+(Fieller's interval is unbounded when the denominator is not clearly non-zero) is written as ``null``.
 """
 
 from __future__ import annotations
@@ -12,10 +16,31 @@ from __future__ import annotations
 import math
 from typing import Any, Mapping, Sequence
 
-from rlsim.experiment.capacity import BAR_GROUPS, Samples, capacity_samples, values
-from rlsim.metrics.stats import ci_overlap, mann_whitney_p, mean_ci, ratio_ci
+import numpy as np
+
+from rlsim.experiment.capacity import BAR_GROUPS, Samples, capacity_samples, paired, values
+from rlsim.metrics.stats import (
+    ci_overlap,
+    log_ratios,
+    mann_whitney_p,
+    mean_ci,
+    paired_log_ratio_ci,
+    paired_t_p,
+    ratio_ci,
+    sign_flip_floor,
+    sign_flip_p,
+)
 
 ALPHA = 0.05
+PAIRED_DIFF = "paired: t-interval of per-repeat differences"
+PAIRED_CHANGE = "paired: geometric mean of per-repeat ratios minus 1, t-interval on log-ratios"
+# Figure -> "condition.figure" compared against the baseline, as a change (paired) and unpaired.
+AGAINST_BASELINE = {
+    "step_time": "together.step_s",
+    "scoring_core_s": "together.score_core_s",
+    "gen_tokens_per_s_together": "together.gen_tokens_per_s",
+    "timeboxed_rollouts_per_hour": "timeboxed.rollouts_per_hour",
+}
 
 
 def _finite(x: float) -> float | None:
@@ -45,6 +70,38 @@ def ratio_minus_one(numer: Sequence[float], denom: Sequence[float]) -> dict[str,
             "n": min(len(numer), len(denom)), "method": "Fieller ratio of means, minus 1"}
 
 
+def paired_change(numer: Sequence[float], denom: Sequence[float]) -> dict[str, Any]:
+    """``numer / denom - 1`` pair by pair (same repeat): the geometric mean of the per-repeat ratios
+    minus 1 with the t-interval of their logs, as a fraction (0.25 = +25 %)."""
+    if len(numer) < 2:
+        return estimate([])
+    try:
+        r = paired_log_ratio_ci(numer, denom)
+    except ValueError as err:  # a zero or negative value: no ratio to take
+        return {**estimate([]), "method": f"undefined ({err})"}
+    return {"mean": _finite(r.ratio - 1.0), "ci_low": _finite(r.ci_low - 1.0), "ci_high": _finite(r.ci_high - 1.0),
+            "n": len(numer), "method": PAIRED_CHANGE}
+
+
+def paired_compare(a: Sequence[float], b: Sequence[float]) -> dict[str, Any]:
+    """Is ``a`` different from ``b``, pair by pair? A paired t test on the per-repeat log-ratios (on
+    differences where a value is not positive), the verdict; and an exact sign-flip test beside it,
+    which assumes no normality but cannot go below ``2 / 2**pairs`` (0.0625 with 5 pairs)."""
+    if len(a) < 2:
+        return {"method": "paired", "pairs": len(a), "paired_t_p": None, "sign_flip_p": None, "significant": None,
+                "words": "not tested (fewer than 2 paired repeats)"}
+    try:
+        diffs, on = log_ratios(a, b), "log-ratios"
+    except ValueError:
+        diffs, on = np.subtract(a, b), "differences"
+    p, flip, floor = paired_t_p(diffs.tolist()), sign_flip_p(diffs.tolist()), sign_flip_floor(len(diffs))
+    verdict = "significant" if p < ALPHA else "not significant"
+    flip_words = f"sign-flip p = {flip:.2g}" + (f", its smallest with {len(diffs)} pairs" if flip <= floor else "")
+    return {"method": f"paired t on per-repeat {on}; exact sign-flip test beside it", "pairs": len(diffs),
+            "paired_t_p": round(p, 6), "sign_flip_p": round(flip, 6), "smallest_sign_flip_p": round(floor, 6),
+            "significant": p < ALPHA, "words": f"{verdict}: paired t p = {p:.2g} ({flip_words})"}
+
+
 def smallest_p(n_a: int, n_b: int) -> float:
     """The smallest two-sided exact Mann-Whitney p-value that samples of these sizes can give."""
     return min(1.0, 2.0 / math.comb(n_a + n_b, n_a))
@@ -63,7 +120,8 @@ def compare(a: Sequence[float], b: Sequence[float]) -> dict[str, Any]:
     overlap = ci_overlap(ea.ci_low, ea.ci_high, eb.ci_low, eb.ci_high)
     p = mann_whitney_p(a, b)
     floor = smallest_p(len(a), len(b))
-    return {"ci_overlap": overlap, "mann_whitney_p": round(p, 6), "significant": _verdict(overlap, p),
+    return {"method": "unpaired: 95% CI overlap and Mann-Whitney U", "ci_overlap": overlap,
+            "mann_whitney_p": round(p, 6), "significant": _verdict(overlap, p),
             "smallest_reachable_p": round(floor, 6), "words": _words(overlap, p)}
 
 
@@ -103,10 +161,15 @@ def runtime_figures(per: Mapping[str, Mapping[str, Samples]], runtime: str, base
         "scoring_gpu_s": estimate(v(runtime, "together.score_gpu_s")),
         "gen_tokens_per_s_alone": estimate(gen_alone),
         "gen_tokens_per_s_together": estimate(gen_tog),
+        # The planner reads these two as ratios of means (unchanged); the paired forms sit beside them.
         "gen_slowdown": ratio_minus_one(gen_alone, gen_tog),
+        "gen_slowdown_paired": paired_change(*_within(per, runtime, "gen_alone.gen_tokens_per_s",
+                                                      "together.gen_tokens_per_s")),
         "score_rollouts_per_s_alone": estimate(sc_alone),
         "score_rollouts_per_s_together": estimate(sc_tog),
         "score_slowdown": ratio_minus_one(sc_alone, sc_tog),
+        "score_slowdown_paired": paired_change(*_within(per, runtime, "score_alone.score_rollouts_per_s",
+                                                        "together.score_rollouts_per_s")),
         "gen_core_s_per_rollout": estimate(v(runtime, "gen_alone.gen_core_s_per_rollout")),
         "timeboxed_rollouts_per_hour": estimate(v(runtime, "timeboxed.rollouts_per_hour")),
         "pool_core_s_per_step": {bar: estimate(v(runtime, f"together.pool.{bar}")) for bar in BAR_GROUPS},
@@ -114,13 +177,21 @@ def runtime_figures(per: Mapping[str, Mapping[str, Samples]], runtime: str, base
     capacity = capacity_samples(per, runtime, baseline, pool_cores)
     for key in ("freed_core_s", "freed_gpu_s", "freed_pool_share", "extra_gen_tokens_per_s", "extra_rollouts_per_step",
                 "extra_rollouts_per_hour"):
-        out[key] = estimate(capacity.get(key, []))
-    out["step_time_change"] = (_exact_zero(len(v(runtime, "together.step_s"))) if runtime == baseline else
-                               ratio_minus_one(v(runtime, "together.step_s"), v(baseline, "together.step_s")))
+        out[key] = {**estimate(capacity.get(key, [])), "method": PAIRED_DIFF} if capacity.get(key) else estimate([])
+    for name, key in AGAINST_BASELINE.items():
+        if runtime == baseline:
+            out[f"{name}_change"] = out[f"{name}_change_unpaired"] = _exact_zero(len(v(runtime, key)))
+        else:
+            out[f"{name}_change"] = paired_change(*paired(per, (runtime, key), (baseline, key)))
+            out[f"{name}_change_unpaired"] = ratio_minus_one(v(runtime, key), v(baseline, key))
     freed = out["freed_core_s"]
     out["freed_ci_half_width_fraction"] = _half_width_fraction(freed)
-    out["significance"] = _significance(v, runtime, baseline)
+    out["significance"], out["significance_unpaired"] = _significance(per, runtime, baseline)
     return out
+
+
+def _within(per: Mapping[str, Mapping[str, Samples]], runtime: str, a: str, b: str) -> tuple[list[float], list[float]]:
+    return paired(per, (runtime, a), (runtime, b))
 
 
 def _exact_zero(n: int) -> dict[str, Any]:
@@ -133,18 +204,22 @@ def _half_width_fraction(e: Mapping[str, Any]) -> float | None:
     return round((e["ci_high"] - e["ci_low"]) / 2.0 / abs(e["mean"]), 4)
 
 
-def _significance(v: Any, runtime: str, baseline: str) -> dict[str, Any]:
-    out = {
-        "gen_slowdown": compare(v(runtime, "gen_alone.gen_tokens_per_s"), v(runtime, "together.gen_tokens_per_s")),
-        "score_slowdown": compare(v(runtime, "score_alone.score_rollouts_per_s"),
-                                  v(runtime, "together.score_rollouts_per_s")),
-    }
+def _significance(per: Mapping[str, Mapping[str, Samples]], runtime: str,
+                  baseline: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(paired, unpaired) tests: the slowdowns (alone vs together, same runtime and repeat) and,
+    for a runtime other than the baseline, each figure against the baseline's in the same repeat."""
+    pairs = {"gen_slowdown": ((runtime, "gen_alone.gen_tokens_per_s"), (runtime, "together.gen_tokens_per_s")),
+             "score_slowdown": ((runtime, "score_alone.score_rollouts_per_s"),
+                                (runtime, "together.score_rollouts_per_s"))}
     if runtime != baseline:
-        for name, key in (("step_time_s", "together.step_s"), ("scoring_core_s", "together.score_core_s"),
-                          ("gen_tokens_per_s_together", "together.gen_tokens_per_s"),
-                          ("timeboxed_rollouts_per_hour", "timeboxed.rollouts_per_hour")):
-            out[name] = compare(v(runtime, key), v(baseline, key))
-    return out
+        names = {"step_time": "step_time_s", "scoring_core_s": "scoring_core_s"}
+        for name, key in AGAINST_BASELINE.items():
+            pairs[names.get(name, name)] = ((runtime, key), (baseline, key))
+    tests, unpaired = {}, {}
+    for name, (a, b) in pairs.items():
+        tests[name] = paired_compare(*paired(per, a, b))
+        unpaired[name] = compare(values(per, *a), values(per, *b))
+    return tests, unpaired
 
 
 def accounting_summary(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:

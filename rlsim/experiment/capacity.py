@@ -102,3 +102,12 @@ def values(per: Mapping[str, Mapping[str, Samples]], runtime: str, key: str) -> 
     series = per.get(runtime, {}).get(key, {})
     return [series[r] for r in sorted(series)]
 
+
+
+def paired(per: Mapping[str, Mapping[str, Samples]], a: tuple[str, str], b: tuple[str, str]) -> tuple[list[float],
+                                                                                                   list[float]]:
+    """Two series as pairs (same repeat): ``a`` and ``b`` are ``(runtime, "condition.figure")``; only
+    repeats where both were measured, in repeat order."""
+    sa, sb = per.get(a[0], {}).get(a[1], {}), per.get(b[0], {}).get(b[1], {})
+    common = _common(sa, sb) if sa and sb else []
+    return [sa[r] for r in common], [sb[r] for r in common]

@@ -56,11 +56,19 @@ class ContentionSettings(_Strict):
     few trials narrows its CI for about 6 s per extra trial and runtime on this machine.
     ``settle_max_s``: before each measured condition, wait (up to this long) until every actor is idle,
     so a condition does not start inside the previous one's tail (vLLM keeps up to half a core busy
-    for about a second after its last request); 0 turns the wait off."""
+    for about a second after its last request); 0 turns the wait off.
+
+    Precision (rlsim/experiment/stopping.py): ``target_ci`` is the freed core-s CI half-width wanted,
+    as a share of |mean| (0.10 = 10 %); ``max_minutes`` the wall-clock budget. ``repeats: null`` runs
+    repeats (at least 3) until every compared runtime meets ``target_ci`` or the next repeat would end
+    past ``max_minutes``; a number runs exactly that many (within ``max_minutes`` if set) and only
+    reports the precision reached against ``target_ci``."""
 
     runtimes: list[str] = Field(default_factory=lambda: list(ALL_RUNTIMES))
     baseline: str = "eager"
-    repeats: int = Field(5, ge=2, description="at least 2: a CI needs two independent samples")
+    repeats: int | None = Field(5, ge=2, description="at least 2: a CI needs two independent samples")
+    target_ci: float | None = Field(None, gt=0)
+    max_minutes: float | None = Field(None, gt=0)
     steps_per_condition: int = Field(1, ge=1)
     together_trials: int = Field(1, ge=1)
     settle_max_s: float = Field(3.0, ge=0)
@@ -86,9 +94,14 @@ def load_contention_config(
     quick: bool = False,
     repeats: int | None = None,
     runtimes: Sequence[str] | None = None,
+    target_ci: float | None = None,
+    max_minutes: float | None = None,
 ) -> ContentionConfig:
-    """Load ``path`` with ``--set`` overrides, then ``--quick``, ``--repeats`` and ``--runtimes`` on top.
+    """Load ``path`` with ``--set`` overrides, then ``--quick``, ``--repeats``, ``--runtimes``,
+    ``--target-ci`` and ``--max-minutes`` on top.
 
+    ``--repeats R`` asks for exactly R repeats, so it also lifts the file's ``max_minutes`` unless
+    ``--max-minutes`` is given too; ``--target-ci`` without ``--repeats`` repeats until the target.
     Raises ``ConfigError`` listing every problem (including runtimes that are not installed).
     """
     config = load_config(ContentionConfig, path, overrides)
@@ -100,10 +113,18 @@ def load_contention_config(
             "together_trials": q.together_trials,
             "timebox": settings.timebox.model_copy(update={"budget_s": q.budget_s}),
         })
+    updates: dict[str, object] = {}
     if repeats is not None:
-        settings = settings.model_copy(update={"repeats": repeats})
+        updates.update(repeats=repeats, max_minutes=None)
+    if target_ci is not None:
+        updates["target_ci"] = target_ci
+        if repeats is None:
+            updates["repeats"] = None
+    if max_minutes is not None:
+        updates["max_minutes"] = max_minutes
     if runtimes is not None:
-        settings = settings.model_copy(update={"runtimes": list(runtimes)})
+        updates["runtimes"] = list(runtimes)
+    settings = settings.model_copy(update=updates)  # checked below, with every other problem
     config = config.model_copy(update={"contention": settings})
     problems = contention_problems(config)
     if problems:
@@ -117,8 +138,18 @@ def contention_problems(config: ContentionConfig) -> list[str]:
 
     s = config.contention
     problems = []
-    if s.repeats < 2:
+    if s.repeats is not None and s.repeats < 2:
         problems.append(f"contention.repeats: {s.repeats}; a confidence interval needs at least 2 repeats")
+    if s.target_ci is not None and s.target_ci <= 0:
+        problems.append(f"contention.target_ci: {s.target_ci}; give a half-width share above 0, e.g. 0.10")
+    if s.max_minutes is not None and s.max_minutes <= 0:
+        problems.append(f"contention.max_minutes: {s.max_minutes}; give a budget above 0 minutes, e.g. 60")
+    if s.repeats is None and s.target_ci is None:
+        problems.append("contention.repeats: null needs contention.target_ci (repeat until what?); set a number "
+                        "of repeats or a target, e.g. --target-ci 0.10")
+    if s.repeats is None and s.max_minutes is None:
+        problems.append("contention.max_minutes: not set, so a target out of reach would repeat forever; give a "
+                        "budget, e.g. --max-minutes 60")
     if not s.runtimes:
         problems.append("contention.runtimes: empty; name at least the baseline, e.g. [eager, native]")
     if len(set(s.runtimes)) != len(s.runtimes):

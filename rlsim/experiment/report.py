@@ -18,6 +18,10 @@ GLOSSARY = [
     ("freed core-s", "baseline scoring core-s - this runtime's, paired within a repeat"),
     ("extra rollouts per step", "freed core-s / generation core-s per rollout measured alone"),
     ("time-boxed rollouts per hour", "rollouts generated and scored within the budget, per hour of budget"),
+    ("step time change (paired)", "geometric mean over repeats of this runtime's step time / the baseline's in the "
+     "same repeat, minus 1; the unpaired ratio of means is step_time_change_unpaired in results.json"),
+    ("half-width reached", "half the width of the freed core-s 95% CI, as a share of its mean; the target "
+     "(contention.target_ci) is floored at 5% of the baseline's scoring core-s"),
 ]
 
 
@@ -76,10 +80,14 @@ def conclusions(results: Mapping[str, Any]) -> list[str]:
     if not runtimes:
         return ["no repeat finished yet"]
     out = []
-    floor = _rank_test_floor(results)
+    stop = results.get("stopping", {})
+    if stop.get("reason"):
+        out.append(f"Stopped after {results.get('repeats_done')} repeats: {stop['words']}.")
+    floor = _sign_flip_floor(results)
     if floor is not None and floor >= 0.05:
-        out.append(f"With {results.get('repeats_done')} repeats per runtime no Mann-Whitney test can go below "
-                   f"p = {floor:.2g}, so no difference below can be called significant; use at least 4 repeats.")
+        out.append(f"Significance below is the paired t test on per-repeat log-ratios; the exact sign-flip test "
+                   f"beside it cannot go below p = {floor:.2g} with {results.get('repeats_done')} repeats, so it "
+                   "only confirms a difference from 6 repeats on.")
     for name, f in runtimes.items():
         gs, ss = f["gen_slowdown"], f["score_slowdown"]
         out.append(
@@ -117,9 +125,9 @@ def conclusions(results: Mapping[str, Any]) -> list[str]:
     return out
 
 
-def _rank_test_floor(results: Mapping[str, Any]) -> float | None:
+def _sign_flip_floor(results: Mapping[str, Any]) -> float | None:
     for f in results.get("runtimes", {}).values():
-        floor = f["significance"]["gen_slowdown"].get("smallest_reachable_p")
+        floor = f["significance"]["gen_slowdown"].get("smallest_sign_flip_p")
         if floor is not None:
             return float(floor)
     return None
@@ -171,16 +179,32 @@ def _accounting_rows(results: Mapping[str, Any]) -> list[str]:
     return lines
 
 
+BUDGETS = {"repeats": "the fixed number of repeats", "minutes": "max_minutes"}
+
+
+def precision_words(name: str, p: Mapping[str, Any], reason: str | None = None) -> str:
+    """One runtime's freed-capacity precision and, against the target, how it stopped and what is left."""
+    frac = p.get("half_width_fraction")
+    text = (f"{name}: freed core-s CI half-width {_num(p.get('half_width'), '.3f')} core-s = "
+            f"{'n/a' if frac is None else format(frac, '.0%')} of the mean after {p['n']} repeats")
+    if p.get("target_ci") is None:
+        return text + " (no target set: contention.target_ci)"
+    target = (f"; target {p['target_ci']:.0%} (half-width <= {p['target_half_width']:.3f} core-s, "
+              "floored at 5% of the baseline's scoring cost)")
+    if p.get("met"):
+        return text + target + (": met" + (", stopped by the target" if p.get("stopped_by") == "target" else ""))
+    how = (f"stopped by the budget ({BUDGETS.get(reason or '', 'repeats or minutes')})"
+           if p.get("stopped_by") == "budget" else "not met yet")
+    more = p["further_repeats"]
+    return (text + target + f": {how}; about {more} more repeat{'' if more == 1 else 's'} would reach it "
+            f"({p['repeats_needed']} in all, projected from the current spread)")
+
+
 def _quality(results: Mapping[str, Any]) -> list[str]:
-    """The issue's precision target: freed-capacity CI half-width at most 10 % of its mean."""
-    lines = []
-    for name, f in results["runtimes"].items():
-        if name == results.get("baseline"):
-            continue
-        frac = f.get("freed_ci_half_width_fraction")
-        verdict = "n/a" if frac is None else ("met" if frac <= 0.10 else "not met")
-        shown = "n/a" if frac is None else f"{frac:.0%}"
-        lines.append(f"- {name}: freed core-s CI half-width = {shown} of the mean (target <= 10%: {verdict})")
+    """Precision reached per runtime against contention.target_ci, and the idle waits."""
+    reason = results.get("stopping", {}).get("reason")
+    lines = [f"- {precision_words(name, f['precision'], reason)}" for name, f in results["runtimes"].items()
+             if name != results.get("baseline") and f.get("precision")]
     settle = results.get("accounting", {}).get("settle")
     if settle:
         lines.append(f"- before each condition the actors were let go idle: {settle['mean_s']:.2f} s on average "
@@ -189,20 +213,29 @@ def _quality(results: Mapping[str, Any]) -> list[str]:
     return lines
 
 
+def _planned(results: Mapping[str, Any]) -> str:
+    stop = results.get("stopping", {})
+    if results.get("repeats"):
+        return f"of {results['repeats']}"
+    return f"(until the {stop.get('target_ci', 0):.0%} target or {_num(stop.get('max_minutes'), '.0f')} minutes)"
+
+
 def render_markdown(results: Mapping[str, Any], figures: list[str]) -> str:
     cfg = results.get("config", {})
     w = cfg.get("loop", {}).get("workload", {})
     head = [
         "# Contention and freed capacity", "",
         f"Runtimes {', '.join(results.get('runtime_order', []))} against baseline **{results.get('baseline')}** on one "
-        f"shared pool of {results.get('pool_cores')} cores; {results.get('repeats_done', 0)} of "
-        f"{results.get('repeats')} repeats done (each a fresh Ray session unless configured otherwise), "
+        f"shared pool of {results.get('pool_cores')} cores; {results.get('repeats_done', 0)} "
+        f"{_planned(results)} repeats done (each a fresh Ray session unless configured otherwise), "
         f"{results.get('steps_per_condition')} step(s) per condition (the together step run "
         f"{results.get('together_trials', 1)} time(s) each), {w.get('prompts_per_step')} prompts x "
         f"{w.get('group_size')} samples per step, time box {results.get('timebox_budget_s')} s. "
         f"{'Complete' if results.get('complete') else 'INCOMPLETE (interrupted or still running)'}; "
         f"{results.get('elapsed_s', 0):.0f} s.", "",
-        "All figures: mean over repeats with a 95% CI (Student t; Fieller for ratios). Slowdowns are fractions.", "",
+        "All figures: mean over repeats with a 95% CI (Student t). Comparisons with the baseline are paired within "
+        "a repeat (per-repeat differences, or log-ratios for changes; paired t test); the unpaired forms (Fieller "
+        "ratio, Mann-Whitney) are in results.json as `*_unpaired`. Slowdowns are fractions.", "",
     ]
     if not results.get("runtimes"):
         return "\n".join(head + ["No measurement finished yet."]) + "\n"

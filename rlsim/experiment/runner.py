@@ -5,6 +5,9 @@ step and repeat to repeat), and for each runtime its four conditions (the order 
 repeats; ``score_alone`` always right after ``gen_alone``, whose rollouts it scores). Slow drift of
 a shared machine then falls on every runtime and condition alike instead of on whichever ran last.
 
+How many repeats: ``stopping.run_repeats`` decides after each one (a fixed count, or until every
+compared runtime's freed-capacity CI meets ``contention.target_ci`` within ``contention.max_minutes``).
+
 ``results.json`` and ``report.md`` are rewritten atomically after every runtime block, so an
 interrupted experiment leaves every finished measurement readable; the PNGs are drawn at the end
 (also when it stops early).
@@ -18,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsedColumn
 
 import rlsim
 from rlsim.experiment.accounting import PoolAccountant
@@ -27,6 +30,7 @@ from rlsim.experiment.conditions import ConditionRunner, Measurement, Workload
 from rlsim.experiment.config import CONDITIONS, ContentionConfig
 from rlsim.experiment.capacity import per_repeat
 from rlsim.experiment.report import conclusions, render_markdown
+from rlsim.experiment.stopping import LoopOutcome, Precision, StopRule, precision_from_rows, projection, run_repeats, stopped_by
 from rlsim.io import atomic_write_json, atomic_write_text
 from rlsim.progress import LineProgress
 
@@ -38,8 +42,13 @@ UNITS = {
     "step_time_change": "fraction: step time / baseline step time - 1",
     "freed_core_s": "core-seconds per together step: baseline scoring core-s - this runtime's",
     "freed_pool_share": "fraction of the pool's core-seconds in a baseline step (pool cores x step time)",
-    "figures": "each {mean, ci_low, ci_high, n, method}: mean over repeats with a 95% CI; null where undefined",
+    "figures": "each {mean, ci_low, ci_high, n, method}: mean over repeats with a 95% CI; null where undefined; "
+               "method 'paired: ...' = per-repeat pairs with the baseline (or alone vs together), else unpaired",
+    "precision": "freed core-s CI: half_width (core-s), half_width_fraction (of |mean|), target_half_width "
+                 "(target_ci x max(|mean|, 5% of the baseline's scoring core-s)), repeats_needed for it, stopped_by",
 }
+STOP_WORDS = {"repeats": "the fixed number of repeats was done", "target": "every compared runtime met the target",
+              "minutes": "the next repeat would have ended past max_minutes"}
 
 
 def condition_order(repeat: int) -> list[str]:
@@ -66,6 +75,7 @@ class ExperimentOutputs:
         self.repeats_done = 0
         self.skipped: dict[str, str] = {}  # runtime -> why it could not run (first reason seen)
         self.started = time.time()
+        self.stop_reason: str | None = None
         self.results: dict[str, Any] = {}
         self.flush()
 
@@ -73,23 +83,32 @@ class ExperimentOutputs:
         self.rows.append(measurement.as_dict())
 
     def flush(self, complete: bool = False, figures: list[str] | None = None) -> None:
-        self.results = build_results(self.rows, self.config, self.pool_cores, complete, self.repeats_done, self.skipped)
+        self.results = build_results(self.rows, self.config, self.pool_cores, complete, self.repeats_done, self.skipped,
+                                     self.stop_reason)
         self.results.update(sessions=self.sessions, elapsed_s=round(time.time() - self.started, 1))
         atomic_write_json(self.out / "results.json", self.results)
         atomic_write_text(self.out / "report.md", render_markdown(self.results, figures or []))
 
 
 def build_results(rows: list[dict[str, Any]], config: ContentionConfig, pool_cores: int, complete: bool,
-                  repeats_done: int, skipped: dict[str, str] | None = None) -> dict[str, Any]:
+                  repeats_done: int, skipped: dict[str, str] | None = None,
+                  stop_reason: str | None = None) -> dict[str, Any]:
     """results.json content from measurement rows (``Measurement.as_dict()``): pure, so recorded
-    rows can be re-analysed (and tested) without running anything."""
+    rows can be re-analysed (and tested) without running anything. ``stop_reason``: why the repeats
+    stopped (``stopping.stop_reason``), None while they go on."""
     s = config.contention
     per = per_repeat(rows)
     runtimes = {rt: runtime_figures(per, rt, s.baseline, pool_cores) for rt in s.runtimes if rt in per}
+    precision = precision_from_rows(rows, list(runtimes), s.baseline, s.target_ci)
+    for rt, p in precision.items():
+        runtimes[rt]["precision"] = {**p.as_dict(), "target_ci": s.target_ci, "stopped_by": stopped_by(stop_reason, p)}
     results: dict[str, Any] = {
         "experiment": "contention", "rlsim_version": rlsim.__version__, "complete": complete,
         "baseline": s.baseline, "runtime_order": list(s.runtimes), "pool_cores": pool_cores,
-        "repeats": s.repeats, "repeats_done": repeats_done, "steps_per_condition": s.steps_per_condition,
+        "repeats": s.repeats, "repeats_done": repeats_done,
+        "stopping": {"repeats": s.repeats, "target_ci": s.target_ci, "max_minutes": s.max_minutes,
+                     "reason": stop_reason, "words": STOP_WORDS.get(stop_reason or "", "still running")},
+        "steps_per_condition": s.steps_per_condition,
         "together_trials": s.together_trials,
         "timebox_budget_s": s.timebox.budget_s, "units": UNITS, "runtimes": runtimes, "skipped_runtimes": skipped or {},
         "accounting": accounting_summary(rows), "conclusions": [], "sessions": [], "elapsed_s": 0.0,
@@ -101,10 +120,7 @@ def build_results(rows: list[dict[str, Any]], config: ContentionConfig, pool_cor
 
 def run_contention(config: ContentionConfig, out: Path, console: Console | None = None,
                    show_progress: bool = True) -> dict[str, Any]:
-    """Run every repeat; returns the final results.json content."""
-    from rlsim.experiment.session import ExperimentSession
-
-    console = console or Console(stderr=True)
+    """Run repeats until the stopping rule says stop; returns the final results.json content."""
     s = config.contention
     loop = config.loop
     work = Workload(loop.workload.spec, loop.workload.prompts_per_step, loop.workload.group_size, loop.micro_batch,
@@ -112,26 +128,14 @@ def run_contention(config: ContentionConfig, out: Path, console: Console | None 
     pool = loop.placement.pool or sorted(os.sched_getaffinity(0))  # as ExperimentSession resolves it
     outputs = ExperimentOutputs(out, config, len(pool))
     columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
-    session: ExperimentSession | None = None
+    repeats = _Repeats(outputs, work)
     complete = False
     try:
-        with LineProgress(*columns, console=console, disable=not show_progress) as bar:
-            per_runtime = s.steps_per_condition * (len(CONDITIONS) - 1 + s.together_trials)
-            per_repeat_units = 1 + len(s.runtimes) * per_runtime
-            task = bar.add_task("contention", total=s.repeats * per_repeat_units)
-            for repeat in range(s.repeats):
-                if session is None or s.session_per_repeat:
-                    if session is not None:
-                        session.close()
-                    session = ExperimentSession(config, s.runtimes)
-                    session.start(lambda msg, r=repeat: bar.update(task, description=f"repeat {r + 1}/{s.repeats}: "
-                                                                                         f"{msg}"))
-                outputs.sessions.append({"repeat": repeat, **session.describe()})
-                for runtime, reason in session.failed.items():
-                    outputs.skipped.setdefault(runtime, reason)
-                bar.advance(task, advance=1 + len(session.failed) * per_runtime)
-                _one_repeat(session, outputs, work, repeat, bar, task)
-                outputs.repeats_done += 1
+        with LineProgress(*columns, console=console or Console(stderr=True), disable=not show_progress) as bar:
+            repeats.bar, repeats.task = bar, bar.add_task("contention", total=repeats.units(s.repeats or 3))
+            rule = StopRule(s.repeats, s.target_ci, s.max_minutes)
+            outcome = run_repeats(rule, repeats.run, repeats.measure, time.monotonic, repeats.after)
+            outputs.stop_reason = outcome.reason
             complete = True
     finally:
         try:
@@ -140,13 +144,65 @@ def run_contention(config: ContentionConfig, out: Path, console: Console | None 
             outputs.flush(complete=complete)
             outputs.flush(complete=complete, figures=write_figures(outputs.out, outputs.results))
         finally:
-            if session is not None:
-                session.close()
+            repeats.close()
     return outputs.results
 
 
-def _one_repeat(session: Any, outputs: ExperimentOutputs, work: Workload, repeat: int, bar: Progress,
-                task: Any) -> None:
+class _Repeats:
+    """One repeat at a time for ``run_repeats``: its Ray session, its conditions, the progress line."""
+
+    def __init__(self, outputs: ExperimentOutputs, work: Workload) -> None:
+        self.outputs, self.work = outputs, work
+        self.s = outputs.config.contention
+        self.session: Any = None
+        self.bar: Any = None
+        self.task: Any = None
+        self.suffix = ""  # current half-widths and the projection, after every description
+
+    @property
+    def per_runtime(self) -> int:
+        """Progress units of one runtime in one repeat (one per measured condition)."""
+        return self.s.steps_per_condition * (len(CONDITIONS) - 1 + self.s.together_trials)
+
+    def units(self, repeats: int) -> int:
+        return repeats * (1 + len(self.s.runtimes) * self.per_runtime)  # 1: the session start
+
+    def describe(self, repeat: int, what: str) -> None:
+        of = f"/{self.s.repeats}" if self.s.repeats else ""
+        self.bar.update(self.task, description=f"repeat {repeat + 1}{of}: {what}{self.suffix}")
+
+    def run(self, repeat: int) -> None:
+        from rlsim.experiment.session import ExperimentSession
+
+        s = self.s
+        if s.repeats is None:  # open-ended: the bar's end moves one repeat at a time
+            self.bar.update(self.task, total=max(self.units(repeat + 1), self.units(3)))
+        if self.session is None or s.session_per_repeat:
+            self.close()
+            self.session = ExperimentSession(self.outputs.config, s.runtimes)
+            self.session.start(lambda msg: self.describe(repeat, msg))
+        self.outputs.sessions.append({"repeat": repeat, **self.session.describe()})
+        for runtime, reason in self.session.failed.items():
+            self.outputs.skipped.setdefault(runtime, reason)
+        self.bar.advance(self.task, advance=1 + len(self.session.failed) * self.per_runtime)
+        _one_repeat(self.session, self.outputs, self.work, repeat, self)
+        self.outputs.repeats_done += 1
+
+    def measure(self) -> dict[str, Precision]:
+        return precision_from_rows(self.outputs.rows, self.s.runtimes, self.s.baseline, self.s.target_ci)
+
+    def after(self, state: LoopOutcome) -> None:
+        self.suffix = projection(state.precision, state.durations, self.s.target_ci)
+        self.describe(state.repeats_done - 1, "done")
+        self.outputs.flush()
+
+    def close(self) -> None:
+        if self.session is not None:
+            self.session.close()
+            self.session = None
+
+
+def _one_repeat(session: Any, outputs: ExperimentOutputs, work: Workload, repeat: int, repeats: _Repeats) -> None:
     s = outputs.config.contention
     accountant = PoolAccountant(session.pool)
     runners = {rt: ConditionRunner(session.backend(rt), accountant, session.roots(rt), work, rt, repeat,
@@ -158,9 +214,9 @@ def _one_repeat(session: Any, outputs: ExperimentOutputs, work: Workload, repeat
                 trials = s.together_trials if condition == "together" else 1
                 for trial in range(trials):
                     what = condition if trials == 1 else f"{condition} {trial + 1}/{trials}"
-                    bar.update(task, description=f"repeat {repeat + 1}/{s.repeats} step {step}: {rt} {what}")
+                    repeats.describe(repeat, f"step {step}: {rt} {what}")
                     measurement = runners[rt].run(condition, step)
                     measurement.extra["trial"] = trial
                     outputs.add(measurement)
-                    bar.advance(task)
+                    repeats.bar.advance(repeats.task)
             outputs.flush()

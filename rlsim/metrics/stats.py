@@ -10,12 +10,23 @@ process), so every interval is built for small ``n``:
   t-based interval for a ratio and becomes unbounded when the denominator is not clearly non-zero)
   or by a seeded percentile bootstrap;
 - ``mann_whitney_p``: two-sided Mann-Whitney U p-value (scipy), a test that assumes no normality.
+
+Paired designs (two conditions measured in the same repeat, e.g. two runtimes in one Ray session)
+cancel whatever the repeat shares (a slow session slows both), so they are analysed per pair:
+
+- ``paired_log_ratio_ci``: geometric-mean ratio ``a/b`` with a t-interval on the per-pair log-ratios;
+- ``paired_t_p``: two-sided one-sample t test on per-pair differences (or log-ratios); it can reach
+  p < 0.05 with 3 pairs when their spread is small, where a rank test cannot;
+- ``sign_flip_p``: exact sign-flip permutation test on the same differences (no normality assumed;
+  its smallest p is ``2 / 2**n``, 0.0625 with 5 pairs, the same floor as Wilcoxon's signed-rank);
+- ``repeats_for_half_width``: how many repeats a t-interval needs to shrink to a given half-width.
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass
+import itertools
 from typing import Literal, Sequence
 
 import numpy as np
@@ -165,3 +176,74 @@ def mann_whitney_p(a: Sequence[float], b: Sequence[float]) -> float:
     xa = _as_array(a, 1, "mann_whitney_p")
     xb = _as_array(b, 1, "mann_whitney_p")
     return float(stats.mannwhitneyu(xa, xb, alternative="two-sided").pvalue)
+
+
+def _pairs(a: Sequence[float], b: Sequence[float], what: str) -> tuple[np.ndarray, np.ndarray]:
+    xa, xb = _as_array(a, 2, what), _as_array(b, 2, what)
+    if xa.size != xb.size:
+        raise ValueError(f"{what} needs pairs: got {xa.size} and {xb.size} values")
+    return xa, xb
+
+
+def log_ratios(a: Sequence[float], b: Sequence[float]) -> np.ndarray:
+    """``log(a_i / b_i)`` per pair; every value must be positive (a rate, a duration, a cost)."""
+    xa, xb = _pairs(a, b, "log_ratios")
+    if np.any(xa <= 0) or np.any(xb <= 0):
+        raise ValueError("log_ratios needs positive values; compare differences instead")
+    return np.log(xa / xb)
+
+
+def paired_log_ratio_ci(a: Sequence[float], b: Sequence[float], confidence: float = CONFIDENCE) -> RatioEstimate:
+    """Ratio ``a/b`` of paired samples: ``exp(mean(log(a_i/b_i)))`` (the geometric mean of the
+    per-pair ratios) with ``exp`` of the Student-t interval of the log-ratios (df = pairs - 1)."""
+    e = mean_ci(log_ratios(a, b).tolist(), confidence)
+    return RatioEstimate(math.exp(e.mean), math.exp(e.ci_low), math.exp(e.ci_high), "paired t on log-ratios")
+
+
+def paired_t_p(diffs: Sequence[float]) -> float:
+    """Two-sided p of a one-sample t test that the mean of ``diffs`` (per-pair differences or
+    log-ratios) is 0. Zero spread: p = 1 when every difference is 0, else 0 (the difference is exact)."""
+    x = _as_array(diffs, 2, "paired_t_p")
+    mean, sd = float(x.mean()), float(x.std(ddof=1))
+    if sd == 0:
+        return 1.0 if mean == 0 else 0.0
+    from scipy import stats
+
+    t = abs(mean) / (sd / math.sqrt(x.size))
+    return float(2.0 * stats.t.sf(t, x.size - 1))
+
+
+def sign_flip_p(diffs: Sequence[float], exact_up_to: int = 16, n_random: int = 100_000, seed: int = 0) -> float:
+    """Two-sided sign-flip permutation p-value for ``mean(diffs) == 0``: the share of the ``2**n``
+    sign patterns whose ``|mean|`` reaches the observed one (exact up to ``exact_up_to`` pairs, then
+    ``n_random`` seeded random patterns). The observed pattern counts, so p >= ``2 / 2**n``."""
+    x = _as_array(diffs, 1, "sign_flip_p")
+    observed = abs(float(x.mean()))
+    if x.size <= exact_up_to:
+        signs = np.array(list(itertools.product((1.0, -1.0), repeat=x.size)))
+    else:
+        signs = np.random.default_rng(seed).choice((1.0, -1.0), size=(n_random, x.size))
+    means = np.abs(signs @ x) / x.size
+    # A relative tolerance: patterns equal to the observed one up to rounding must count as reaching it.
+    return float(np.mean(means >= observed * (1 - 1e-12) - 1e-15))
+
+
+def sign_flip_floor(n: int) -> float:
+    """The smallest two-sided p an exact sign-flip test on ``n`` pairs can give."""
+    return min(1.0, 2.0 / 2**n)
+
+
+def repeats_for_half_width(sd: float, half_width: float, confidence: float = CONFIDENCE, most: int = 100_000) -> int:
+    """Fewest repeats ``n`` (>= 2) whose Student-t interval ``t(n-1) * sd / sqrt(n)`` is at most
+    ``half_width``: the fixed point of ``n = (t(n-1) * sd / half_width)^2``. ``most`` caps the answer
+    (a target far out of reach)."""
+    if half_width <= 0:
+        raise ValueError(f"repeats_for_half_width: the target half-width must be > 0, got {half_width}")
+    if sd <= 0:
+        return 2
+    z = _t_quantile(math.inf, confidence)
+    # t(n-1) > z, so the normal-quantile answer is a lower bound; step up from it.
+    n = max(2, math.ceil((z * sd / half_width) ** 2))
+    while n < most and _t_quantile(n - 1, confidence) * sd / math.sqrt(n) > half_width:
+        n += 1
+    return n

@@ -65,6 +65,36 @@ def test_comparison_against_baseline(result: dict) -> None:
     assert cmp["p_value"] == pytest.approx(0.1)
 
 
+def test_paired_comparison_by_round(result: dict) -> None:
+    (cmp,) = result["comparisons"]
+    # Round by round the sorted cell ran 20/10, 22/11, 24/12 = exactly 2x the fixed one: what the rounds
+    # shared (11 and 12 seq/s rounds were faster for both) cancels, so the paired interval is [2, 2]
+    # and the paired t test has no spread left (p = 0), where Fieller's is wide and Mann-Whitney p = 0.1.
+    assert (cmp["pairs"], cmp["paired_ratio"]) == (3, pytest.approx(2.0))
+    assert (cmp["paired_ratio_ci_low"], cmp["paired_ratio_ci_high"]) == (pytest.approx(2.0), pytest.approx(2.0))
+    assert cmp["p_value_paired"] == 0.0 and cmp["p_value"] == pytest.approx(0.1)
+    assert cmp["sign_flip_p"] == pytest.approx(2 / 8)  # the exact test's floor with 3 rounds
+    assert cmp["ratio_method"].startswith("unpaired") and cmp["paired_method"].startswith("paired")
+    md = markdown_summary(result)
+    assert "| 2.00 [2.00, 2.00] | 0.000 |" in md and "| baseline | - |" in md
+
+
+def test_paired_ratio_with_round_noise_known_answer() -> None:
+    cfg = BenchScoringConfig(runtimes=["eager"]).model_copy(update={"baseline": FIXED.label, "repeats": 3})
+    # Per-round ratios e^0.1, e^0.2, e^0.3 on baselines 10, 20, 40 seq/s: geometric mean e^0.2,
+    # interval exp(0.2 +/- 4.302653 x 0.1 / sqrt 3) = exp(0.2 +/- 0.248414).
+    import math
+
+    base = [10.0, 20.0, 40.0]
+    raw = {FIXED.label: [run(x, [0.1]) for x in base],
+           SORTED.label: [run(x * math.exp(d), [0.1]) for x, d in zip(base, (0.1, 0.2, 0.3))]}
+    result = summarize(cfg, [FIXED, SORTED], raw, [{"gflops": 100.0}], {"sequences": 100, "mean_tokens": 1, "max_tokens": 1})
+    (cmp,) = result["comparisons"]
+    assert cmp["paired_ratio"] == pytest.approx(math.exp(0.2))
+    assert cmp["paired_ratio_ci_low"] == pytest.approx(math.exp(0.2 - 0.248414), rel=1e-5)
+    assert cmp["paired_ratio_ci_high"] == pytest.approx(math.exp(0.2 + 0.248414), rel=1e-5)
+
+
 def test_targets(result: dict) -> None:
     t = result["targets"]
     (gain,) = t["best_batcher_vs_fixed"]

@@ -81,13 +81,23 @@ def test_runtime_figures_on_recorded_rows() -> None:
     assert f["gen_slowdown"]["mean"] == pytest.approx(0.1)
     # score slowdown = 60 / 50 - 1 = 0.2, constant samples: exact
     assert (f["score_slowdown"]["mean"], f["score_slowdown"]["ci_low"]) == pytest.approx((0.2, 0.2))
-    # step time change = mean(10, 10.5, 12.5) / mean(10, 11, 12) - 1 = 11 / 11 - 1 = 0
-    assert f["step_time_change"]["mean"] == pytest.approx(0.0, abs=1e-9)
+    # unpaired step time change = mean(10, 10.5, 12.5) / mean(10, 11, 12) - 1 = 11 / 11 - 1 = 0;
+    # paired = (10/10 x 10.5/11 x 12.5/12) ** (1/3) - 1 = 0.994318 ** (1/3) - 1 = -0.001898
+    assert f["step_time_change_unpaired"]["mean"] == pytest.approx(0.0, abs=1e-9)
+    assert f["step_time_change"]["mean"] == pytest.approx(-0.001898, abs=1e-6)
+    assert f["step_time_change"]["method"].startswith("paired")
+    assert f["step_time_change_unpaired"]["method"].startswith("Fieller")
+    assert f["freed_core_s"]["method"].startswith("paired")
     assert f["timeboxed_rollouts_per_hour"]["mean"] == pytest.approx(1500.0)
     assert f["extra_rollouts_per_hour"]["mean"] == pytest.approx(400.0)
     assert set(f["significance"]) >= {"step_time_s", "scoring_core_s", "gen_slowdown", "timeboxed_rollouts_per_hour"}
-    # scoring core-s 1.0-1.2 vs 3.0-3.4: CIs apart, but 3 vs 3 repeats cannot reach p < 0.05
-    assert f["significance"]["scoring_core_s"]["significant"] is None
+    # scoring core-s 1.0-1.2 vs 3.0-3.4: CIs apart, but 3 vs 3 repeats cannot reach p < 0.05 unpaired ...
+    assert f["significance_unpaired"]["scoring_core_s"]["significant"] is None
+    # ... while paired, the log-ratios log(1/3), log(1.1/3.2), log(1.2/3.4) (mean -1.0693, sd 0.02861)
+    # give t = 1.0693 / (0.02861 / sqrt 3) = 64.7 on 2 df: p = 0.00024
+    paired_test = f["significance"]["scoring_core_s"]
+    assert paired_test["significant"] is True and paired_test["paired_t_p"] == pytest.approx(0.000238, abs=2e-6)
+    assert paired_test["smallest_sign_flip_p"] == pytest.approx(0.25)  # 2 / 2**3
 
 
 def test_the_baseline_compares_to_itself_exactly() -> None:
@@ -118,3 +128,37 @@ def test_accounting_summary_reports_the_idle_waits() -> None:
     n = len(recorded)
     assert s["conditions"] == n and s["not_settled"] == 1 and s["max_s"] == pytest.approx(0.25 * n)
     assert s["mean_s"] == pytest.approx(0.25 * (n + 1) / 2, abs=1e-3)
+
+
+def _shared_slowdown_rows() -> list[dict]:
+    """Five repeats in which a session factor (+-30 %) slows every figure of both runtimes alike;
+    ``fast`` truly takes 0.9 x eager's step time and 0.5 x its scoring cost, with +-1 % noise of its own."""
+    from recorded import row
+
+    session = [1.0, 1.3, 0.85, 1.15, 0.7]
+    noise = [0.01, -0.01, 0.005, 0.0, -0.005]
+    out = []
+    for rep, (f, e) in enumerate(zip(session, noise)):
+        for rt, step, cost in (("eager", 10.0, 3.0), ("fast", 9.0 * (1 + e), 1.5 * (1 - e))):
+            out.append(row(rt, "together", rep, {"step_s": step * f, "score_core_s": cost * f,
+                                                 "gen_tokens_per_s": 100 / f, "score_rollouts_per_s": 20 / f}))
+            out.append(row(rt, "gen_alone", rep, {"gen_tokens_per_s": 125 / f, "gen_core_s_per_rollout": 0.5 * f}))
+            out.append(row(rt, "score_alone", rep, {"score_rollouts_per_s": 40 / f}))
+            out.append(row(rt, "timeboxed", rep, {"rollouts_per_hour": 1000 / f}))
+    return out
+
+
+def test_a_shared_slowdown_cancels_in_the_paired_figures() -> None:
+    f = runtime_figures(per_repeat(_shared_slowdown_rows()), "fast", "eager", POOL_CORES)
+    paired, unpaired = f["step_time_change"], f["step_time_change_unpaired"]
+    # The true change is 0.9 - 1 = -10 %: the paired interval covers it and is far narrower.
+    assert paired["ci_low"] <= -0.10 <= paired["ci_high"]
+    assert paired["ci_high"] - paired["ci_low"] < (unpaired["ci_high"] - unpaired["ci_low"]) / 10
+    assert f["significance"]["step_time_s"]["significant"] is True
+    assert f["significance_unpaired"]["step_time_s"]["significant"] is not True  # hidden by the session spread
+    # Scoring cost: truly -50 %, paired again.
+    cost = f["scoring_core_s_change"]
+    assert cost["ci_low"] <= -0.5 <= cost["ci_high"] and cost["method"].startswith("paired")
+    # Throughput together and time-boxed rollouts/hour move with the session only: no change, exactly.
+    assert f["gen_tokens_per_s_together_change"]["mean"] == pytest.approx(0.0, abs=1e-9)
+    assert f["timeboxed_rollouts_per_hour_change"]["ci_high"] == pytest.approx(0.0, abs=1e-9)

@@ -86,3 +86,34 @@ def test_http_server_faults_are_refused_too(tmp_path: Path) -> None:
     path = write(tmp_path, "contention: {runtimes: [eager, http]}\nloop:\n  faults: {kill_http_server_steps: [1]}\n")
     with pytest.raises(ConfigError, match="loop.faults"):
         load_contention_config(path)
+
+
+def test_target_and_budget_flags(tmp_path: Path) -> None:
+    path = write(tmp_path, "contention: {runtimes: [eager, ort], repeats: 5, max_minutes: 28}\n")
+    # --target-ci alone: repeat until the target (the file's fixed count gives way), within the budget.
+    c = load_contention_config(path, target_ci=0.1).contention
+    assert (c.repeats, c.target_ci, c.max_minutes) == (None, 0.1, 28)
+    c = load_contention_config(path, target_ci=0.1, max_minutes=60).contention
+    assert (c.repeats, c.max_minutes) == (None, 60)
+    # --repeats asks for exactly R: the file's budget no longer cuts it short, unless given again.
+    assert load_contention_config(path, repeats=9).contention.max_minutes is None
+    assert load_contention_config(path, repeats=9, max_minutes=50).contention.max_minutes == 50
+    # Both: a fixed count, the target only reported.
+    c = load_contention_config(path, repeats=4, target_ci=0.1).contention
+    assert (c.repeats, c.target_ci) == (4, 0.1)
+
+
+def test_an_open_ended_run_needs_a_target_and_a_budget(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError) as err:
+        load_contention_config(write(tmp_path, "contention: {repeats: null}\n"))
+    text = "\n".join(err.value.errors)
+    assert "contention.target_ci" in text and "contention.max_minutes" in text
+    with pytest.raises(ConfigError, match="max_minutes"):
+        load_contention_config(write(tmp_path, "contention: {repeats: 5}\n"), target_ci=0.1)
+
+
+def test_cli_refuses_a_bad_target_and_budget_together(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = write(tmp_path, "contention: {runtimes: [eager, ort]}\n")
+    assert main(["experiment", "contention", str(path), "--target-ci", "0", "--max-minutes", "-5"]) == 2
+    err = capsys.readouterr().err
+    assert "contention.target_ci" in err and "contention.max_minutes" in err

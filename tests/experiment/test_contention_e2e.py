@@ -64,6 +64,9 @@ def experiment(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict, di
 def test_every_condition_of_every_runtime_and_repeat_was_measured(experiment) -> None:
     out, results, summary = experiment
     assert results["complete"] and results["repeats_done"] == 2 and summary["complete"]
+    # A fixed count (repeats: 2, no target): it stopped on the count, and ort's precision is reported.
+    assert results["stopping"]["reason"] == "repeats" and summary["stopped"] == "repeats"
+    assert results["runtimes"]["ort"]["precision"]["stopped_by"] == "budget"
     seen = {(m["runtime"], m["repeat"], m["condition"], m["trial"]) for m in results["measurements"]}
     # per runtime and repeat: gen_alone, score_alone, timeboxed once and together twice (together_trials)
     assert len(seen) == len(results["measurements"]) == 2 * 2 * 5

@@ -76,3 +76,33 @@ def test_interleaving_rotates_runtimes_and_keeps_score_alone_after_gen_alone() -
         assert sorted(order) == sorted(["gen_alone", "score_alone", "together", "timeboxed"])
         assert order.index("score_alone") == order.index("gen_alone") + 1
     assert condition_order(0) != condition_order(1)
+
+
+def test_results_and_report_say_how_the_repeats_stopped() -> None:
+    config = ContentionConfig(contention=ContentionSettings(runtimes=["eager", "fast"], baseline="eager",
+                                                            repeats=None, target_ci=0.10, max_minutes=20))
+    done = build_results(rows(), config, POOL_CORES, complete=True, repeats_done=3, stop_reason="minutes")
+    p = done["runtimes"]["fast"]["precision"]
+    # recorded.py: freed 2.0, 2.1, 2.2 -> half-width 0.248 core-s (12 % of 2.1) against 0.21: not met,
+    # 4 repeats would reach it (test_stopping works the numbers).
+    assert (p["stopped_by"], p["met"], p["further_repeats"], p["target_ci"]) == ("budget", False, 1, 0.10)
+    assert "precision" not in done["runtimes"]["eager"]  # the baseline is not compared with itself
+    assert done["stopping"]["reason"] == "minutes"
+    assert "Stopped after 3 repeats: the next repeat would have ended past max_minutes." in done["conclusions"]
+    md = render_markdown(done, [])
+    assert "(until the 10% target or 20 minutes)" in md
+    assert ("fast: freed core-s CI half-width 0.248 core-s = 12% of the mean after 3 repeats; target 10% "
+            "(half-width <= 0.210 core-s, floored at 5% of the baseline's scoring cost): stopped by the budget "
+            "(max_minutes); "
+            "about 1 more repeat would reach it (4 in all") in md
+    running = build_results(rows(), config, POOL_CORES, complete=False, repeats_done=3)
+    assert running["runtimes"]["fast"]["precision"]["stopped_by"] is None
+
+
+def test_paired_and_unpaired_figures_are_both_written_and_marked(results: dict) -> None:
+    fast = results["runtimes"]["fast"]
+    for name in ("step_time", "scoring_core_s", "gen_tokens_per_s_together", "timeboxed_rollouts_per_hour"):
+        assert fast[f"{name}_change"]["method"].startswith("paired"), name
+        assert fast[f"{name}_change_unpaired"]["method"].startswith("Fieller"), name
+    assert fast["significance"]["step_time_s"]["method"].startswith("paired t")
+    assert fast["significance_unpaired"]["step_time_s"]["method"].startswith("unpaired")

@@ -13,8 +13,13 @@ from rlsim.metrics.stats import (
     coefficient_of_variation,
     mann_whitney_p,
     mean_ci,
+    paired_log_ratio_ci,
+    paired_t_p,
     percentiles,
     ratio_ci,
+    repeats_for_half_width,
+    sign_flip_floor,
+    sign_flip_p,
 )
 
 
@@ -118,3 +123,72 @@ def test_mann_whitney_exact_p() -> None:
 def test_non_finite_samples_rejected() -> None:
     with pytest.raises(ValueError, match="non-finite"):
         mean_ci([1.0, float("nan")])
+
+
+def test_paired_log_ratio_known_answer() -> None:
+    # Per-pair ratios e^0.1, e^0.2, e^0.3: log-ratios mean 0.2, sd 0.1, half-width
+    # t(0.975, 2) x 0.1 / sqrt(3) = 4.302653 x 0.057735 = 0.248414 -> exp(0.2 +/- 0.248414).
+    b = [10.0, 20.0, 40.0]
+    a = [x * math.exp(d) for x, d in zip(b, (0.1, 0.2, 0.3))]
+    r = paired_log_ratio_ci(a, b)
+    assert r.ratio == pytest.approx(math.exp(0.2))
+    assert (r.ci_low, r.ci_high) == pytest.approx((math.exp(0.2 - 0.248414), math.exp(0.2 + 0.248414)), rel=1e-5)
+    assert r.method == "paired t on log-ratios"
+
+
+def test_paired_log_ratio_refuses_what_has_no_log_or_no_pairs() -> None:
+    with pytest.raises(ValueError, match="positive"):
+        paired_log_ratio_ci([1.0, 0.0], [1.0, 2.0])
+    with pytest.raises(ValueError, match="pairs"):
+        paired_log_ratio_ci([1.0, 2.0, 3.0], [1.0, 2.0])
+
+
+def test_paired_t_p_known_answer() -> None:
+    # diffs 1, 2, 3: mean 2, sd 1, t = 2 / (1 / sqrt 3) = 3.464102 on 2 df. With 2 df the t tail is
+    # closed-form: P(T > t) = (1 - t / sqrt(t^2 + 2)) / 2 = (1 - 3.464102 / 3.741657) / 2 = 0.037090.
+    assert paired_t_p([1.0, 2.0, 3.0]) == pytest.approx(2 * 0.037090, abs=1e-6)
+    assert paired_t_p([0.5, 0.5, 0.5]) == 0.0  # no spread, not 0: the difference is exact
+    assert paired_t_p([0.0, 0.0]) == 1.0
+
+
+def test_sign_flip_p_exact_counts() -> None:
+    # Every difference positive: only the observed pattern and its mirror reach |mean| = 3 -> 2/32.
+    assert sign_flip_p([1, 2, 3, 4, 5]) == pytest.approx(2 / 32)
+    assert sign_flip_floor(5) == pytest.approx(0.0625)
+    # [1, -1, 2]: sums over the 8 sign patterns are +-4, +-2, +-2, 0, 0; |sum| >= 2 in 6 of 8.
+    assert sign_flip_p([1, -1, 2]) == pytest.approx(6 / 8)
+
+
+def test_paired_t_can_be_significant_where_sign_flip_cannot() -> None:
+    # 3 pairs with a steady difference: the paired t test finds it, the exact sign-flip test cannot
+    # go below 2 / 2**3 = 0.25 -- the reason the verdict rests on the t test at small n.
+    diffs = [1.0, 1.1, 0.9]
+    assert paired_t_p(diffs) < 0.01
+    assert sign_flip_p(diffs) == pytest.approx(0.25)
+
+
+def test_paired_interval_is_narrower_than_unpaired_under_a_shared_slowdown() -> None:
+    # Five repeats, each slowing both sides by a shared session factor (+-30 %); the runtime is
+    # truly 0.8 x the baseline, with +-1 % noise of its own. Pairing cancels the session factor.
+    session = [1.0, 1.3, 0.85, 1.15, 0.7]
+    noise = [0.01, -0.01, 0.005, 0.0, -0.005]
+    base = [10.0 * f for f in session]
+    runtime = [8.0 * f * (1 + e) for f, e in zip(session, noise)]
+    paired = paired_log_ratio_ci(runtime, base)
+    unpaired = ratio_ci(runtime, base)
+    assert paired.ci_low <= 0.8 <= paired.ci_high
+    assert paired.ci_high - paired.ci_low < (unpaired.ci_high - unpaired.ci_low) / 10
+    assert paired_t_p(np.log(np.divide(runtime, base)).tolist()) < 1e-4
+    assert mann_whitney_p(runtime, base) > 0.05  # unpaired, the shared spread hides the difference
+
+
+def test_repeats_for_half_width_worked_example() -> None:
+    # sd 0.2, target half-width 0.1: n = (t(n-1) x 0.2 / 0.1)^2. Start from z = 1.96: 15.4 -> 16;
+    # t(15) = 2.1314 -> 18.2 -> 19; t(18) = 2.1009 -> 17.7 -> 18; t(17) = 2.1098 -> 17.8 -> 18, fixed.
+    # Check: n = 18 gives 2.1098 x 0.2 / sqrt(18) = 0.09946 <= 0.1; n = 17 gives 2.1199 x 0.2 / sqrt(17)
+    # = 0.10283 > 0.1.
+    assert repeats_for_half_width(0.2, 0.1) == 18
+    assert repeats_for_half_width(0.1, 0.21) == 4  # 3.1824 x 0.1 / 2 = 0.159; n = 3: 4.3027 x 0.1 / 1.732 = 0.248
+    assert repeats_for_half_width(0.0, 0.1) == 2
+    with pytest.raises(ValueError, match="half-width"):
+        repeats_for_half_width(0.2, 0.0)
