@@ -15,9 +15,9 @@ import ray
 from ray.util.placement_group import placement_group, remove_placement_group
 from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
 
-from rlsim.actors.placement import ResolvedPlacement
 from rlsim.actors.workers import RolloutWorker, ScoringWorker, TrainerWorker
 from rlsim.errors import RlsimError
+from rlsim.placement import ResolvedPlacement
 
 RolloutActor = ray.remote(RolloutWorker)
 ScoringActor = ray.remote(ScoringWorker)

@@ -17,15 +17,15 @@ from typing import Any, Callable
 
 import ray
 
-from rlsim.actors.placement import resolve_placement
 from rlsim.actors.ray_actors import ActorSet, ScoringActor, create_actors
-from rlsim.actors.ray_backend import RayStepBackend
+from rlsim.actors.ray_session import connect_ray
 from rlsim.errors import RlsimError
 from rlsim.experiment.config import ContentionConfig
 from rlsim.loop.build import factories
+from rlsim.loop.ray_backend import RayStepBackend
 from rlsim.loop.sync import WeightSync
+from rlsim.placement import resolve_placement
 from rlsim.rollout.prompts import make_step_requests
-from rlsim.signals import unwind_on_sigterm
 
 
 class ExperimentSession:
@@ -53,7 +53,9 @@ class ExperimentSession:
         t0 = time.perf_counter()
         resolve_policy(self.loop.policy.model)
         resolve_reward_model(self.loop.reward.model)
-        self._started_ray = self._connect()
+        # A fresh local Ray of its own ("local" in connect_ray: never someone else's cluster; the config
+        # check keeps loop.ray.address unset) with the pool's CPU count, as the pool may be a subset.
+        self._started_ray = connect_ray(None, self.loop.ray.num_cpus or len(self.pool))
         placements = resolve_placement(self.loop.placement, self.pool)
         note("starting the generator (vLLM) and the trainer")
         t1 = time.perf_counter()
@@ -70,21 +72,6 @@ class ExperimentSession:
         self._warmup()
         self.startup_s = {"ray": t1 - t0, "generator_trainer": t2 - t1, "scorers": t3 - t2,
                           "warmup": time.perf_counter() - t3}
-
-    def _connect(self) -> bool:
-        """Start a new local Ray (returns True), or use the one this process is already connected to.
-
-        ``address="local"``: without it ``ray.init()`` joins the newest cluster started on this
-        machine (/tmp/ray/ray_current_cluster), e.g. someone else's, and the repeat would not be a
-        fresh session of its own. The config check keeps ``loop.ray.address`` unset.
-        """
-        if ray.is_initialized():
-            return False
-        os.environ.setdefault("VLLM_LOGGING_LEVEL", "WARNING")  # engine logs would tear the progress bar
-        ray.init(address="local", num_cpus=self.loop.ray.num_cpus or len(self.pool), include_dashboard=False,
-                 log_to_driver=False)
-        unwind_on_sigterm()
-        return True
 
     def _start_scorers(self, placement: Any) -> None:
         """Every runtime's scorers, started together; a runtime whose scorer fails is dropped (``failed``)."""

@@ -98,7 +98,8 @@ class RealLoopRunner:
             self._console.print(message)
 
     def _session_for(self, case: "LoopCase") -> Any:
-        from rlsim.loop.driver import LoopSession, connect_ray
+        from rlsim.actors.ray_session import connect_ray
+        from rlsim.loop.driver import LoopSession
 
         key = actor_key(case.config)
         if self._session is not None and key == self._key:
@@ -108,7 +109,7 @@ class RealLoopRunner:
         self._close_session()
         if not self._started_ray:
             self._old_sigterm = signal.getsignal(signal.SIGTERM)
-            self._started_ray = connect_ray(case.config)  # makes SIGTERM unwind (rlsim/signals.py)
+            self._started_ray = connect_ray(case.config.ray.address, case.config.ray.num_cpus)  # SIGTERM unwinds
         session = LoopSession(case.config)
         t0 = time.perf_counter()
         try:
