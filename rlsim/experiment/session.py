@@ -17,7 +17,7 @@ from typing import Any, Callable
 
 import ray
 
-from rlsim.actors.ray_actors import ActorSet, ScoringActor, create_actors
+from rlsim.actors.ray_actors import ActorSet, ScoringActor, create_actors, kill_quietly
 from rlsim.actors.ray_session import connect_ray
 from rlsim.errors import RlsimError
 from rlsim.experiment.config import ContentionConfig
@@ -117,8 +117,7 @@ class ExperimentSession:
             raise RlsimError(f"the baseline runtime {runtime!r} cannot run: {reason}; fix it or choose another "
                              "contention.baseline") from None
         self.failed[runtime] = reason
-        for actor in self._scorers.pop(runtime, []):
-            ray.kill(actor)
+        kill_quietly(self._scorers.pop(runtime, []))
         self._scorer_pids.pop(runtime, None)
         self.runtimes.remove(runtime)
         return None
@@ -161,18 +160,23 @@ class ExperimentSession:
                 "weight_sync": self._sync.fallback_reason or self.loop.trainer.sync}
 
     def close(self) -> None:
-        """Close every scorer, then the generator and trainer, then Ray if this session started it."""
+        """Close every scorer, then the generator and trainer, then Ray if this session started it.
+
+        Every stop is tried even when one fails (a lost cluster makes ``ray.kill`` raise), so Ray is
+        never left running behind a failed kill.
+        """
         actors = [a for group in self._scorers.values() for a in group]
-        try:
-            ray.get([a.close.remote() for a in actors], timeout=30)
-        except Exception:  # noqa: BLE001  (a dead actor has nothing left to close)
-            pass
-        for actor in actors:
-            ray.kill(actor)
         self._scorers = {}
-        if self._core is not None:
-            self._core.close()
-            self._core = None
-        if self._started_ray and ray.is_initialized():
-            ray.shutdown()
-            self._started_ray = False
+        core, self._core = self._core, None
+        try:
+            try:
+                ray.get([a.close.remote() for a in actors], timeout=30)
+            except Exception:  # noqa: BLE001  (a dead actor has nothing left to close)
+                pass
+            kill_quietly(actors)
+            if core is not None:
+                core.close()
+        finally:
+            if self._started_ray and ray.is_initialized():
+                self._started_ray = False
+                ray.shutdown()
