@@ -27,6 +27,7 @@ from rlsim.loop.sync import WeightSync
 from rlsim.placement import ResolvedPlacement, resolve_placement
 from rlsim.rollout.prompts import make_step_requests
 from rlsim.rollout.types import RolloutRequest
+from rlsim.run_results import StepRecord
 
 
 class LoopSession:
@@ -75,7 +76,7 @@ class LoopSession:
             self.backend.warmup(warmup_requests(self.config))
         self.startup_s = {"models_and_ray": t1 - t0, "actors": t2 - t1, "warmup": time.perf_counter() - t2}
 
-    def step(self, step: int, schedule: str | None = None, progress: Progress | None = None) -> tuple[dict, list]:
+    def step(self, step: int, schedule: str | None = None, progress: Progress | None = None) -> tuple[StepRecord, list]:
         """Run step ``step`` (numbered from 1); returns its ``results.json`` record and timeline rows."""
         assert self.backend is not None, "call start() first"
         cfg = self.config
