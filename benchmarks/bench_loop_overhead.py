@@ -29,6 +29,7 @@ from rlsim.io import atomic_write_json  # noqa: E402
 from rlsim.loop.config import load_run_config  # noqa: E402
 from rlsim.loop.records import overall_overhead  # noqa: E402
 from rlsim.metrics.stats import mean_ci  # noqa: E402
+from rlsim.run_results import StepRecord  # noqa: E402
 
 TARGET = 0.05
 
@@ -43,18 +44,18 @@ def parse_args() -> argparse.Namespace:
     return p.parse_args()
 
 
-def summarise(steps: list[dict]) -> dict:
+def summarise(steps: list[StepRecord]) -> dict:
     steady = steps[1:]
-    fractions = [s["overhead_fraction"] for s in steady]
+    fractions = [s.overhead_fraction for s in steady]
     out = {
         "steps": len(steps),
-        "step1_overhead_fraction": steps[0]["overhead_fraction"],
+        "step1_overhead_fraction": steps[0].overhead_fraction,
         "overhead_fraction": round(overall_overhead(steady), 6),
         "overhead_fraction_ci": mean_ci(fractions).as_dict() if len(fractions) >= 2 else None,
-        "idle_s_per_step": [s["time_s"]["idle"] for s in steps],
-        "step_s": [s["time_s"]["total"] for s in steps],
-        "busiest_actor_gap_fraction": [s["busiest_actor_gap_fraction"] for s in steps],
-        "driver_cpu_s_per_step": [s["cpu_s"].get("driver", 0.0) for s in steps],
+        "idle_s_per_step": [s.time_s.idle for s in steps],
+        "step_s": [s.time_s.total for s in steps],
+        "busiest_actor_gap_fraction": [s.busiest_actor_gap_fraction for s in steps],
+        "driver_cpu_s_per_step": [s.cpu_s.get("driver", 0.0) for s in steps],
     }
     out["meets_target"] = out["overhead_fraction"] < TARGET
     return out
@@ -71,7 +72,7 @@ def main() -> int:
     # The run's own files (results.json, report.md, PNGs) go to runs/, which git ignores.
     outputs = RunOutputs(ROOT / "runs" / "bench_loop_overhead", config)
     session = LoopSession(config)
-    per_schedule: dict[str, list[dict]] = {s: [] for s in schedules}
+    per_schedule: dict[str, list[StepRecord]] = {s: [] for s in schedules}
     t0 = time.perf_counter()
     try:
         session.start()
@@ -83,7 +84,7 @@ def main() -> int:
                 record, rows = session.step(n, schedule)
                 per_schedule[schedule].append(record)
                 outputs.add_step(record, rows)
-                print(f"step {n} {schedule}: {record['time_s']['total']:.2f} s, idle {record['time_s']['idle']:.3f} s",
+                print(f"step {n} {schedule}: {record.time_s.total:.2f} s, idle {record.time_s.idle:.3f} s",
                       file=sys.stderr)
         outputs.update(complete=True)
     finally:
@@ -98,7 +99,7 @@ def main() -> int:
         "startup_s": session.startup_s,
         "wall_s": time.perf_counter() - t0,
         "schedules": {s: summarise(v) for s, v in per_schedule.items()},
-        "environment": outputs.results.get("environment"),
+        "environment": outputs.results.environment,
     }
     atomic_write_json(out / "bench_loop_overhead.json", result)
     print(json.dumps({s: {"overhead_fraction": v["overhead_fraction"], "meets_target": v["meets_target"]}

@@ -1,4 +1,5 @@
 """The loop's actors: process-level workers (pinned, timed, accounted) and their Ray wrappers.
 
-``workers`` and ``placement`` are plain Python; only ``ray_actors`` and ``ray_backend`` import Ray.
+``workers`` and ``pinning`` are plain Python; ``ray_actors`` and ``ray_session`` import Ray. Nothing here
+imports ``rlsim.loop`` (the loop drives the actors, not the other way round; tests/actors/test_layering.py).
 """

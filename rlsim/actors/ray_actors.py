@@ -15,9 +15,9 @@ import ray
 from ray.util.placement_group import placement_group, remove_placement_group
 from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
 
-from rlsim.actors.placement import ResolvedPlacement
 from rlsim.actors.workers import RolloutWorker, ScoringWorker, TrainerWorker
 from rlsim.errors import RlsimError
+from rlsim.placement import ResolvedPlacement
 
 RolloutActor = ray.remote(RolloutWorker)
 ScoringActor = ray.remote(ScoringWorker)
@@ -45,15 +45,23 @@ class ActorSet:
             ray.get([a.close.remote() for a in self.all], timeout=timeout_s)
         except Exception:  # noqa: BLE001  (a dead actor has nothing left to close)
             pass
-        # Best effort: after Ctrl-C or a lost cluster these may fail too, and must not hide the cause.
-        for actor in self.all:
-            try:
-                ray.kill(actor)
-            except Exception:  # noqa: BLE001
-                pass
+        kill_quietly(self.all)
         try:
             remove_placement_group(self.group)
         except Exception:  # noqa: BLE001
+            pass
+
+
+def kill_quietly(actors: list[Any]) -> None:
+    """``ray.kill`` each actor, going on past any that raises.
+
+    Best effort: after Ctrl-C or a lost cluster a kill raises too, and must neither hide the cause
+    nor leave the remaining actors (and Ray itself) running.
+    """
+    for actor in actors:
+        try:
+            ray.kill(actor)
+        except Exception:  # noqa: BLE001  (already dead, or the cluster is gone)
             pass
 
 

@@ -15,8 +15,9 @@ import time
 from pathlib import Path
 from typing import Any, Callable, Iterator, Sequence
 
-from rlsim.actors.placement import ResolvedPlacement, pin_process, process_tree_cpu_seconds, set_thread_env
+from rlsim.actors.pinning import pin_process, process_tree_cpu_seconds, set_thread_env
 from rlsim.actors.server_faults import ServerFault, server_fault
+from rlsim.placement import ResolvedPlacement
 from rlsim.rollout.generator import SyncResult
 from rlsim.rollout.types import Event, Rollout, RolloutRequest
 from rlsim.rollout.weights import WeightsFolder, state_nbytes

@@ -46,6 +46,6 @@ def run(args: argparse.Namespace) -> int:
     for line in summary_lines(results):
         console.print(line)
     console.print(f"results in {out}/ (results.json, timeline.json, report.md, gantt.png, breakdown.png)")
-    print(json.dumps({"out": str(out), "steps": len(results["steps"]), "overhead_fraction": results["overhead_fraction"]}),
+    print(json.dumps({"out": str(out), "steps": len(results.steps), "overhead_fraction": results.overhead_fraction}),
           file=sys.stdout)
     return 0

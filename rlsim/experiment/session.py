@@ -17,15 +17,15 @@ from typing import Any, Callable
 
 import ray
 
-from rlsim.actors.placement import resolve_placement
-from rlsim.actors.ray_actors import ActorSet, ScoringActor, create_actors
-from rlsim.actors.ray_backend import RayStepBackend
+from rlsim.actors.ray_actors import ActorSet, ScoringActor, create_actors, kill_quietly
+from rlsim.actors.ray_session import connect_ray
 from rlsim.errors import RlsimError
 from rlsim.experiment.config import ContentionConfig
 from rlsim.loop.build import factories
+from rlsim.loop.ray_backend import RayStepBackend
 from rlsim.loop.sync import WeightSync
+from rlsim.placement import resolve_placement
 from rlsim.rollout.prompts import make_step_requests
-from rlsim.signals import unwind_on_sigterm
 
 
 class ExperimentSession:
@@ -53,7 +53,9 @@ class ExperimentSession:
         t0 = time.perf_counter()
         resolve_policy(self.loop.policy.model)
         resolve_reward_model(self.loop.reward.model)
-        self._started_ray = self._connect()
+        # A fresh local Ray of its own ("local" in connect_ray: never someone else's cluster; the config
+        # check keeps loop.ray.address unset) with the pool's CPU count, as the pool may be a subset.
+        self._started_ray = connect_ray(None, self.loop.ray.num_cpus or len(self.pool))
         placements = resolve_placement(self.loop.placement, self.pool)
         note("starting the generator (vLLM) and the trainer")
         t1 = time.perf_counter()
@@ -70,21 +72,6 @@ class ExperimentSession:
         self._warmup()
         self.startup_s = {"ray": t1 - t0, "generator_trainer": t2 - t1, "scorers": t3 - t2,
                           "warmup": time.perf_counter() - t3}
-
-    def _connect(self) -> bool:
-        """Start a new local Ray (returns True), or use the one this process is already connected to.
-
-        ``address="local"``: without it ``ray.init()`` joins the newest cluster started on this
-        machine (/tmp/ray/ray_current_cluster), e.g. someone else's, and the repeat would not be a
-        fresh session of its own. The config check keeps ``loop.ray.address`` unset.
-        """
-        if ray.is_initialized():
-            return False
-        os.environ.setdefault("VLLM_LOGGING_LEVEL", "WARNING")  # engine logs would tear the progress bar
-        ray.init(address="local", num_cpus=self.loop.ray.num_cpus or len(self.pool), include_dashboard=False,
-                 log_to_driver=False)
-        unwind_on_sigterm()
-        return True
 
     def _start_scorers(self, placement: Any) -> None:
         """Every runtime's scorers, started together; a runtime whose scorer fails is dropped (``failed``)."""
@@ -130,8 +117,7 @@ class ExperimentSession:
             raise RlsimError(f"the baseline runtime {runtime!r} cannot run: {reason}; fix it or choose another "
                              "contention.baseline") from None
         self.failed[runtime] = reason
-        for actor in self._scorers.pop(runtime, []):
-            ray.kill(actor)
+        kill_quietly(self._scorers.pop(runtime, []))
         self._scorer_pids.pop(runtime, None)
         self.runtimes.remove(runtime)
         return None
@@ -174,18 +160,23 @@ class ExperimentSession:
                 "weight_sync": self._sync.fallback_reason or self.loop.trainer.sync}
 
     def close(self) -> None:
-        """Close every scorer, then the generator and trainer, then Ray if this session started it."""
+        """Close every scorer, then the generator and trainer, then Ray if this session started it.
+
+        Every stop is tried even when one fails (a lost cluster makes ``ray.kill`` raise), so Ray is
+        never left running behind a failed kill.
+        """
         actors = [a for group in self._scorers.values() for a in group]
-        try:
-            ray.get([a.close.remote() for a in actors], timeout=30)
-        except Exception:  # noqa: BLE001  (a dead actor has nothing left to close)
-            pass
-        for actor in actors:
-            ray.kill(actor)
         self._scorers = {}
-        if self._core is not None:
-            self._core.close()
-            self._core = None
-        if self._started_ray and ray.is_initialized():
-            ray.shutdown()
-            self._started_ray = False
+        core, self._core = self._core, None
+        try:
+            try:
+                ray.get([a.close.remote() for a in actors], timeout=30)
+            except Exception:  # noqa: BLE001  (a dead actor has nothing left to close)
+                pass
+            kill_quietly(actors)
+            if core is not None:
+                core.close()
+        finally:
+            if self._started_ray and ray.is_initialized():
+                self._started_ray = False
+                ray.shutdown()

@@ -10,10 +10,10 @@ from __future__ import annotations
 from functools import partial
 from typing import Any, Callable
 
-from rlsim.actors.placement import ResolvedPlacement
 from rlsim.loop.config import RunConfig
 from rlsim.loop.reward_stage import RewardStageSettings
 from rlsim.loop.trainer import TrainerSettings
+from rlsim.placement import ResolvedPlacement
 from rlsim.rollout.generator import GeneratorSettings
 
 

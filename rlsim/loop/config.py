@@ -18,6 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from rlsim.config_loader import load_config
 from rlsim.errors import ConfigError
 from rlsim.loop.deadline import PhaseTimeouts
+from rlsim.placement import ROLES, ActorPlacement, PlacementConfig, resolve_placement
 from rlsim.workloads import LognormalLengths, WorkloadSpec
 
 
@@ -100,38 +101,6 @@ class TrainerConfig(_Strict):
     device: Literal["cpu", "cuda"] = "cpu"
     sync: Literal["auto", "reload", "simulated"] = "auto"
     simulated_sync_s: float = Field(0.5, ge=0)
-
-
-class ActorPlacement(_Strict):
-    """Where one actor runs. ``cores``: CPU ids it is pinned to (None: from the preset); ``threads``:
-    compute threads (None: one per core); ``gpu``: GPU fraction; ``num_cpus``: Ray's bookkeeping only
-    (real sharing/splitting comes from pinning)."""
-
-    cores: list[int] | None = None
-    threads: int | None = Field(None, ge=1)
-    gpu: float = Field(0.0, ge=0, le=1)
-    num_cpus: float = Field(0.5, gt=0)
-
-    @field_validator("cores")
-    @classmethod
-    def _cores(cls, v: list[int] | None) -> list[int] | None:
-        if v is not None and (not v or min(v) < 0 or len(set(v)) != len(v)):
-            raise ValueError("cores must be a non-empty list of distinct CPU ids >= 0")
-        return v
-
-
-class PlacementConfig(_Strict):
-    """``shared``: every actor on every core of ``pool``; ``split``: rollout on the first half of the pool,
-    scorers and trainer on the rest. ``pool`` None: the cores this process may run on. ``strategy``:
-    Ray placement-group strategy (PACK, SPREAD, STRICT_PACK, STRICT_SPREAD)."""
-
-    preset: Literal["shared", "split"] = "shared"
-    pool: list[int] | None = None
-    strategy: Literal["PACK", "SPREAD", "STRICT_PACK", "STRICT_SPREAD"] = "PACK"
-    ready_timeout_s: float = Field(60.0, gt=0)
-    rollout: ActorPlacement = Field(default_factory=ActorPlacement)
-    scorer: ActorPlacement = Field(default_factory=ActorPlacement)
-    trainer: ActorPlacement = Field(default_factory=ActorPlacement)
 
 
 class RayConfig(_Strict):
@@ -256,8 +225,6 @@ def _fault_problems(config: RunConfig) -> list[str]:
 
 
 def _placement_problems(config: RunConfig) -> list[str]:
-    from rlsim.actors.placement import resolve_placement
-
     local = config.ray.address is None
     available = sorted(os.sched_getaffinity(0))
     problems = []
@@ -265,7 +232,7 @@ def _placement_problems(config: RunConfig) -> list[str]:
     if local and pool and set(pool) - set(available):
         problems.append(f"placement.pool: cores {sorted(set(pool) - set(available))} are not available here "
                         f"(this machine offers {available})")
-    for role in ("rollout", "scorer", "trainer"):
+    for role in ROLES:
         p: ActorPlacement = getattr(config.placement, role)
         if local and p.cores and set(p.cores) - set(available):
             problems.append(f"placement.{role}.cores: {sorted(set(p.cores) - set(available))} not available here "

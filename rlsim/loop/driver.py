@@ -16,17 +16,18 @@ from typing import Any
 
 import ray
 
-from rlsim.actors.placement import ResolvedPlacement, resolve_placement
 from rlsim.actors.ray_actors import ActorSet, create_actors
-from rlsim.actors.ray_backend import FaultPlan, RayStepBackend
+from rlsim.actors.ray_session import connect_ray
 from rlsim.loop.build import factories
 from rlsim.loop.config import RunConfig
+from rlsim.loop.ray_backend import FaultPlan, RayStepBackend
 from rlsim.loop.records import step_record, timeline_rows
 from rlsim.loop.schedules import Progress, run_step
 from rlsim.loop.sync import WeightSync
+from rlsim.placement import ResolvedPlacement, resolve_placement
 from rlsim.rollout.prompts import make_step_requests
 from rlsim.rollout.types import RolloutRequest
-from rlsim.signals import unwind_on_sigterm
+from rlsim.run_results import StepRecord
 
 
 class LoopSession:
@@ -47,7 +48,7 @@ class LoopSession:
         t0 = time.perf_counter()
         resolve_policy(self.config.policy.model)  # fail fast (and build the cached model once) in the driver
         resolve_reward_model(self.config.reward.model)
-        self._started_ray = connect_ray(self.config)
+        self._started_ray = connect_ray(self.config.ray.address, self.config.ray.num_cpus)
         t1 = time.perf_counter()
         pool = self.config.placement.pool or sorted(os.sched_getaffinity(0))
         self.placements = resolve_placement(self.config.placement, pool)
@@ -75,7 +76,7 @@ class LoopSession:
             self.backend.warmup(warmup_requests(self.config))
         self.startup_s = {"models_and_ray": t1 - t0, "actors": t2 - t1, "warmup": time.perf_counter() - t2}
 
-    def step(self, step: int, schedule: str | None = None, progress: Progress | None = None) -> tuple[dict, list]:
+    def step(self, step: int, schedule: str | None = None, progress: Progress | None = None) -> tuple[StepRecord, list]:
         """Run step ``step`` (numbered from 1); returns its ``results.json`` record and timeline rows."""
         assert self.backend is not None, "call start() first"
         cfg = self.config
@@ -129,26 +130,6 @@ def cpu_deltas(before: dict[str, tuple[int, float]], after: dict[str, tuple[int,
         old_pid, old_seconds = before.get(name, (pid, 0.0))
         out[name] = seconds - old_seconds if pid == old_pid else seconds
     return out
-
-
-def connect_ray(config: RunConfig) -> bool:
-    """Use a Ray already connected in this process, else join ``ray.address``, else start one here.
-
-    Returns True if this call started (and so should stop) Ray.
-    """
-    if ray.is_initialized():
-        return False
-    # vLLM's own logging and Ray's worker logs would tear through the progress bar.
-    os.environ.setdefault("VLLM_LOGGING_LEVEL", "WARNING")
-    if config.ray.address:
-        ray.init(address=config.ray.address, log_to_driver=False)
-    else:
-        cpus = config.ray.num_cpus or len(os.sched_getaffinity(0))
-        # "local": a plain ray.init() would join the newest cluster started on this machine (its address
-        # is left in /tmp/ray), which is not what `address: null` promises.
-        ray.init(address="local", num_cpus=cpus, include_dashboard=False, log_to_driver=False)
-    unwind_on_sigterm()
-    return True
 
 
 def warmup_requests(config: RunConfig) -> list[RolloutRequest]:

@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any, Iterable, Sequence
 
 from rlsim.rollout.types import Event
+from rlsim.run_results import StepRecord
 
 PHASES = ("generate", "score", "update", "sync")
 
@@ -85,27 +86,27 @@ def step_record(
     outcome: Any,
     cpu_s: dict[str, float],
     tokens: dict[str, int],
-) -> dict[str, Any]:
-    """The ``results.json`` entry of one step (see the issue's schema; extra keys add detail)."""
+) -> StepRecord:
+    """The ``results.json`` entry of one step (``rlsim.run_results.StepRecord``)."""
     times = breakdown(outcome.events, outcome.start, outcome.end)
-    return {
-        "step": step,
-        "schedule": schedule,
-        "time_s": {k: round(v, 6) for k, v in times.items()},
-        "rollouts": {k: outcome.counts[k] for k in ("generated", "scored", "trained")},
-        "cpu_s": {k: round(v, 4) for k, v in cpu_s.items()},
-        "busy_s": {k: round(v, 6) for k, v in busy_by_actor(outcome.events, outcome.start, outcome.end).items()},
-        "tokens": tokens,
-        "gpu_s": {k: round(v, 6) for k, v in gpu_seconds(outcome.events, outcome.start, outcome.end).items()},
-        "overhead_fraction": round(times["idle"] / times["total"], 6) if times["total"] > 0 else 0.0,
-        "busiest_actor_gap_fraction": round(busiest_actor_gap(outcome.events, outcome.start, outcome.end), 6),
-        "sync": {"method": outcome.sync.method, "seconds": round(outcome.sync.seconds, 6), "detail": outcome.sync.detail},
-        "train": outcome.train,
-    }
+    return StepRecord(
+        step=step,
+        schedule=schedule,
+        time_s={k: round(v, 6) for k, v in times.items()},
+        rollouts={k: outcome.counts[k] for k in ("generated", "scored", "trained")},
+        cpu_s={k: round(v, 4) for k, v in cpu_s.items()},
+        busy_s={k: round(v, 6) for k, v in busy_by_actor(outcome.events, outcome.start, outcome.end).items()},
+        tokens=tokens,
+        gpu_s={k: round(v, 6) for k, v in gpu_seconds(outcome.events, outcome.start, outcome.end).items()},
+        overhead_fraction=round(times["idle"] / times["total"], 6) if times["total"] > 0 else 0.0,
+        busiest_actor_gap_fraction=round(busiest_actor_gap(outcome.events, outcome.start, outcome.end), 6),
+        sync={"method": outcome.sync.method, "seconds": round(outcome.sync.seconds, 6), "detail": outcome.sync.detail},
+        train=outcome.train,
+    )
 
 
-def overall_overhead(steps: Sequence[dict[str, Any]]) -> float:
+def overall_overhead(steps: Sequence[StepRecord]) -> float:
     """Idle time over step time, summed over steps (so long steps weigh more)."""
-    idle = sum(s["time_s"]["idle"] for s in steps)
-    total = sum(s["time_s"]["total"] for s in steps)
+    idle = sum(s.time_s.idle for s in steps)
+    total = sum(s.time_s.total for s in steps)
     return idle / total if total > 0 else 0.0

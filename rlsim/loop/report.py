@@ -11,14 +11,15 @@ from typing import Any, Sequence
 
 from rlsim.io import atomic_write_bytes
 from rlsim.loop.records import PHASES
+from rlsim.run_results import RunResults, StepRecord
 
 COLORS = {"generate": "#4C72B0", "score": "#DD8452", "update": "#55A868", "sync": "#C44E52", "idle": "#BBBBBB"}
 
 
-def render_markdown(results: dict[str, Any], figures: Sequence[str] = ()) -> str:
+def render_markdown(results: RunResults, figures: Sequence[str] = ()) -> str:
     """The report text from ``results`` (the ``results.json`` content); ``figures`` are PNG file names."""
-    steps = results.get("steps", [])
-    cfg = results.get("config", {})
+    steps = results.steps
+    cfg = results.config
     lines = [
         "# rlsim run",
         "",
@@ -26,7 +27,7 @@ def render_markdown(results: dict[str, Any], figures: Sequence[str] = ()) -> str
         f"`{cfg.get('policy', {}).get('backend')}`, reward `{cfg.get('reward', {}).get('model')}` on "
         f"`{cfg.get('reward', {}).get('runtime')}` x {cfg.get('reward', {}).get('replicas')}, placement "
         f"`{cfg.get('placement', {}).get('preset')}`. {len(steps)} of {cfg.get('steps')} steps done"
-        + ("." if results.get("complete") else " (run not finished)."),
+        + ("." if results.complete else " (run not finished)."),
         "",
         "Times in seconds. Phases overlap under `overlapped`, so each is the wall time during which it ran "
         "somewhere; `idle` is step time when no actor was working (orchestration overhead).",
@@ -34,26 +35,30 @@ def render_markdown(results: dict[str, Any], figures: Sequence[str] = ()) -> str
         "| step | total | generate | score | update | sync | idle | overhead | rollouts gen/scored/trained | tokens | sync |",
         "|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|---|",
     ]
-    for s in steps:
-        t, r = s["time_s"], s["rollouts"]
-        lines.append(
-            f"| {s['step']} | {t['total']:.2f} | {t['generate']:.2f} | {t['score']:.2f} | {t['update']:.2f} | "
-            f"{t['sync']:.2f} | {t['idle']:.3f} | {100 * s['overhead_fraction']:.1f}% | "
-            f"{r['generated']}/{r['scored']}/{r['trained']} | {s['tokens']['generated']} | {s['sync']['method']} |"
-        )
+    lines += [_step_row(s) for s in steps]
     lines += ["", "CPU seconds per actor and step (process accounting, children included):", ""]
-    actors = sorted({a for s in steps for a in s["cpu_s"]})
+    actors = sorted({a for s in steps for a in s.cpu_s})
     lines.append("| step | " + " | ".join(actors) + " |")
     lines.append("|---:|" + "---:|" * len(actors))
     for s in steps:
-        lines.append(f"| {s['step']} | " + " | ".join(f"{s['cpu_s'].get(a, 0):.2f}" for a in actors) + " |")
-    lines += ["", f"Overall orchestration overhead (idle / step time): {100 * results.get('overhead_fraction', 0):.2f}%."]
-    startup = results.get("startup_s", {})
+        lines.append(f"| {s.step} | " + " | ".join(f"{s.cpu_s.get(a, 0):.2f}" for a in actors) + " |")
+    lines += ["", f"Overall orchestration overhead (idle / step time): {100 * results.overhead_fraction:.2f}%."]
+    startup = results.startup_s
     if startup:
         lines.append("Start-up, not in any step: " + ", ".join(f"{k} {v:.1f} s" for k, v in startup.items()) + ".")
     lines.append("")
     lines += [f"![{name}]({name})" for name in figures]
     return "\n".join(lines) + "\n"
+
+
+def _step_row(s: StepRecord) -> str:
+    """One table row; a field a hand-made or older file lacks shows as ``-``."""
+    t, r = s.time_s, s.rollouts
+    overhead = "-" if s.overhead_fraction is None else f"{100 * s.overhead_fraction:.1f}%"
+    counts = "/".join("-" if n is None else str(n) for n in (r.generated, r.scored, r.trained))
+    return (f"| {s.step} | {t.total:.2f} | {t.generate:.2f} | {t.score:.2f} | {t.update:.2f} | {t.sync:.2f} | "
+            f"{t.idle:.3f} | {overhead} | {counts} | {s.tokens.generated if s.tokens else '-'} | "
+            f"{s.sync.method if s.sync else '-'} |")
 
 
 def gantt_png(rows: Sequence[dict[str, Any]], step: int) -> bytes:
@@ -74,17 +79,17 @@ def gantt_png(rows: Sequence[dict[str, Any]], step: int) -> bytes:
     return _png(fig)
 
 
-def breakdown_png(steps: Sequence[dict[str, Any]]) -> bytes:
+def breakdown_png(steps: Sequence[StepRecord]) -> bytes:
     """Per step: stacked bars of phase times (union) and idle, next to the step time."""
     plt = _pyplot()
     fig, ax = plt.subplots(figsize=(max(6, 2.5 + 0.8 * len(steps)), 4))
-    xs = [s["step"] for s in steps]
+    xs = [s.step for s in steps]
     bottom = [0.0] * len(steps)
     for phase in (*PHASES, "idle"):
-        vals = [s["time_s"][phase] for s in steps]
+        vals = [getattr(s.time_s, phase) for s in steps]
         ax.bar(xs, vals, bottom=bottom, color=COLORS[phase], label=phase, width=0.35, align="edge")
         bottom = [b + v for b, v in zip(bottom, vals)]
-    ax.bar([x - 0.35 for x in xs], [s["time_s"]["total"] for s in steps], width=0.35, align="edge",
+    ax.bar([x - 0.35 for x in xs], [s.time_s.total for s in steps], width=0.35, align="edge",
            color="#333333", label="step time")
     ax.set_xticks(xs)
     ax.set_xlabel("step")
@@ -94,12 +99,12 @@ def breakdown_png(steps: Sequence[dict[str, Any]]) -> bytes:
     return _png(fig)
 
 
-def write_figures(out: Path, results: dict[str, Any], rows: Sequence[dict[str, Any]]) -> list[str]:
+def write_figures(out: Path, results: RunResults, rows: Sequence[dict[str, Any]]) -> list[str]:
     """Write ``gantt.png`` (last step) and ``breakdown.png``; returns their file names."""
-    steps = results.get("steps", [])
+    steps = results.steps
     if not steps:
         return []
-    atomic_write_bytes(out / "gantt.png", gantt_png(rows, steps[-1]["step"]))
+    atomic_write_bytes(out / "gantt.png", gantt_png(rows, steps[-1].step))
     atomic_write_bytes(out / "breakdown.png", breakdown_png(steps))
     return ["gantt.png", "breakdown.png"]
 

@@ -22,41 +22,37 @@ from rlsim.loop.driver import LoopSession
 from rlsim.loop.records import overall_overhead
 from rlsim.loop.report import render_markdown, write_figures
 from rlsim.progress import LineProgress
+from rlsim.run_results import RunResults, StepRecord
 
 
 class RunOutputs:
-    """The files of one run in ``out``; ``results`` is the ``results.json`` content."""
+    """The files of one run in ``out``; ``results`` is the ``results.json`` content (typed)."""
 
     def __init__(self, out: Path, config: RunConfig, resume: bool = False) -> None:
         self.out = Path(out)
         self.out.mkdir(parents=True, exist_ok=True)
         self.rows: list[dict[str, Any]] = []
-        self.results: dict[str, Any] = {
-            "rlsim_version": rlsim.__version__,
-            "config": config.model_dump(mode="json"),
-            "complete": False,
-            "steps": [],
-            "overhead_fraction": 0.0,
-            "faults": {"injected": 0, "survived": 0},
-        }
+        self.results = RunResults(rlsim_version=rlsim.__version__, config=config.model_dump(mode="json"),
+                                  complete=False, steps=[], overhead_fraction=0.0,
+                                  faults={"injected": 0, "survived": 0})
         if resume:
             self._load_previous()
         self.flush()
 
     @property
     def next_step(self) -> int:
-        return len(self.results["steps"]) + 1
+        return len(self.results.steps) + 1
 
     def _load_previous(self) -> None:
         """Take over the steps of an earlier run of the same config in ``out`` (``--resume``)."""
         path = self.out / "results.json"
         if not path.is_file():
             raise RlsimError(f"--resume: {path} does not exist; run without --resume to start a new run there")
-        old = json.loads(path.read_text())
-        mine = self.results["config"]
+        old = RunResults.read(path)
+        mine = self.results.config
         # steps may grow and faults may be dropped on resume; anything else would mix two experiments.
-        differ = sorted(k for k in set(mine) | set(old.get("config", {}))
-                        if k not in ("steps", "faults") and mine.get(k) != old.get("config", {}).get(k))
+        differ = sorted(k for k in set(mine) | set(old.config)
+                        if k not in ("steps", "faults") and mine.get(k) != old.config.get(k))
         if differ:
             raise RlsimError(
                 f"--resume: {self.out} holds a run of a different config ({', '.join(differ)} differ); resume with "
@@ -64,28 +60,30 @@ class RunOutputs:
             )
         timeline = self.out / "timeline.json"
         self.rows = json.loads(timeline.read_text())["events"] if timeline.is_file() else []
-        self.results["steps"] = list(old.get("steps", []))
-        self.results["resumed_at_step"] = self.next_step
-        self.results["faults_before_resume"] = old.get("faults", {})
-        self.results["faults"] = dict(old.get("faults", {}))
-        if self.results["steps"]:
-            self.results["overhead_fraction"] = round(overall_overhead(self.results["steps"]), 6)
+        self.results.steps = list(old.steps)
+        self.results.resumed_at_step = self.next_step
+        self.results.faults_before_resume = dict(old.faults)
+        self.results.faults = dict(old.faults)
+        if self.results.steps:
+            self.results.overhead_fraction = round(overall_overhead(self.results.steps), 6)
 
     def update(self, **fields: Any) -> None:
-        self.results.update(fields)
+        """Set top-level ``results.json`` fields (validated: a placement dict becomes a PlacementRecord)."""
+        for key, value in fields.items():
+            setattr(self.results, key, value)
         self.flush()
 
-    def add_step(self, record: dict[str, Any], rows: list[dict[str, Any]]) -> None:
-        steps = self.results["steps"]
+    def add_step(self, record: StepRecord, rows: list[dict[str, Any]]) -> None:
+        steps = self.results.steps
         steps.append(record)
         self.rows += rows
-        self.results["overhead_fraction"] = round(overall_overhead(steps), 6)
+        self.results.overhead_fraction = round(overall_overhead(steps), 6)
         # Step 1 carries first-step costs (optimizer state, allocator growth) even after warm-up.
-        self.results["overhead_fraction_after_step1"] = round(overall_overhead(steps[1:]), 6) if len(steps) > 1 else None
+        self.results.overhead_fraction_after_step1 = round(overall_overhead(steps[1:]), 6) if len(steps) > 1 else None
         self.flush()
 
     def flush(self, figures: list[str] | None = None) -> None:
-        atomic_write_json(self.out / "results.json", self.results)
+        atomic_write_json(self.out / "results.json", self.results.dump())
         atomic_write_json(self.out / "timeline.json", {"events": self.rows})
         atomic_write_text(self.out / "report.md", render_markdown(self.results, figures or []))
 
@@ -101,7 +99,7 @@ def run_loop(
     session: LoopSession | None = None,
     resume: bool = False,
     resume_hint: str = "rerun the same command with --resume",
-) -> dict[str, Any]:
+) -> RunResults:
     """Run steps up to ``config.steps``; returns the final ``results.json`` content.
 
     ``session``: an already started session to run on (it is left open); by default a new one is
@@ -119,10 +117,10 @@ def run_loop(
                 session.start()
         outputs.update(startup_s={k: round(v, 3) for k, v in session.startup_s.items()}, **session.describe())
         _steps(session, outputs, console, show_progress, first, config.steps, resume_hint)
-        outputs.update(complete=True, faults=_faults(session, outputs.results.get("faults_before_resume")))
+        outputs.update(complete=True, faults=_faults(session, outputs.results.faults_before_resume))
     finally:
         try:
-            outputs.results["faults"] = _faults(session, outputs.results.get("faults_before_resume"))
+            outputs.results.faults = _faults(session, outputs.results.faults_before_resume)
             outputs.finish()
         finally:
             if own:
@@ -161,7 +159,7 @@ def _steps(
             except RlsimError as err:
                 saved = f"steps 1..{step - 1} are saved in {outputs.out}/results.json" if step > 1 else "no step completed"
                 raise RlsimError(f"step {step} failed: {err}\n{saved}; to continue: {hint}") from None
-            bar.update(task, completed=total, description=f"step {step}: {record['time_s']['total']:.1f} s")
+            bar.update(task, completed=total, description=f"step {step}: {record.time_s.total:.1f} s")
             outputs.add_step(record, rows)
             bar.advance(steps_task)
 
@@ -176,18 +174,20 @@ def _faults(session: LoopSession, before: dict[str, int] | None = None) -> dict[
     return total
 
 
-def summary_lines(results: dict[str, Any]) -> list[str]:
+def summary_lines(results: RunResults) -> list[str]:
     """A few lines for the terminal: steps, mean step time and phases, overhead, where the files are."""
-    steps = results.get("steps", [])
+    steps = results.steps
     if not steps:
         return ["no step completed"]
     n = len(steps)
-    mean = {k: sum(s["time_s"][k] for s in steps) / n for k in ("total", "generate", "score", "update", "sync", "idle")}
-    rollouts = sum(s["rollouts"]["trained"] for s in steps)
+    mean = {k: sum(getattr(s.time_s, k) for s in steps) / n
+            for k in ("total", "generate", "score", "update", "sync", "idle")}
+    rollouts = sum(s.rollouts.trained or 0 for s in steps)
+    sync = steps[-1].sync
     return [
-        f"{n} steps ({results['config']['schedule']}), {rollouts} rollouts generated = scored = trained",
+        f"{n} steps ({results.config.get('schedule')}), {rollouts} rollouts generated = scored = trained",
         "mean step {total:.2f} s: generate {generate:.2f}, score {score:.2f}, update {update:.2f}, "
         "sync {sync:.2f}, idle {idle:.3f}".format(**mean),
-        f"orchestration overhead {100 * results['overhead_fraction']:.2f}% of step time; "
-        f"weight sync: {steps[-1]['sync']['method']}",
+        f"orchestration overhead {100 * results.overhead_fraction:.2f}% of step time; "
+        f"weight sync: {sync.method if sync else 'not recorded'}",
     ]

@@ -12,9 +12,9 @@ import time
 
 import pytest
 
-from rlsim.actors.placement import ResolvedPlacement, pin_process, process_tree_cpu_seconds, resolve_placement
+from rlsim.actors.pinning import pin_process, process_tree_cpu_seconds
 from rlsim.errors import RlsimError
-from rlsim.loop.config import PlacementConfig
+from rlsim.placement import PlacementConfig, ResolvedPlacement, resolve_placement, split_pool
 
 
 def test_shared_gives_every_role_the_whole_pool() -> None:
@@ -29,6 +29,14 @@ def test_split_gives_the_rollout_half_and_the_rest_the_other_half() -> None:
     assert out["scorer"].cores == out["trainer"].cores == (3, 4)
     with pytest.raises(ValueError, match="at least 2 cores"):
         resolve_placement(PlacementConfig(preset="split"), [0])
+
+
+def test_the_split_rule_rounds_the_rollout_half_up_and_sorts_the_pool() -> None:
+    # 3 cores: generation (the longest phase) gets 2, scoring 1; the pool's order does not matter.
+    assert split_pool([7, 5, 6]) == ([5, 6], [7])
+    assert split_pool([0, 1]) == ([0], [1])
+    with pytest.raises(ValueError, match="use preset shared"):
+        split_pool([4])
 
 
 def test_a_role_can_name_its_own_cores_threads_and_gpu() -> None:

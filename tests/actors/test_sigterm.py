@@ -20,10 +20,9 @@ pytestmark = pytest.mark.slow
 ROOT = Path(__file__).resolve().parents[2]
 DRIVER = """
 import time
-from rlsim.loop.config import RunConfig
-from rlsim.loop.driver import connect_ray
+from rlsim.actors.ray_session import connect_ray
 import ray
-started = connect_ray(RunConfig())
+started = connect_ray()
 try:
     print("ready", flush=True)
     time.sleep(120)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 
 from loop_doubles import FakeGenerator, FakeStage, FakeTrainer, requests
-from rlsim.actors.placement import ResolvedPlacement
+from rlsim.placement import ResolvedPlacement
 from rlsim.actors.workers import RolloutWorker, ScoringWorker, TrainerWorker
 
 

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from rlsim.loop.config import RunConfig
+from rlsim.run_results import StepRecord
 
 pytestmark = pytest.mark.slow
 
@@ -42,8 +43,10 @@ def session(ray_cluster):
         s.close()
 
 
-def check_record(rec: dict, schedule: str) -> None:
+def check_record(record: StepRecord, schedule: str) -> None:
     from rlsim.rollout.prompts import make_step_requests
+
+    rec = record.model_dump(mode="json")  # as results.json holds it
 
     cfg = RunConfig.model_validate(CONFIG)
     asked = make_step_requests(cfg.workload.spec, rec["step"], 4, 2)
@@ -88,7 +91,7 @@ def test_run_loop_writes_every_output(session, tmp_path: Path) -> None:
 
     results = run_loop(session.config, tmp_path, show_progress=False, session=session)
     saved = json.loads((tmp_path / "results.json").read_text())
-    assert saved["complete"] is True and len(saved["steps"]) == 2 == len(results["steps"])
+    assert saved["complete"] is True and len(saved["steps"]) == 2 == len(results.steps)
     assert 0 <= saved["overhead_fraction"] < 1
     for step in saved["steps"]:
         assert set(step["time_s"]) >= {"generate", "score", "update", "sync", "idle", "total"}

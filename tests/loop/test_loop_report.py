@@ -7,15 +7,16 @@ from pathlib import Path
 from rlsim.loop.report import breakdown_png, gantt_png, render_markdown, write_figures
 from rlsim.loop.run import RunOutputs, summary_lines
 from rlsim.loop.config import RunConfig
+from rlsim.run_results import RunResults, StepRecord
 
-STEP = {
+STEP = StepRecord.model_validate({
     "step": 1, "schedule": "overlapped",
     "time_s": {"generate": 4.0, "score": 2.5, "update": 2.0, "sync": 0.6, "idle": 2.4, "total": 10.0},
     "rollouts": {"generated": 12, "scored": 12, "trained": 12},
     "cpu_s": {"rollout": 8.0, "scorer-0": 3.0, "trainer": 4.0, "driver": 0.1},
     "tokens": {"prompt": 48, "generated": 900}, "overhead_fraction": 0.24,
     "sync": {"method": "vllm-reload", "seconds": 0.4, "detail": ""},
-}
+})
 ROWS = [
     {"step": 1, "actor": "rollout", "phase": "generate", "batch": 0, "start": 0.0, "end": 4.0},
     {"step": 1, "actor": "scorer-0", "phase": "score", "batch": 0, "start": 2.0, "end": 3.5},
@@ -24,8 +25,8 @@ ROWS = [
 
 
 def test_markdown_holds_the_step_table_and_cpu_table() -> None:
-    results = {"config": RunConfig().model_dump(mode="json"), "steps": [STEP], "overhead_fraction": 0.24,
-               "complete": True, "startup_s": {"actors": 50.0}}
+    results = RunResults(config=RunConfig().model_dump(mode="json"), steps=[STEP], overhead_fraction=0.24,
+                         complete=True, startup_s={"actors": 50.0})
     text = render_markdown(results, ["gantt.png"])
     assert "| 1 | 10.00 | 4.00 | 2.50 | 2.00 | 0.60 | 2.400 | 24.0% | 12/12/12 | 900 | vllm-reload |" in text
     assert "| 1 | 0.10 | 8.00 | 3.00 | 4.00 |" in text  # driver, rollout, scorer-0, trainer (sorted)
@@ -35,9 +36,9 @@ def test_markdown_holds_the_step_table_and_cpu_table() -> None:
 def test_figures_are_png_files(tmp_path: Path) -> None:
     assert gantt_png(ROWS, 1).startswith(b"\x89PNG")
     assert breakdown_png([STEP]).startswith(b"\x89PNG")
-    names = write_figures(tmp_path, {"steps": [STEP]}, ROWS)
+    names = write_figures(tmp_path, RunResults(steps=[STEP]), ROWS)
     assert names == ["gantt.png", "breakdown.png"] and all((tmp_path / n).stat().st_size > 1000 for n in names)
-    assert write_figures(tmp_path, {"steps": []}, []) == []
+    assert write_figures(tmp_path, RunResults(steps=[]), []) == []
 
 
 def test_outputs_are_rewritten_after_each_step(tmp_path: Path) -> None:
@@ -51,4 +52,4 @@ def test_outputs_are_rewritten_after_each_step(tmp_path: Path) -> None:
     assert len(json.loads((tmp_path / "timeline.json").read_text())["events"]) == 3
     assert "| 1 |" in (tmp_path / "report.md").read_text()
     assert not list(tmp_path.glob(".*.tmp"))  # atomic writes leave no temporary files
-    assert "12 rollouts generated = scored = trained" in summary_lines({**saved, "config": {"schedule": "x"}})[0]
+    assert "12 rollouts generated = scored = trained" in summary_lines(RunResults.model_validate({**saved, "config": {"schedule": "x"}}))[0]

@@ -6,6 +6,7 @@ import pytest
 
 from rlsim.loop.records import breakdown, busiest_actor_gap, busy_by_actor, overall_overhead, timeline_rows, union_length
 from rlsim.rollout.types import Event
+from rlsim.run_results import StepRecord
 
 
 def ev(actor: str, phase: str, start: float, end: float, batch: int = 0) -> Event:
@@ -52,7 +53,9 @@ def test_busy_per_actor_and_busiest_gap() -> None:
 
 
 def test_overall_overhead_weights_steps_by_length() -> None:
-    steps = [{"time_s": {"idle": 1.0, "total": 10.0}}, {"time_s": {"idle": 0.0, "total": 30.0}}]
+    times = [{"idle": 1.0, "total": 10.0}, {"idle": 0.0, "total": 30.0}]
+    steps = [StepRecord(step=i, time_s={"generate": 0, "score": 0, "update": 0, "sync": 0} | t,
+                        rollouts={"generated": 1}) for i, t in enumerate(times, start=1)]
     assert overall_overhead(steps) == pytest.approx(1.0 / 40.0)
     assert overall_overhead([]) == 0.0
 

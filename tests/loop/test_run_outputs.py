@@ -12,14 +12,15 @@ import pytest
 from rlsim.errors import RlsimError
 from rlsim.loop.config import RunConfig
 from rlsim.loop.run import RunOutputs, _faults_from, run_loop
+from rlsim.run_results import StepRecord
 
 
-def record(step: int) -> dict:
-    return {"step": step, "schedule": "sequential",
+def record(step: int) -> StepRecord:
+    return StepRecord.model_validate({"step": step, "schedule": "sequential",
             "time_s": {"generate": 1.0, "score": 1.0, "update": 1.0, "sync": 0.1, "idle": 0.1, "total": 3.3},
             "rollouts": {"generated": 4, "scored": 4, "trained": 4}, "cpu_s": {"rollout": 1.0},
             "tokens": {"prompt": 8, "generated": 40}, "overhead_fraction": 0.03,
-            "sync": {"method": "simulated", "seconds": 0.1, "detail": ""}}
+            "sync": {"method": "simulated", "seconds": 0.1, "detail": ""}})
 
 
 class FakeSession:
@@ -57,8 +58,8 @@ def test_resume_continues_after_the_last_completed_step(tmp_path: Path) -> None:
     session = FakeSession(config)
     results = run_loop(config, tmp_path, show_progress=False, session=session, resume=True)
     assert session.ran == [3, 4]
-    assert [s["step"] for s in results["steps"]] == [1, 2, 3, 4] and results["complete"] is True
-    assert results["resumed_at_step"] == 3
+    assert [s.step for s in results.steps] == [1, 2, 3, 4] and results.complete is True
+    assert results.resumed_at_step == 3
     events = json.loads((tmp_path / "timeline.json").read_text())["events"]
     assert sorted({e["step"] for e in events}) == [1, 2, 3, 4]
 

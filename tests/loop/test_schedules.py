@@ -93,10 +93,15 @@ def test_reload_sync_fails_loudly_and_simulated_never_reloads() -> None:
 def test_step_record_has_the_results_schema() -> None:
     out = run_step(backend(), "overlapped", requests(), micro_batch=4)
     rec = step_record(1, "overlapped", out, {"rollout": 1.0}, {"prompt": 48, "generated": 100})
-    assert set(rec["time_s"]) == {"generate", "score", "update", "sync", "idle", "total"}
-    assert rec["rollouts"] == {"generated": 12, "scored": 12, "trained": 12}
-    assert rec["cpu_s"] == {"rollout": 1.0}
-    assert 0.0 <= rec["overhead_fraction"] <= 1.0
+    written = rec.model_dump(mode="json")
+    # The keys results.json has always had, in its order (the planner and committed files read them).
+    assert list(written) == ["step", "schedule", "time_s", "rollouts", "cpu_s", "busy_s", "tokens", "gpu_s",
+                             "overhead_fraction", "busiest_actor_gap_fraction", "sync", "train"]
+    assert list(written["time_s"]) == ["generate", "score", "update", "sync", "idle", "total"]
+    assert written["rollouts"] == {"generated": 12, "scored": 12, "trained": 12}
+    assert written["tokens"] == {"generated": 100, "prompt": 48}
+    assert rec.cpu_s == {"rollout": 1.0}
+    assert rec.overhead_fraction is not None and 0.0 <= rec.overhead_fraction <= 1.0
 
 
 def test_unknown_schedule_is_refused() -> None:

@@ -22,7 +22,7 @@ def write_run(path: Path, tokens: list[int], gen_tps: float, update_per_token: f
         steps.append({"step": i, "time_s": {"generate": gen, "score": 0.5, "update": 0.2 + update_per_token * tok,
                                             "sync": 0.1, "idle": 0.05, "total": gen + 0.85 + update_per_token * tok},
                       "rollouts": {"generated": 8, "scored": 8, "trained": 8}, "cpu_s": {"rollout": 1.0},
-                      "tokens_generated": tok})
+                      "tokens": {"generated": tok}})
     path.write_text(json.dumps({"steps": steps, "overhead_fraction": 0.01}))
     return path
 

@@ -1,5 +1,7 @@
 """Read what the real loop measured (issue 4's ``results.json``, issue 5's contention ``results.json``).
 
+A loop run's file is read through ``rlsim.run_results.RunResults``, the model the loop writes with.
+
 From a loop run: generation tokens/s at the run's concurrency (one ``GenerationPoint`` per run, the
 median over steps), update and sync seconds against tokens per step, and the orchestration overhead
 (``idle``). From the contention experiment: per runtime ``gen_slowdown`` (and ``score_slowdown`` if
@@ -18,6 +20,7 @@ import numpy as np
 from rlsim.errors import RlsimError
 from rlsim.planner.profile.fitting import fit_cost_per_token
 from rlsim.planner.profile.schema import ContentionEntry, GenerationPoint, TrainerModel
+from rlsim.run_results import RunResults
 
 
 @dataclass
@@ -32,6 +35,7 @@ class LoopSteps:
 
 
 def read_json(path: Path) -> dict[str, Any]:
+    """A JSON object from ``path`` (the contention experiment's results, which have no typed model yet)."""
     if not path.is_file():
         raise RlsimError(f"results file {path} does not exist; run the loop (`rlsim run CONFIG --out DIR`) first")
     try:
@@ -43,46 +47,28 @@ def read_json(path: Path) -> dict[str, Any]:
     return data
 
 
-def _tokens_of(step: dict[str, Any]) -> float | None:
-    """Generated tokens of a step, under the names the loop may use."""
-    for key in ("tokens_generated", "generated_tokens"):
-        if isinstance(step.get(key), (int, float)):
-            return float(step[key])
-    tokens = step.get("tokens")
-    if isinstance(tokens, (int, float)):
-        return float(tokens)
-    if isinstance(tokens, dict) and isinstance(tokens.get("generated"), (int, float)):
-        return float(tokens["generated"])
-    return None
-
-
 def read_loop_steps(path: str | Path, skip_first: int = 1) -> LoopSteps:
     """Parse ``steps[].time_s.{generate,score,update,sync,idle,total}`` (issue 4's schema).
 
     ``skip_first`` steps are dropped as warm-up (engine start, compilation) when more remain.
     """
     p = Path(path)
-    return parse_loop_steps(read_json(p), p, skip_first)
+    return parse_loop_steps(RunResults.read(p), p, skip_first)
 
 
-def parse_loop_steps(data: dict[str, Any], source: Path, skip_first: int = 1) -> LoopSteps:
+def parse_loop_steps(data: RunResults | dict[str, Any], source: Path, skip_first: int = 1) -> LoopSteps:
     """``read_loop_steps`` on an already loaded results.json (``source`` names it in messages)."""
-    p = source
-    steps = data.get("steps")
-    if not isinstance(steps, list) or not steps:
-        raise RlsimError(f"{p} has no `steps` list; it must be the results.json of `rlsim run`")
-    first = skip_first if len(steps) > skip_first else 0
-    steps = steps[first:]
+    results = data if isinstance(data, RunResults) else RunResults.parse(data, source)
+    if not results.steps:
+        raise RlsimError(f"{source} has no steps; it must be the results.json of `rlsim run` with a completed step")
+    first = skip_first if len(results.steps) > skip_first else 0
+    steps = results.steps[first:]
     phases = ("generate", "score", "update", "sync", "idle", "total")
-    try:
-        time_s = {ph: np.array([float(s["time_s"][ph]) for s in steps]) for ph in phases}
-        rollouts = np.array([float(s["rollouts"]["generated"]) for s in steps])
-    except (KeyError, TypeError, ValueError) as err:
-        raise RlsimError(f"{p}: a step lacks time_s.{{{','.join(phases)}}} or rollouts.generated ({err}); "
-                         "it must be the results.json of `rlsim run`") from None
-    tokens = [_tokens_of(s) for s in steps]
-    numbers = [int(s.get("step", first + i + 1)) for i, s in enumerate(steps)]
-    return LoopSteps(p, time_s, None if any(t is None for t in tokens) else np.array(tokens), rollouts, numbers)
+    time_s = {ph: np.array([float(getattr(s.time_s, ph)) for s in steps]) for ph in phases}
+    rollouts = np.array([float(s.rollouts.generated) for s in steps])
+    generated = [s.tokens.generated for s in steps if s.tokens is not None]
+    tokens = np.array(generated, dtype=float) if len(generated) == len(steps) else None
+    return LoopSteps(source, time_s, tokens, rollouts, [s.step for s in steps])
 
 
 @dataclass(frozen=True)
@@ -98,15 +84,13 @@ class RunSettings:
 def read_run_settings(path: str | Path) -> RunSettings:
     """``config.workload`` and ``placement`` of a results.json written by ``rlsim run``."""
     p = Path(path)
-    data = read_json(p)
-    try:
-        workload = data["config"]["workload"]
-        placement = data["placement"]
-        rollouts = int(workload["prompts_per_step"]) * int(workload["group_size"])
-        return RunSettings(rollouts, float(len(placement["rollout"]["cores"])), float(len(placement["trainer"]["cores"])))
-    except (KeyError, TypeError, ValueError):
+    results = RunResults.read(p)
+    rollouts = results.rollouts_per_step()
+    if rollouts is None or not {"rollout", "trainer"} <= set(results.placement):
         raise RlsimError(f"{p} does not say how the run was set up (config.workload, placement.*.cores); "
-                         "give running and units for it in the profile config") from None
+                         "give running and units for it in the profile config")
+    placement = results.placement
+    return RunSettings(rollouts, float(len(placement["rollout"].cores)), float(len(placement["trainer"].cores)))
 
 
 def generation_point(run: LoopSteps, running: float, units: float) -> GenerationPoint:

@@ -25,6 +25,7 @@ if TYPE_CHECKING:
 
     from rlsim.loop.config import RunConfig
     from rlsim.planner.runs.loop_set import LoopCase, QuietGate
+    from rlsim.run_results import RunResults
 
 LOAD_FILE = "machine_load.json"  # beside results.json: how much other work shared the cores during the run
 # Read by LoopSession.step at every step (not baked into the actors), so they may change between runs.
@@ -39,7 +40,7 @@ def actor_key(config: "RunConfig") -> str:
 class LoopRunner(Protocol):
     """Runs one case and returns its ``results.json`` content (also written under ``out``)."""
 
-    def run(self, case: "LoopCase", out: Path) -> dict[str, Any]: ...
+    def run(self, case: "LoopCase", out: Path) -> "RunResults": ...
 
     def close(self) -> None: ...
 
@@ -64,7 +65,7 @@ class RealLoopRunner:
         self._old_sigterm: Any = None
         self.sessions: list[dict[str, Any]] = []
 
-    def run(self, case: "LoopCase", out: Path) -> dict[str, Any]:
+    def run(self, case: "LoopCase", out: Path) -> "RunResults":
         from rlsim.io import atomic_write_json
         from rlsim.loop.run import RunOutputs
 
@@ -86,10 +87,10 @@ class RealLoopRunner:
         waited = wait_if_asked(self._quiet, self._say)
         before = machine_load.sample()
         record, rows = session.step(step)
-        own = sum(record.get("cpu_s", {}).values())
+        own = sum(record.cpu_s.values())
         share = machine_load.foreign_share(before, machine_load.sample(), own)
         outputs.add_step(record, rows)
-        self._say(f"  {case.name} step {step}/{case.config.steps}: {record['time_s']['total']:.2f} s"
+        self._say(f"  {case.name} step {step}/{case.config.steps}: {record.time_s.total:.2f} s"
                   + ("" if share is None else f" (other programs {share:.0%} of the cores)"))
         return {"step": step, "foreign_cpu_share": share, "own_cpu_s": own, "quiet_wait": waited}
 
@@ -98,7 +99,8 @@ class RealLoopRunner:
             self._console.print(message)
 
     def _session_for(self, case: "LoopCase") -> Any:
-        from rlsim.loop.driver import LoopSession, connect_ray
+        from rlsim.actors.ray_session import connect_ray
+        from rlsim.loop.driver import LoopSession
 
         key = actor_key(case.config)
         if self._session is not None and key == self._key:
@@ -108,7 +110,7 @@ class RealLoopRunner:
         self._close_session()
         if not self._started_ray:
             self._old_sigterm = signal.getsignal(signal.SIGTERM)
-            self._started_ray = connect_ray(case.config)  # makes SIGTERM unwind (rlsim/signals.py)
+            self._started_ray = connect_ray(case.config.ray.address, case.config.ray.num_cpus)  # SIGTERM unwinds
         session = LoopSession(case.config)
         t0 = time.perf_counter()
         try:
@@ -167,7 +169,7 @@ def run_cases(
     return paths
 
 
-def reusable_results(out: Path, case: "LoopCase") -> dict[str, Any] | None:
+def reusable_results(out: Path, case: "LoopCase") -> "RunResults | None":
     """A complete earlier run of this config in ``out`` (``--reuse``), else None.
 
     The stored config is read with today's ``RunConfig``, so settings the loop added since (with
@@ -175,18 +177,20 @@ def reusable_results(out: Path, case: "LoopCase") -> dict[str, Any] | None:
     """
     from pydantic import ValidationError
 
+    from rlsim.errors import RlsimError
     from rlsim.loop.config import RunConfig
+    from rlsim.run_results import RunResults
 
     path = out / "results.json"
     if not path.is_file():
         return None
     try:
-        data = json.loads(path.read_text())
-        stored = RunConfig.model_validate(data.get("config"))
-    except (json.JSONDecodeError, ValidationError):
+        results = RunResults.read(path)
+        stored = RunConfig.model_validate(results.config)
+    except (RlsimError, ValidationError):  # not a run of today's rlsim: run it again
         return None
     same = stored.model_dump(mode="json") == case.config.model_dump(mode="json")
-    return data if same and data.get("complete") else None
+    return results if same and results.complete else None
 
 
 def wait_if_asked(quiet: "QuietGate | None", note: Callable[[str], None]) -> dict[str, Any] | None:

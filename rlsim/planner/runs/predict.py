@@ -5,7 +5,7 @@ workload, schedule and micro-batch, the ``shared`` / ``split`` placement presets
 cores, the scorer runtime, replicas, batcher and truncation. ``knobs_from_run_config`` reads them
 from a ``RunConfig``, so a validation run hands the very same config to the loop and to the
 simulation. The simulation then uses the loop's own dispatch (micro-batches dealt to the scoring
-replicas in turn; in ``split`` the trainer shares the scorers' cores, as ``rlsim.actors.placement``
+replicas in turn; in ``split`` the trainer shares the scorers' cores, as ``rlsim.placement``
 does).
 """
 
@@ -19,6 +19,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from rlsim.errors import RlsimError
+from rlsim.placement import split_pool
 from rlsim.planner.profile.schema import Profile
 from rlsim.planner.sim.evaluate import Evaluation, evaluate
 from rlsim.planner.spec.cluster import BatcherSpec, NodeSpec, PlacementSpec, Schedule
@@ -77,7 +78,7 @@ def knobs_from_run_config(config: "RunConfig", cores: int | None = None) -> Loop
         prompt_tokens=spec.prompt, response_tokens=spec.response,
         schedule=config.schedule, micro_batch=config.micro_batch, placement=config.placement.preset,
         cores=pool, gpus=1 if config.policy.device == "cuda" else 0,
-        scoring_cores=pool - (pool + 1) // 2 if config.placement.preset == "split" else None,
+        scoring_cores=len(split_pool(range(pool))[1]) if config.placement.preset == "split" else None,
         runtime=reward.runtime, batcher=batcher, scorer_replicas=reward.replicas, max_length=reward.max_length,
         steps=config.steps, seed=config.seed,
     )

@@ -1,4 +1,6 @@
-"""Placement of actor processes on cores, and per-process CPU accounting (plain Python, no Ray).
+"""Pinning actor processes to cores, and per-process CPU accounting (plain Python, no Ray).
+
+Which cores each actor gets is decided in ``rlsim.placement``; this module makes it so.
 
 Ray's ``num_cpus`` is bookkeeping only: two actors with ``num_cpus=1`` each still run on any core.
 Real sharing or splitting of cores comes from pinning every thread of the actor process
@@ -9,53 +11,8 @@ core and worker) inherit the pinning.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from rlsim.errors import RlsimError
-
-if TYPE_CHECKING:
-    from rlsim.loop.config import PlacementConfig
-
-ROLES = ("rollout", "scorer", "trainer")
-
-
-@dataclass(frozen=True)
-class ResolvedPlacement:
-    """Concrete placement of one actor: ``cores`` it is pinned to, ``threads`` compute threads,
-    ``gpu`` fraction of one GPU, ``num_cpus`` Ray bookkeeping share."""
-
-    cores: tuple[int, ...]
-    threads: int
-    gpu: float = 0.0
-    num_cpus: float = 0.5
-
-
-def resolve_placement(config: "PlacementConfig", pool: list[int]) -> dict[str, ResolvedPlacement]:
-    """Per role, the cores from the preset (unless the role names its own) and one thread per core.
-
-    ``shared``: every role gets the whole ``pool``. ``split``: rollout gets the first half (rounded
-    up), scorers and trainer the rest. Raises ``ValueError`` if the pool cannot be split.
-    """
-    pool = sorted(pool)
-    if not pool:
-        raise ValueError("the core pool is empty; give placement.pool or run where cores are available")
-    if config.preset == "split":
-        if len(pool) < 2:
-            raise ValueError(f"preset split needs at least 2 cores in the pool, got {pool}; use preset shared")
-        half = (len(pool) + 1) // 2
-        defaults = {"rollout": pool[:half], "scorer": pool[half:], "trainer": pool[half:]}
-    else:
-        defaults = {role: pool for role in ROLES}
-    out = {}
-    for role in ROLES:
-        p = getattr(config, role)
-        cores = tuple(p.cores) if p.cores else tuple(defaults[role])
-        threads = p.threads or len(cores)
-        if threads > len(cores):
-            raise ValueError(f"{role}: {threads} threads on {len(cores)} cores")
-        out[role] = ResolvedPlacement(cores, threads, p.gpu, p.num_cpus)
-    return out
 
 
 def pin_process(cores: tuple[int, ...] | list[int]) -> list[int]:

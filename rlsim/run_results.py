@@ -1,0 +1,154 @@
+"""The ``results.json`` of ``rlsim run`` as typed models, shared by the writer and every reader.
+
+Written by the loop (``rlsim.loop.records.step_record``, ``rlsim.loop.run.RunOutputs``); read by the
+loop's report and ``--resume``, the planner (profiles, calibration, validation) and the tests. It
+imports nothing from the loop, so the planner reads runs without loading the loop or Ray.
+
+Keys and nesting are the file's own. What every results file has is required; the rest has a
+default, because readers also get hand-written and partial files (a run stopped before its actors
+started records no placement). Unknown keys are kept (``extra="allow"``), and ``dump()`` writes only
+the keys that were set, so a file read and written back keeps its layout.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from rlsim.errors import RlsimError
+
+
+class _Record(BaseModel):
+    model_config = ConfigDict(extra="allow", validate_assignment=True)
+
+
+class StepTimes(_Record):
+    """Seconds within one step: each phase is the union of its events (phases overlap under the
+    ``overlapped`` schedule); ``idle`` is step time no actor was working; ``total`` the step's wall time."""
+
+    generate: float
+    score: float
+    update: float
+    sync: float
+    idle: float
+    total: float
+
+
+class RolloutCounts(_Record):
+    """Rollouts generated, scored and trained in one step (the loop writes all three)."""
+
+    generated: int
+    scored: int | None = None
+    trained: int | None = None
+
+
+class TokenCounts(_Record):
+    """Prompt and generated tokens of one step's rollouts."""
+
+    generated: int
+    prompt: int | None = None
+
+
+class SyncRecord(_Record):
+    """How new weights reached the engine: ``vllm-reload``, ``hf-load`` or ``simulated``, in seconds."""
+
+    method: str
+    seconds: float
+    detail: str = ""
+
+
+class StepRecord(_Record):
+    """One step. ``cpu_s``: CPU seconds per actor (children included); ``busy_s``: seconds each actor
+    worked; ``gpu_s``: estimated GPU-seconds per GPU-holding actor; ``overhead_fraction``: idle / total;
+    ``train``: the trainer's statistics (loss, grad norm, sequences, ...)."""
+
+    step: int
+    schedule: str | None = None
+    time_s: StepTimes
+    rollouts: RolloutCounts
+    cpu_s: dict[str, float] = Field(default_factory=dict)
+    busy_s: dict[str, float] = Field(default_factory=dict)
+    tokens: TokenCounts | None = None
+    gpu_s: dict[str, float] = Field(default_factory=dict)
+    overhead_fraction: float | None = None
+    busiest_actor_gap_fraction: float | None = None
+    sync: SyncRecord | None = None
+    train: dict[str, Any] = Field(default_factory=dict)
+
+
+class PlacementRecord(_Record):
+    """Where one role's actors ran: pinned ``cores``, compute ``threads``, GPU share, Ray's CPU share."""
+
+    cores: list[int]
+    threads: int | None = None
+    gpu: float = 0.0
+    num_cpus: float | None = None
+
+
+class RunResults(_Record):
+    """A whole run. ``config``: the run's config as recorded (a ``RunConfig`` dump; kept as written, since
+    a file may predate settings added since: ``RunConfig.model_validate`` it where the loop is at hand).
+    ``faults``: injected / survived counts and more; ``startup_s``: seconds before step 1, per part."""
+
+    rlsim_version: str | None = None
+    config: dict[str, Any] = Field(default_factory=dict)
+    complete: bool = False
+    steps: list[StepRecord]
+    overhead_fraction: float = 0.0
+    faults: dict[str, int] = Field(default_factory=lambda: {"injected": 0, "survived": 0})
+    resumed_at_step: int | None = None
+    faults_before_resume: dict[str, int] | None = None
+    startup_s: dict[str, float] = Field(default_factory=dict)
+    placement: dict[str, PlacementRecord] = Field(default_factory=dict)
+    actors: list[dict[str, Any]] = Field(default_factory=list)
+    ray_nodes: int | None = None
+    environment: dict[str, Any] = Field(default_factory=dict)
+    overhead_fraction_after_step1: float | None = None
+
+    def dump(self) -> dict[str, Any]:
+        """The JSON object to write: the keys that were set (or read), in the file's layout."""
+        return self.model_dump(mode="json", exclude_unset=True)
+
+    @classmethod
+    def parse(cls, data: Any, source: str | Path) -> "RunResults":
+        """Validate loaded JSON; ``RlsimError`` naming what is missing (``source`` names the file)."""
+        try:
+            return cls.model_validate(data)
+        except ValidationError as err:
+            problems = "; ".join(_describe(e) for e in err.errors()[:4])
+            raise RlsimError(f"{source}: {problems}; it must be the results.json of `rlsim run`") from None
+
+    @classmethod
+    def read(cls, path: str | Path) -> "RunResults":
+        """Load and validate a results.json; ``RlsimError`` if it is missing, not JSON or not a run's."""
+        p = Path(path)
+        if not p.is_file():
+            raise RlsimError(f"results file {p} does not exist; run the loop (`rlsim run CONFIG --out DIR`) first")
+        try:
+            data = json.loads(p.read_text())
+        except (json.JSONDecodeError, UnicodeDecodeError) as err:
+            raise RlsimError(f"{p} is not valid JSON ({err}); point at a results.json written by rlsim") from None
+        return cls.parse(data, p)
+
+    def rollouts_per_step(self) -> int | None:
+        """Sequences submitted per step (``config.workload``: prompts x group size); None if not recorded."""
+        workload = self.config.get("workload")
+        try:
+            return int(workload["prompts_per_step"]) * int(workload["group_size"])  # type: ignore[index]
+        except (KeyError, TypeError, ValueError):
+            return None
+
+
+def _describe(error: Any) -> str:
+    """A pydantic error as ``steps[0] lacks time_s.score`` (missing) or ``steps[0].step: <message>``."""
+    loc = list(error["loc"])
+    cut = max((i for i, part in enumerate(loc) if isinstance(part, int)), default=-1) + 1
+    where = "".join(f"[{p}]" if isinstance(p, int) else (f".{p}" if i else str(p)) for i, p in enumerate(loc[:cut]))
+    field = ".".join(str(p) for p in loc[cut:])
+    if error["type"] == "missing":
+        return f"{where or 'the file'} lacks {field}"
+    path = ".".join(part for part in (where, field) if part) or "the file"
+    return f"{path}: {error['msg']}"
