@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 
+from rlsim.cli.common import at_least_two
+
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("experiment", help="experiments on the RLHF loop (contention and freed capacity)",
@@ -18,7 +20,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     c.add_argument("config", help="YAML config, e.g. configs/contention_cpu.yaml")
     c.add_argument("--quick", action="store_true",
                    help="the config's quick variant (fewer runtimes, repeats and a shorter time box)")
-    c.add_argument("--repeats", type=int, default=None, help="repeats (>= 2), overriding the config")
+    c.add_argument("--repeats", type=at_least_two, default=None, help="repeats (>= 2), overriding the config")
     c.add_argument("--runtimes", default=None, help="comma-separated runtimes or 'all', e.g. eager,native")
     c.add_argument("--out", default=None, help="output folder (default runs/contention[-quick])")
     c.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
@@ -35,6 +37,8 @@ def run(args: argparse.Namespace) -> int:
     from rich.console import Console
 
     from rlsim.experiment.config import load_contention_config
+    from rlsim.io import check_output_dir
+    from rlsim.workloads import read_texts
     from rlsim.scoring.base import expand_runtimes
 
     runtimes = None
@@ -49,6 +53,9 @@ def run(args: argparse.Namespace) -> int:
     config = load_contention_config(args.config, args.overrides, quick=args.quick, repeats=args.repeats,
                                     runtimes=runtimes)
     out = Path(args.out) if args.out else Path("runs") / ("contention-quick" if args.quick else "contention")
+    check_output_dir(out, "--out")
+    if config.loop.workload.spec.path is not None:  # read by the rollout actor; bad text must fail before Ray starts
+        read_texts(config.loop.workload.spec.path)
 
     from rlsim.experiment.runner import run_contention
 

@@ -10,13 +10,14 @@ import argparse
 import importlib
 import sys
 
+from rlsim.cli.common import Parser
 from rlsim.errors import RlsimError
 
 SUBCOMMANDS = ["verify", "score", "export", "serve", "bench", "run", "experiment", "profile", "plan"]
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = Parser(  # one-line usage errors, exit 2, in every subcommand too
         prog="rlsim",
         description="Simulated RLHF steps on Ray + vLLM: reward-model runtimes, contention, freed capacity, planning.",
     )
