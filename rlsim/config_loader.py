@@ -29,8 +29,8 @@ class _StrictLoader(yaml.SafeLoader):
     def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
         seen: dict[Any, yaml.Mark] = {}
         for key_node, _ in node.value:
-            if not isinstance(key_node, yaml.ScalarNode):
-                continue  # complex keys are refused by SafeLoader itself
+            if not isinstance(key_node, yaml.ScalarNode) or key_node.tag == "tag:yaml.org,2002:merge":
+                continue  # complex keys are refused by SafeLoader itself; `<<` merges are meant to repeat keys
             key = self.construct_object(key_node)
             if key in seen:
                 raise yaml.constructor.ConstructorError(

@@ -31,7 +31,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     g.add_argument("--shutdown-grace-s", type=positive_float, default=30.0, help="time to finish requests on SIGTERM, s")
     g.add_argument("--no-warmup", action="store_true", help="report ready without a warm-up forward pass")
     add_settings_args(p)
-    p.add_argument("--parent-pid", type=int, default=None, help=argparse.SUPPRESS)  # set by the http runtime
+    p.add_argument("--parent-pid", type=positive_int, default=None, help=argparse.SUPPRESS)  # set by the http runtime
     p.add_argument(
         "--import",
         dest="imports",
