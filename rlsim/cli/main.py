@@ -35,7 +35,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    try:
+        args = build_parser().parse_args(argv)
+    except SystemExit as stop:  # a usage error (one line, status 2) or --help: the caller gets the status
+        return int(stop.code or 0)
     try:
         return int(args.func(args) or 0)
     except RlsimError as err:
