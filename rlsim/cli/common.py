@@ -5,7 +5,8 @@ from __future__ import annotations
 import argparse
 import math
 import sys
-from typing import Callable, NoReturn
+from collections.abc import Callable
+from typing import NoReturn
 
 from rlsim.scoring.base import ScorerSettings
 

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import io
 import time
+from collections.abc import Iterable
 from contextlib import redirect_stderr, redirect_stdout
 from pathlib import Path
-from typing import Iterable
 
 from hypothesis import strategies as st
 

@@ -12,14 +12,14 @@ from __future__ import annotations
 
 import argparse
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 import pytest
+from bad_input import broken_text, broken_yaml, keep, refuse
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from bad_input import broken_text, broken_yaml, keep, refuse
 from rlsim.cli.main import build_parser
 
 CONFIGS = Path(__file__).resolve().parents[2] / "configs"

@@ -16,7 +16,6 @@ import tempfile
 from pathlib import Path
 
 import pytest
-
 from bad_input import KEEP, keep, refuse
 
 CONFIGS = Path(__file__).resolve().parents[2] / "configs"
@@ -210,7 +209,8 @@ def test_output_in_a_chmod_read_only_folder(tmp_path):
 
 
 def _rlsim(*argv: object) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "rlsim", *map(str, argv)], capture_output=True, text=True, timeout=120)
+    cmd = [sys.executable, "-m", "rlsim", *map(str, argv)]
+    return subprocess.run(cmd, check=False, capture_output=True, text=True, timeout=120)
 
 
 def test_issue_case_random_bytes_through_the_entry_point(tmp_path):
@@ -241,7 +241,8 @@ def test_alias_bomb_config_through_the_entry_point(tmp_path):
 def test_out_of_range_flag_through_the_entry_point():
     proc = _rlsim("serve", "--port", "70000")
     assert proc.returncode == 2
-    assert proc.stderr.strip().splitlines() == [
+    expected = (
         "rlsim serve: error: argument --port: 70000 is out of range; give a TCP port 0..65535 (0 picks a free one); "
         "see `rlsim serve --help`"
-    ]
+    )
+    assert proc.stderr.strip().splitlines() == [expected]
