@@ -17,5 +17,8 @@ class ConfigError(RlsimError):
 
     def __init__(self, errors: list[str], source: str = "config") -> None:
         self.errors = list(errors)
+        if len(self.errors) == 1:  # one problem reads best on one line (and greps as one)
+            super().__init__(f"{source}: {self.errors[0]}")
+            return
         lines = "\n".join(f"  - {e}" for e in self.errors)
         super().__init__(f"{source} has {len(self.errors)} error(s):\n{lines}")

@@ -167,17 +167,18 @@ def read_texts(path: str | Path) -> list[str]:
 
     Blank lines are skipped; any other problem names the file and line.
     """
+    from rlsim.io import read_user_text
+
     p = Path(path).expanduser()
-    if not p.is_file():
-        raise RlsimError(f"text file {p} does not exist; pass a .jsonl (with a 'text' field) or .txt file")
+    if p.suffix not in (".jsonl", ".txt"):
+        raise RlsimError(f"text file {p} must end in .jsonl (a 'text' field per line) or .txt (a text per line)")
+    text = read_user_text(p, "text file", missing_fix="pass a .jsonl (with a 'text' field) or .txt file")
     # split("\n"), not splitlines(): U+2028, \x0b, \x1c ... inside a text must not start a new one.
-    lines = [line.removesuffix("\r") for line in p.read_text(encoding="utf-8").split("\n")]
+    lines = [line.removesuffix("\r") for line in text.split("\n")]
     if p.suffix == ".jsonl":
         texts = [_jsonl_text(p, no, line) for no, line in enumerate(lines, 1) if line.strip()]
-    elif p.suffix == ".txt":
-        texts = [line for line in lines if line.strip()]
     else:
-        raise RlsimError(f"text file {p} must end in .jsonl (a 'text' field per line) or .txt (a text per line)")
+        texts = [line for line in lines if line.strip()]
     if not texts:
         raise RlsimError(f"text file {p} holds no texts; add at least one non-blank line")
     return texts

@@ -25,17 +25,11 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from rlsim.cli.common import add_model_arg, add_settings_args, settings_from_args
+from rlsim.cli.common import (add_model_arg, add_settings_args, at_least_two, int_list, non_negative_int,
+                              positive_float, positive_int, settings_from_args)
 
 QUICK = {"batch_sizes": [8], "budgets": [2048], "repeats": 2, "warmup_passes": 1}
 QUICK_COUNT = 32
-
-
-def _ints(text: str) -> list[int]:
-    try:
-        return [int(x) for x in text.split(",") if x.strip()]
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a comma-separated list of whole numbers") from None
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -46,15 +40,15 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     add_model_arg(s)
     s.add_argument("--runtimes", default=None, help="comma-separated runtimes or 'all' (default eager,ort; quick: eager)")
     s.add_argument("--batchers", default="fixed,sorted,token-budget", help="comma-separated offline batchers")
-    s.add_argument("--batch-sizes", type=_ints, default=None, help="for fixed/sorted (default 8,32,64)")
-    s.add_argument("--budgets", type=_ints, default=None, help="token-budget: padded tokens per batch (default 8192)")
-    s.add_argument("--repeats", type=int, default=None, help="fresh processes per cell, >= 2 (default 5)")
-    s.add_argument("--warmup", type=int, default=None, help="untimed passes over the workload per process (default 1)")
-    s.add_argument("--count", type=int, default=None, help="texts in the workload (default 256; quick: 32)")
-    s.add_argument("--seed", type=int, default=None, help="workload seed (default 0)")
+    s.add_argument("--batch-sizes", type=int_list, default=None, help="for fixed/sorted (default 8,32,64)")
+    s.add_argument("--budgets", type=int_list, default=None, help="token-budget: padded tokens per batch (default 8192)")
+    s.add_argument("--repeats", type=at_least_two, default=None, help="fresh processes per cell, >= 2 (default 5)")
+    s.add_argument("--warmup", type=non_negative_int, default=None, help="untimed passes over the workload per process (default 1)")
+    s.add_argument("--count", type=positive_int, default=None, help="texts in the workload (default 256; quick: 32)")
+    s.add_argument("--seed", type=non_negative_int, default=None, help="workload seed (default 0)")
     s.add_argument("--workload-file", default=None, help="score real texts: .jsonl with 'text', or .txt")
     s.add_argument("--baseline", default=None, help="cell to compare against (default eager/fixed/32; quick: R/fixed/8)")
-    s.add_argument("--worker-timeout", type=float, default=None, help="seconds one repeat may take (default 1800)")
+    s.add_argument("--worker-timeout", type=positive_float, default=None, help="seconds one repeat may take (default 1800)")
     s.add_argument("--config", default=None, help="YAML with BenchScoringConfig fields; flags override it")
     s.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="override, e.g. workload.response.mean=300")
     s.add_argument("--quick", action="store_true", help="small grid that finishes in about a minute")
@@ -102,10 +96,14 @@ def run(args: argparse.Namespace) -> int:
     from rlsim.bench.scoring_report import table, write_outputs
     from rlsim.bench.scoring_runner import preflight, run_grid
     from rlsim.bench.scoring_summary import summarize
-    from rlsim.io import atomic_write_json
+    from rlsim.io import atomic_write_json, check_output_dir
+    from rlsim.workloads import read_texts
 
     err = Console(stderr=True)
     cfg = build_config(args)
+    check_output_dir(args.out, "--out")
+    if cfg.workload.path is not None:  # before preflight loads the tokenizer
+        read_texts(cfg.workload.path)
     with err.status("checking runtimes, budgets and the workload ..."):
         cells, info = preflight(cfg)
     out = Path(args.out)

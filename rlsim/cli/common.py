@@ -1,10 +1,64 @@
-"""Argument groups shared by subcommands that build scorers."""
+"""What the subcommands share: the one-line-error parser, range-checked number types, scorer flag groups."""
 
 from __future__ import annotations
 
 import argparse
+import math
+import sys
+from collections.abc import Callable
+from typing import NoReturn
 
 from rlsim.scoring.base import ScorerSettings
+
+
+class Parser(argparse.ArgumentParser):
+    """ArgumentParser whose errors are one line (what is wrong, then where help is), exit status 2.
+
+    argparse's own error prints the usage block first; a script reading stderr then gets several lines
+    of which only the last says what went wrong.
+    """
+
+    def error(self, message: str) -> NoReturn:
+        print(f"{self.prog}: error: {message}; see `{self.prog} --help`", file=sys.stderr)
+        sys.exit(2)
+
+
+def _number(kind: type, what: str, low: float | None = None, high: float | None = None,
+            above: float | None = None) -> Callable[[str], int | float]:
+    """An argparse type: ``kind`` within ``low <= x <= high`` (and ``x > above``), finite; ``what`` says so."""
+
+    def parse(text: str) -> int | float:
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not {what}") from None
+        if isinstance(value, float) and not math.isfinite(value):
+            raise argparse.ArgumentTypeError(f"{text!r} is not a finite number; give {what}")
+        if (low is not None and value < low) or (high is not None and value > high) or (
+            above is not None and value <= above
+        ):
+            raise argparse.ArgumentTypeError(f"{text} is out of range; give {what}")
+        return value
+
+    parse.__name__ = what  # argparse names the type by this in its messages
+    return parse
+
+
+positive_int = _number(int, "a whole number >= 1", low=1)
+non_negative_int = _number(int, "a whole number >= 0", low=0)
+at_least_two = _number(int, "a whole number >= 2", low=2)
+port_number = _number(int, "a TCP port 0..65535 (0 picks a free one)", low=0, high=65535)
+positive_float = _number(float, "a number > 0", above=0.0)
+non_negative_float = _number(float, "a number >= 0", low=0.0)
+
+
+def int_list(text: str) -> list[int]:
+    """``"8,32,64"`` -> ``[8, 32, 64]``; every entry a whole number >= 1."""
+    return [int(positive_int(x.strip())) for x in text.split(",") if x.strip()] or _empty(text)
+
+
+def _empty(text: str) -> NoReturn:
+    raise argparse.ArgumentTypeError(f"{text!r} holds no numbers; give a comma-separated list such as 8,32")
 
 
 def add_model_arg(parser: argparse.ArgumentParser, default: str = "minilm-rm") -> None:
@@ -16,9 +70,9 @@ def add_model_arg(parser: argparse.ArgumentParser, default: str = "minilm-rm") -
 def add_settings_args(parser: argparse.ArgumentParser) -> None:
     g = parser.add_argument_group("runtime settings")
     g.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
-    g.add_argument("--threads", type=int, default=None, help="torch / ORT intra-op threads (default: all cores)")
+    g.add_argument("--threads", type=positive_int, default=None, help="torch / ORT intra-op threads (default: all cores)")
     g.add_argument("--no-spinning", action="store_true", help="stop ORT threads spinning between ops")
-    g.add_argument("--max-length", type=int, default=None, help="truncate texts to this many tokens")
+    g.add_argument("--max-length", type=positive_int, default=None, help="truncate texts to this many tokens")
     g.add_argument("--truncation", choices=["left", "right"], default="left", help="left keeps the response end")
     g.add_argument("--server-runtime", default="ort", help="runtime the http server wraps (default ort)")
     g.add_argument("--url", default=None, help="http runtime: use this running server instead of starting one")

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import argparse
 
+from rlsim.cli.common import at_least_two, positive_float
+
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("experiment", help="experiments on the RLHF loop (contention and freed capacity)",
@@ -19,13 +21,13 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     c.add_argument("config", help="YAML config, e.g. configs/contention_cpu.yaml")
     c.add_argument("--quick", action="store_true",
                    help="the config's quick variant (fewer runtimes, repeats and a shorter time box)")
-    c.add_argument("--repeats", type=int, default=None,
+    c.add_argument("--repeats", type=at_least_two, default=None,
                    help="exactly this many repeats (>= 2), overriding the config (and its max_minutes unless "
                    "--max-minutes is given too)")
-    c.add_argument("--target-ci", type=float, default=None, metavar="FRACTION",
+    c.add_argument("--target-ci", type=positive_float, default=None, metavar="FRACTION",
                    help="repeat (at least 3 times) until every runtime's freed core-s CI half-width is at most this "
                    "share of its mean, e.g. 0.10, or --max-minutes is spent (with --repeats: only reported)")
-    c.add_argument("--max-minutes", type=float, default=None, metavar="M",
+    c.add_argument("--max-minutes", type=positive_float, default=None, metavar="M",
                    help="time budget: start no repeat that would end past M minutes (at the mean repeat time)")
     c.add_argument("--runtimes", default=None, help="comma-separated runtimes or 'all', e.g. eager,native")
     c.add_argument("--out", default=None, help="output folder (default runs/contention[-quick])")
@@ -43,6 +45,8 @@ def run(args: argparse.Namespace) -> int:
     from rich.console import Console
 
     from rlsim.experiment.config import load_contention_config
+    from rlsim.io import check_output_dir
+    from rlsim.workloads import read_texts
     from rlsim.scoring.base import expand_runtimes
 
     runtimes = None
@@ -57,6 +61,9 @@ def run(args: argparse.Namespace) -> int:
     config = load_contention_config(args.config, args.overrides, quick=args.quick, repeats=args.repeats,
                                     runtimes=runtimes, target_ci=args.target_ci, max_minutes=args.max_minutes)
     out = Path(args.out) if args.out else Path("runs") / ("contention-quick" if args.quick else "contention")
+    check_output_dir(out, "--out")
+    if config.loop.workload.spec.path is not None:  # read by the rollout actor; bad text must fail before Ray starts
+        read_texts(config.loop.workload.spec.path)
 
     from rlsim.experiment.runner import run_contention
 

@@ -18,9 +18,12 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
+    from rlsim.io import check_output_dir
     from rlsim.models import resolve_reward_model
     from rlsim.scoring.export import export_reward_model
 
+    if args.out:
+        check_output_dir(args.out, "--out")
     spec = resolve_reward_model(args.model)
     ex = export_reward_model(spec, Path(args.out) if args.out else None)
     print(json.dumps({"plain": str(ex.plain), "optimized": str(ex.optimized), "int8": str(ex.int8),

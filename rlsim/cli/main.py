@@ -10,13 +10,14 @@ import argparse
 import importlib
 import sys
 
+from rlsim.cli.common import Parser
 from rlsim.errors import RlsimError
 
 SUBCOMMANDS = ["verify", "score", "export", "serve", "bench", "run", "experiment", "profile", "plan"]
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = Parser(  # one-line usage errors, exit 2, in every subcommand too
         prog="rlsim",
         description="Simulated RLHF steps on Ray + vLLM: reward-model runtimes, contention, freed capacity, planning.",
     )
@@ -34,7 +35,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    try:
+        args = build_parser().parse_args(argv)
+    except SystemExit as stop:  # a usage error (one line, status 2) or --help: the caller gets the status
+        return int(stop.code or 0)
     try:
         return int(args.func(args) or 0)
     except RlsimError as err:

@@ -14,6 +14,8 @@ import argparse
 import sys
 from pathlib import Path
 
+from rlsim.cli.common import positive_float, positive_int
+
 # Only a source checkout has configs/ beside the package; an installed wheel does not ship them.
 CHECKOUT_CONFIGS = Path(__file__).resolve().parents[2] / "configs"
 VALIDATE = "validate"
@@ -37,7 +39,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--profile", type=Path, default=None, help="validate: predict from this profile instead")
     p.add_argument("--reuse", action="store_true",
                    help="validate: reuse complete runs of the same config already in OUT/runs (re-predict only)")
-    p.add_argument("--target-step-s", type=float, default=None,
+    p.add_argument("--target-step-s", type=positive_float, default=None,
                    help="step-time target (s): search for the fewest resources that meet it")
     p.add_argument("--json", type=Path, default=None,
                    help="write the plan JSON here (default: OUT/plan.json; validate: OUT/validate.json)")
@@ -45,7 +47,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
                    help="folder for plan.json and the PNG plots (validate: for the loop runs, default runs/validate)")
     p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
                    help="override a config value, e.g. --set workload.group_size=8 (repeatable)")
-    p.add_argument("--top", type=int, default=15, help="rows of the ranked table")
+    p.add_argument("--top", type=positive_int, default=15, help="rows of the ranked table")
     p.set_defaults(func=run)
 
 
@@ -53,7 +55,7 @@ def run(args: argparse.Namespace) -> int:
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from rlsim.io import atomic_write_json
+    from rlsim.io import atomic_write_json, check_output_dir, check_output_file
     from rlsim.planner.search.plan import execute, prepare
     from rlsim.planner.search.report import plot_plan, plot_share_curves, print_plan, ranked_table
     from rlsim.planner.spec.cluster import load_plan_config
@@ -63,6 +65,10 @@ def run(args: argparse.Namespace) -> int:
     _check_plan_args(args)
     config, profile_path = load_plan_config(Path(args.config), args.overrides, args.target_step_s)
     prep = prepare(config, profile_path)  # every input check happens here, before any simulation
+    if args.json:
+        check_output_file(args.json, "--json")
+    if args.out:
+        check_output_dir(args.out, "--out")
     console = Console(stderr=True)
     total = (len(prep.found.feasible) if prep.found else 0) + (1 if config.placement else 0)
     if prep.found and prep.found.rejected:

@@ -55,6 +55,7 @@ def run(args: argparse.Namespace) -> int:
 
     t0 = time.perf_counter()
     config = load_config(ProfileConfig, args.config, args.overrides)
+    _check_outputs(args)  # before any loop run or timing: a bad path must cost nothing
     base_dir = args.config.resolve().parent
     fill = load_profile(args.fill_from) if args.fill_from else None
     scorers_from = load_profile(args.scorers_from) if args.scorers_from else None
@@ -84,6 +85,16 @@ def run(args: argparse.Namespace) -> int:
         out.print(f"[yellow]the planner needs {', '.join(missing)} as well[/yellow]: give loop_set / loop_runs / "
                   "contention_results in the config, or --fill-from a profile that has them")
     return 0
+
+
+def _check_outputs(args: argparse.Namespace) -> None:
+    from rlsim.io import check_output_dir, check_output_file
+
+    check_output_file(args.out, "--out")
+    if args.summary:
+        check_output_file(args.summary, "--summary")
+    if args.runs:
+        check_output_dir(args.runs, "--runs")
 
 
 def _loop_runs(config: "ProfileConfig", base_dir: Path, args: argparse.Namespace, console: "Console") -> list[Path]:

@@ -30,11 +30,16 @@ def run(args: argparse.Namespace) -> int:
 
     from rich.console import Console
 
+    from rlsim.io import check_output_dir
     from rlsim.loop.config import load_run_config
+    from rlsim.workloads import read_texts
 
     # Validate everything before importing Ray or starting anything: a bad config starts nothing.
     config = load_run_config(args.config, args.overrides)
     out = Path(args.out) if args.out else Path("runs") / Path(args.config).stem
+    check_output_dir(out, "--out")
+    if config.workload.spec.path is not None:  # read by the rollout actor; bad text must fail before Ray starts
+        read_texts(config.workload.spec.path)
 
     from rlsim.loop.run import run_loop, summary_lines
 

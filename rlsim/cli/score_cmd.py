@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from rlsim.cli.common import add_model_arg, add_settings_args, settings_from_args
+from rlsim.cli.common import add_model_arg, add_settings_args, positive_int, settings_from_args
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -14,8 +14,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--input", required=True, help=".txt (one text a line; blank lines skipped) or .jsonl with a 'text' field")
     p.add_argument("--output", required=True, help="output .jsonl: one {'text', 'reward'} line per input")
     p.add_argument("--batcher", default="sorted", help="fixed, sorted or token-budget (default sorted)")
-    p.add_argument("--batch-size", type=int, default=32)
-    p.add_argument("--budget", type=int, default=None, help="token-budget: padded tokens per batch")
+    p.add_argument("--batch-size", type=positive_int, default=32)
+    p.add_argument("--budget", type=positive_int, default=None, help="token-budget: padded tokens per batch")
     add_settings_args(p)
     p.set_defaults(func=run)
 
@@ -25,11 +25,13 @@ def run(args: argparse.Namespace) -> int:
     import sys
 
     from rlsim.batching import make_batcher, score_texts
-    from rlsim.io import atomic_write_text
+    from rlsim.io import atomic_write_text, check_output_file
     from rlsim.models import resolve_reward_model
     from rlsim.scoring import make_scorer
     from rlsim.workloads import read_texts
 
+    # Input and output are checked before the model loads: a bad path costs nothing and changes nothing.
+    check_output_file(args.output, "--output")
     texts = read_texts(args.input)
     batcher = make_batcher(args.batcher, size=args.batch_size, budget=args.budget)
     scorer = make_scorer(args.runtime, resolve_reward_model(args.model), settings_from_args(args))

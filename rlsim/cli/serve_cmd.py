@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import argparse
 
-from rlsim.cli.common import add_model_arg, add_settings_args
+from rlsim.cli.common import (add_model_arg, add_settings_args, non_negative_float, non_negative_int, port_number,
+                              positive_float, positive_int)
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -16,21 +17,21 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--runtime", default="ort", help="runtime to serve: eager, compile, ort, native, ... (default ort)")
     add_model_arg(p)
     p.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1; others expose the server)")
-    p.add_argument("--port", type=int, default=8000, help="TCP port (default 8000; 0 picks a free one)")
+    p.add_argument("--port", type=port_number, default=8000, help="TCP port (default 8000; 0 picks a free one)")
     p.add_argument("--port-file", default=None, help="write the bound port here once listening (for port 0)")
     g = p.add_argument_group("batching and limits")
-    g.add_argument("--max-batch-size", type=int, default=32, help="sequences per dynamic batch (default 32)")
-    g.add_argument("--sub-batch-size", type=int, default=8,
+    g.add_argument("--max-batch-size", type=positive_int, default=32, help="sequences per dynamic batch (default 32)")
+    g.add_argument("--sub-batch-size", type=non_negative_int, default=8,
                    help="score a batch's texts sorted by length in passes of at most this many (default 8; 0: one pass)")
-    g.add_argument("--max-wait-ms", type=float, default=2.0, help="longest wait for a fuller batch, ms (default 2)")
-    g.add_argument("--max-queue", type=int, default=512, help="queued sequences before answering 503 (default 512)")
-    g.add_argument("--timeout-s", type=float, default=30.0, help="per-request timeout before 504, s (default 30)")
-    g.add_argument("--max-texts", type=int, default=256, help="inputs per request (default 256)")
-    g.add_argument("--max-text-chars", type=int, default=100_000, help="characters per text (default 100000)")
-    g.add_argument("--shutdown-grace-s", type=float, default=30.0, help="time to finish requests on SIGTERM, s")
+    g.add_argument("--max-wait-ms", type=non_negative_float, default=2.0, help="longest wait for a fuller batch, ms (default 2)")
+    g.add_argument("--max-queue", type=positive_int, default=512, help="queued sequences before answering 503 (default 512)")
+    g.add_argument("--timeout-s", type=positive_float, default=30.0, help="per-request timeout before 504, s (default 30)")
+    g.add_argument("--max-texts", type=positive_int, default=256, help="inputs per request (default 256)")
+    g.add_argument("--max-text-chars", type=positive_int, default=100_000, help="characters per text (default 100000)")
+    g.add_argument("--shutdown-grace-s", type=positive_float, default=30.0, help="time to finish requests on SIGTERM, s")
     g.add_argument("--no-warmup", action="store_true", help="report ready without a warm-up forward pass")
     add_settings_args(p)
-    p.add_argument("--parent-pid", type=int, default=None, help=argparse.SUPPRESS)  # set by the http runtime
+    p.add_argument("--parent-pid", type=positive_int, default=None, help=argparse.SUPPRESS)  # set by the http runtime
     p.add_argument(
         "--import",
         dest="imports",
@@ -47,6 +48,7 @@ def run(args: argparse.Namespace) -> int:
 
     from rlsim.cli.common import settings_from_args
     from rlsim.errors import RlsimError
+    from rlsim.io import check_output_file
     from rlsim.scoring import SCORERS
     from rlsim.serve.runner import run_server
     from rlsim.serve.settings import ServeSettings
@@ -57,6 +59,8 @@ def run(args: argparse.Namespace) -> int:
         except ImportError as err:
             raise RlsimError(f"--import {module}: {err}; check the module name and PYTHONPATH") from None
     SCORERS.get(args.runtime)  # an unknown runtime fails now, listing the valid ones, before binding a port
+    if args.port_file:
+        check_output_file(args.port_file, "--port-file")
     settings = ServeSettings(
         runtime=args.runtime,
         model=args.model,

@@ -19,12 +19,14 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     from rich.console import Console
 
-    from rlsim.io import atomic_write_json
+    from rlsim.io import atomic_write_json, check_output_file
     from rlsim.models import resolve_reward_model
     from rlsim.scoring import expand_runtimes
     from rlsim.scoring.verify import verify
 
     console = Console(stderr=True)
+    if args.json:
+        check_output_file(args.json, "--json")  # now, not after minutes of scoring
     runtimes = expand_runtimes(args.runtimes)
     spec = resolve_reward_model(args.model)
     with console.status("scoring the reference batch with eager ...") as status:

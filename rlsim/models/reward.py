@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from rlsim.errors import RlsimError
+from rlsim.io import read_user_text
 from rlsim.models.builtin import BUILTIN_POLICIES, BUILTIN_REWARD_MODELS, materialise
 
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "vocab.txt", "tokenizer.model")
@@ -94,7 +95,7 @@ def _read_config(path: Path, role: str) -> dict[str, Any]:
             "tokenizer (save one with model.save_pretrained(DIR) and tokenizer.save_pretrained(DIR))"
         )
     try:
-        return json.loads(cfg.read_text())
+        return json.loads(read_user_text(cfg, "model config"))
     except json.JSONDecodeError as err:
         raise RlsimError(f"{cfg} is not valid JSON ({err}); re-save the model with save_pretrained") from None
 

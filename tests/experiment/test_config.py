@@ -113,7 +113,12 @@ def test_an_open_ended_run_needs_a_target_and_a_budget(tmp_path: Path) -> None:
 
 
 def test_cli_refuses_a_bad_target_and_budget_together(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # The flags refuse such numbers themselves (tests/cli); the same values from the file or --set are
+    # config errors, reported together before anything starts.
     path = write(tmp_path, "contention: {runtimes: [eager, ort]}\n")
-    assert main(["experiment", "contention", str(path), "--target-ci", "0", "--max-minutes", "-5"]) == 2
+    argv = ["experiment", "contention", str(path), "--set", "contention.target_ci=0", "--set", "contention.max_minutes=-5"]
+    assert main(argv) == 2
     err = capsys.readouterr().err
     assert "contention.target_ci" in err and "contention.max_minutes" in err
+    assert main(["experiment", "contention", str(path), "--target-ci", "0"]) == 2
+    assert "--target-ci" in capsys.readouterr().err

@@ -27,7 +27,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 import rlsim
 from rlsim.errors import ConfigError, RlsimError
-from rlsim.io import atomic_write_json
+from rlsim.io import atomic_write_json, read_user_text
 
 # Bump when a field is added, removed or changes meaning; the package version alone never refuses a profile.
 SCHEMA_VERSION = 1
@@ -238,8 +238,8 @@ def load_profile(path: str | Path) -> Profile:
     if not p.is_file():
         raise RlsimError(f"profile {p} does not exist; measure one with `rlsim profile CONFIG --out {p}`")
     try:
-        data = json.loads(p.read_text())
-    except (json.JSONDecodeError, UnicodeDecodeError) as err:
+        data = json.loads(read_user_text(p, "profile"))
+    except json.JSONDecodeError as err:
         raise RlsimError(f"profile {p} is not valid JSON ({err}); re-measure it with `rlsim profile`") from None
     if not isinstance(data, dict):
         raise RlsimError(f"profile {p} must hold a JSON object; re-measure it with `rlsim profile`")

@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from rlsim.errors import RlsimError
+from rlsim.io import read_user_text
 from rlsim.planner.profile.fitting import fit_cost_per_token
 from rlsim.planner.profile.schema import ContentionEntry, GenerationPoint, TrainerModel
 from rlsim.run_results import RunResults
@@ -39,7 +40,7 @@ def read_json(path: Path) -> dict[str, Any]:
     if not path.is_file():
         raise RlsimError(f"results file {path} does not exist; run the loop (`rlsim run CONFIG --out DIR`) first")
     try:
-        data = json.loads(path.read_text())
+        data = json.loads(read_user_text(path, "results file"))
     except json.JSONDecodeError as err:
         raise RlsimError(f"{path} is not valid JSON ({err}); point at a results.json written by rlsim") from None
     if not isinstance(data, dict):
