@@ -138,7 +138,7 @@ def create_app(
     app.add_middleware(BodyLimit, max_bytes=settings.max_body_bytes)
     app.add_middleware(RequestAccounting, metrics=state.metrics)
 
-    @app.post("/score", response_model=ScoreResponse, responses=error_responses(413, 422, 500, 503, 504))
+    @app.post("/score", response_model=ScoreResponse, responses=error_responses(400, 413, 422, 500, 503, 504))
     async def score(request: ScoreRequest) -> ScoreResponse:
         return await score_request(state, request)
 

@@ -48,14 +48,16 @@ def protocol_router(score: ScoreFn, served: Callable[[], ServedModel]) -> APIRou
     """The protocols' routes; ``score`` is the server's ``/score`` path, ``served()`` the model now served."""
     router = APIRouter(tags=["framework protocols"])
 
-    @router.post("/get_reward", response_model=RewardResponse, responses=error_responses(413, 422, 500, 503, 504))
+    @router.post(
+        "/get_reward", response_model=RewardResponse, responses=error_responses(400, 413, 422, 500, 503, 504)
+    )
     async def get_reward(request: RewardRequest) -> RewardResponse:
         """OpenRLHF's remote reward model: one reward per ``query`` text."""
         answer = await score(ScoreRequest.model_construct(texts=list(request.query), token_ids=None))
         return RewardResponse(rewards=answer.rewards, scores=list(answer.rewards), extra_logs={})
 
     @router.post(
-        "/classify", response_model=ClassifyResponse, responses=error_responses(404, 413, 422, 500, 503, 504)
+        "/classify", response_model=ClassifyResponse, responses=error_responses(400, 404, 413, 422, 500, 503, 504)
     )
     async def classify(request: ClassifyRequest) -> ClassifyResponse:
         """vLLM's classification API: ``data[i].probs == [reward]`` for a one-label reward model."""

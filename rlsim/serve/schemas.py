@@ -88,7 +88,7 @@ class ValidationErrorBody(ErrorBody):
 def error_responses(*statuses: int) -> dict[int | str, dict[str, Any]]:
     """The ``responses=`` of a route: the real body of each error status it can answer."""
     meaning = {
-        400: "bad request", 404: "no such model", 413: "over a request limit", 422: "malformed request",
+        400: "a body that is not JSON", 404: "no such model", 413: "over a request limit", 422: "malformed request",
         500: "server fault", 503: "loading, overloaded (see Retry-After) or shutting down", 504: "not scored in time",
     }
     return {
