@@ -91,7 +91,9 @@ class ClassifyRequest(BaseModel):
         if isinstance(self.input, str) or not self.input or isinstance(self.input[0], str):
             return None
         first = self.input[0]
-        return [list(row) for row in self.input] if isinstance(first, list) else [list(self.input)]  # type: ignore[arg-type]
+        if isinstance(first, list):
+            return [list(row) for row in self.input]  # type: ignore[arg-type]
+        return [list(self.input)]  # type: ignore[arg-type]
 
 
 class ClassifyData(BaseModel):
