@@ -21,6 +21,9 @@ from rlsim.loop.config import RunConfig
 from rlsim.loop.driver import LoopSession
 from rlsim.loop.records import overall_overhead
 from rlsim.loop.report import render_markdown, write_figures
+from rlsim.metrics.framework_names import UpdateFlops, measure_update_flops, verl_metrics
+from rlsim.metrics.tensorboard import ScalarLog
+from rlsim.metrics.trace import run_trace
 from rlsim.progress import LineProgress
 
 
@@ -31,6 +34,8 @@ class RunOutputs:
         self.out = Path(out)
         self.out.mkdir(parents=True, exist_ok=True)
         self.rows: list[dict[str, Any]] = []
+        self.flops: UpdateFlops | None = None  # for perf/mfu/actor, once measured
+        self.scalars: ScalarLog | None = None  # --tensorboard
         self.results: dict[str, Any] = {
             "rlsim_version": rlsim.__version__,
             "config": config.model_dump(mode="json"),
@@ -76,6 +81,9 @@ class RunOutputs:
         self.flush()
 
     def add_step(self, record: dict[str, Any], rows: list[dict[str, Any]]) -> None:
+        record["metrics"] = verl_metrics(record, self.flops)
+        if self.scalars is not None:
+            self.scalars.add(record["step"], record["metrics"])
         steps = self.results["steps"]
         steps.append(record)
         self.rows += rows
@@ -87,6 +95,7 @@ class RunOutputs:
     def flush(self, figures: list[str] | None = None) -> None:
         atomic_write_json(self.out / "results.json", self.results)
         atomic_write_json(self.out / "timeline.json", {"events": self.rows})
+        atomic_write_json(self.out / "trace.json", run_trace(self.rows, self.results["steps"]))
         atomic_write_text(self.out / "report.md", render_markdown(self.results, figures or []))
 
     def finish(self) -> None:
@@ -101,12 +110,14 @@ def run_loop(
     session: LoopSession | None = None,
     resume: bool = False,
     resume_hint: str = "rerun the same command with --resume",
+    tensorboard: Path | None = None,
 ) -> dict[str, Any]:
     """Run steps up to ``config.steps``; returns the final ``results.json`` content.
 
     ``session``: an already started session to run on (it is left open); by default a new one is
     started for ``config`` and closed at the end, also on errors and Ctrl-C. ``resume``: continue the
     run saved in ``out`` after its last completed step (faults are not injected again at or before it).
+    ``tensorboard``: a folder for each step's verl-named metrics as TensorBoard scalars.
     """
     console = console or Console(stderr=True)
     outputs = RunOutputs(out, config, resume=resume)
@@ -114,10 +125,12 @@ def run_loop(
     own = session is None
     session = session or LoopSession(_faults_from(config, first) if resume else config)
     try:
+        outputs.scalars = ScalarLog(tensorboard) if tensorboard is not None else None
         if own and first <= config.steps:
             with console.status("starting Ray and the actors (vLLM's engine takes ~35 s on 2 cores)..."):
                 session.start()
         outputs.update(startup_s={k: round(v, 3) for k, v in session.startup_s.items()}, **session.describe())
+        _measure_peak(outputs, config)
         _steps(session, outputs, console, show_progress, first, config.steps, resume_hint)
         outputs.update(complete=True, faults=_faults(session, outputs.results.get("faults_before_resume")))
     finally:
@@ -125,9 +138,26 @@ def run_loop(
             outputs.results["faults"] = _faults(session, outputs.results.get("faults_before_resume"))
             outputs.finish()
         finally:
+            if outputs.scalars is not None:
+                outputs.scalars.close()
             if own:
                 session.close()
     return outputs.results
+
+
+def _measure_peak(outputs: RunOutputs, config: RunConfig) -> None:
+    """The GEMM peak behind ``perf/mfu/actor``, on the trainer's thread count, before the first step."""
+    import os
+
+    from rlsim.actors.placement import resolve_placement
+    from rlsim.models import resolve_policy
+
+    pool = config.placement.pool or sorted(os.sched_getaffinity(0))
+    threads = resolve_placement(config.placement, pool)["trainer"].threads
+    outputs.flops = measure_update_flops(resolve_policy(config.policy.model), config.trainer.epochs, threads,
+                                         config.trainer.device)
+    if outputs.flops is not None:
+        outputs.update(gemm_peak_gflops=round(outputs.flops.peak_flops / 1e9, 2), gemm_peak_threads=threads)
 
 
 def _faults_from(config: RunConfig, first: int) -> RunConfig:
