@@ -2,6 +2,7 @@
 
     python benchmarks/bench_server_load.py                            # sweep 1..64 clients, 20 s each
     python benchmarks/bench_server_load.py --levels 1,8,32 --seconds 5 # a short run
+    python benchmarks/bench_server_load.py --levels 4 --seconds 3 --trace /tmp/load-trace.json
 
 Each client sends ``--texts-per-request`` texts (drawn from a seeded workload), waits for the answer
 and sends again; on 503 it honours ``Retry-After`` (capped at 1 s), as a polite client would. Per
@@ -59,6 +60,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--threads", type=int, default=1, help="model threads in the server")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "bench_server_load.json"))
+    p.add_argument("--trace", default=None, metavar="FILE",
+                   help="also write every request as a span (Trace Event Format, one track per load level)")
     return p.parse_args(argv)
 
 
@@ -138,6 +141,7 @@ class Tally:
         self.latencies: list[float] = []
         self.sequences = 0
         self.wrong_answers = 0
+        self.spans: list[tuple[float, float, str]] = []  # (sent, answered) perf_counter seconds, answer kind
 
 
 async def client_loop(client: httpx.AsyncClient, args: argparse.Namespace, pool: list[str], ref: np.ndarray,
@@ -149,8 +153,10 @@ async def client_loop(client: httpx.AsyncClient, args: argparse.Namespace, pool:
             r = await client.post("/score", json={"texts": [pool[i] for i in idx]}, timeout=args.timeout_s + 30)
         except httpx.HTTPError:
             tally.kinds["lost"] += 1
+            tally.spans.append((t0, time.perf_counter(), "lost"))
             continue
         seconds = time.perf_counter() - t0
+        tally.spans.append((t0, t0 + seconds, str(r.status_code)))
         if r.status_code == 200:
             rewards = np.asarray(r.json()["rewards"])
             tally.kinds["ok"] += 1
@@ -178,7 +184,9 @@ async def run_level(
         await asyncio.gather(*(client_loop(client, args, pool, ref, t0 + args.seconds, rng, tally) for rng in rngs))
         elapsed = time.monotonic() - t0  # includes draining the requests in flight at the end
     lat = percentiles(tally.latencies, (50, 99)) if tally.latencies else {"p50": None, "p99": None}
+    spans = [{"track": f"{clients:>3} clients", "name": kind, "start": a, "end": b} for a, b, kind in tally.spans]
     return {
+        "_spans": spans,
         "clients": clients,
         "seconds": round(elapsed, 3),
         "requests_per_s": round(tally.kinds["ok"] / elapsed, 3),
@@ -218,6 +226,17 @@ def summarise(levels: list[dict[str, Any]], args: argparse.Namespace, meta: dict
     }
 
 
+def write_trace(path: str, spans: list[dict[str, Any]]) -> None:
+    """Requests as Trace Event Format spans (times from the first request sent; lanes = requests in flight)."""
+    from rlsim.metrics.trace import trace_events, validate_trace
+
+    origin = min((s["start"] for s in spans), default=0.0)
+    doc = {"traceEvents": trace_events([dict(s, start=s["start"] - origin, end=s["end"] - origin) for s in spans])}
+    problems = validate_trace(doc)
+    assert not problems, problems[:3]
+    atomic_write_json(path, doc)
+
+
 def main(argv: list[str] | None = None) -> int:
     import json
 
@@ -237,12 +256,14 @@ def main(argv: list[str] | None = None) -> int:
             meta = {"server_start_s": round(time.perf_counter() - t0, 2), "server_cores": sorted(server_cores),
                     "client_cores": sorted(client_cores), "load_average_1m_at_start": os.getloadavg()[0]}
             ref = reference_rewards(url, pool)
-            results = []
+            results: list[dict[str, Any]] = []
+            spans: list[dict[str, Any]] = []
             with Progress(transient=True) as progress:
                 task = progress.add_task("load levels", total=len(levels))
                 for clients in levels:
                     before = server_answers(url)
                     level = asyncio.run(run_level(url, clients, args, pool, ref))
+                    spans += level.pop("_spans")
                     check_exactly_once(level, before, server_answers(url))
                     results.append(level)
                     progress.console.print(f"{clients:>4} clients: {level['requests_per_s']:.1f} req/s, "
@@ -252,6 +273,8 @@ def main(argv: list[str] | None = None) -> int:
             exit_status = stop_server(proc)
     summary = summarise(results, args, {**meta, "server_exit_status": exit_status})
     atomic_write_json(args.out, summary)
+    if args.trace:
+        write_trace(args.trace, spans)
     print(json.dumps({k: v for k, v in summary.items() if k not in ("levels", "settings")}))
     return 0
 

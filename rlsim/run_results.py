@@ -77,6 +77,7 @@ class StepRecord(_Record):
     busiest_actor_gap_fraction: float | None = None
     sync: SyncRecord | None = None
     train: dict[str, Any] = Field(default_factory=dict)
+    metrics: dict[str, float] = Field(default_factory=dict)  # verl's names (rlsim.metrics.framework_names)
 
 
 class PlacementRecord(_Record):
@@ -107,6 +108,8 @@ class RunResults(_Record):
     ray_nodes: int | None = None
     environment: dict[str, Any] = Field(default_factory=dict)
     overhead_fraction_after_step1: float | None = None
+    gemm_peak_gflops: float | None = None  # the GEMM rate behind perf/mfu/actor, measured at start
+    gemm_peak_threads: int | None = None
 
     def dump(self) -> dict[str, Any]:
         """The JSON object to write: the keys that were set (or read), in the file's layout."""

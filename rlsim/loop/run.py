@@ -21,6 +21,9 @@ from rlsim.loop.config import RunConfig
 from rlsim.loop.driver import LoopSession
 from rlsim.loop.records import overall_overhead
 from rlsim.loop.report import render_markdown, write_figures
+from rlsim.metrics.framework_names import UpdateFlops, measure_update_flops, verl_metrics
+from rlsim.metrics.tensorboard import ScalarLog
+from rlsim.metrics.trace import run_trace
 from rlsim.progress import LineProgress
 from rlsim.run_results import RunResults, StepRecord
 
@@ -32,6 +35,8 @@ class RunOutputs:
         self.out = Path(out)
         self.out.mkdir(parents=True, exist_ok=True)
         self.rows: list[dict[str, Any]] = []
+        self.flops: UpdateFlops | None = None  # for perf/mfu/actor, once measured
+        self.scalars: ScalarLog | None = None  # --tensorboard
         self.results = RunResults(rlsim_version=rlsim.__version__, config=config.model_dump(mode="json"),
                                   complete=False, steps=[], overhead_fraction=0.0,
                                   faults={"injected": 0, "survived": 0})
@@ -74,6 +79,9 @@ class RunOutputs:
         self.flush()
 
     def add_step(self, record: StepRecord, rows: list[dict[str, Any]]) -> None:
+        record.metrics = verl_metrics(record.model_dump(mode="json"), self.flops)
+        if self.scalars is not None:
+            self.scalars.add(record.step, record.metrics)
         steps = self.results.steps
         steps.append(record)
         self.rows += rows
@@ -85,6 +93,7 @@ class RunOutputs:
     def flush(self, figures: list[str] | None = None) -> None:
         atomic_write_json(self.out / "results.json", self.results.dump())
         atomic_write_json(self.out / "timeline.json", {"events": self.rows})
+        atomic_write_json(self.out / "trace.json", run_trace(self.rows, [s.model_dump(mode="json") for s in self.results.steps]))
         atomic_write_text(self.out / "report.md", render_markdown(self.results, figures or []))
 
     def finish(self) -> None:
@@ -99,12 +108,14 @@ def run_loop(
     session: LoopSession | None = None,
     resume: bool = False,
     resume_hint: str = "rerun the same command with --resume",
+    tensorboard: Path | None = None,
 ) -> RunResults:
     """Run steps up to ``config.steps``; returns the final ``results.json`` content.
 
     ``session``: an already started session to run on (it is left open); by default a new one is
     started for ``config`` and closed at the end, also on errors and Ctrl-C. ``resume``: continue the
     run saved in ``out`` after its last completed step (faults are not injected again at or before it).
+    ``tensorboard``: a folder for each step's verl-named metrics as TensorBoard scalars.
     """
     console = console or Console(stderr=True)
     outputs = RunOutputs(out, config, resume=resume)
@@ -112,10 +123,12 @@ def run_loop(
     own = session is None
     session = session or LoopSession(_faults_from(config, first) if resume else config)
     try:
+        outputs.scalars = ScalarLog(tensorboard) if tensorboard is not None else None
         if own and first <= config.steps:
             with console.status("starting Ray and the actors (vLLM's engine takes ~35 s on 2 cores)..."):
                 session.start()
         outputs.update(startup_s={k: round(v, 3) for k, v in session.startup_s.items()}, **session.describe())
+        _measure_peak(outputs, config)
         _steps(session, outputs, console, show_progress, first, config.steps, resume_hint)
         outputs.update(complete=True, faults=_faults(session, outputs.results.faults_before_resume))
     finally:
@@ -123,9 +136,26 @@ def run_loop(
             outputs.results.faults = _faults(session, outputs.results.faults_before_resume)
             outputs.finish()
         finally:
+            if outputs.scalars is not None:
+                outputs.scalars.close()
             if own:
                 session.close()
     return outputs.results
+
+
+def _measure_peak(outputs: RunOutputs, config: RunConfig) -> None:
+    """The GEMM peak behind ``perf/mfu/actor``, on the trainer's thread count, before the first step."""
+    import os
+
+    from rlsim.placement import resolve_placement
+    from rlsim.models import resolve_policy
+
+    pool = config.placement.pool or sorted(os.sched_getaffinity(0))
+    threads = resolve_placement(config.placement, pool)["trainer"].threads
+    outputs.flops = measure_update_flops(resolve_policy(config.policy.model), config.trainer.epochs, threads,
+                                         config.trainer.device)
+    if outputs.flops is not None:
+        outputs.update(gemm_peak_gflops=round(outputs.flops.peak_flops / 1e9, 2), gemm_peak_threads=threads)
 
 
 def _faults_from(config: RunConfig, first: int) -> RunConfig:

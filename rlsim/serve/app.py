@@ -17,14 +17,23 @@ from typing import Any, AsyncIterator, Callable
 
 from fastapi import FastAPI, HTTPException, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse, Response
+from fastapi.responses import JSONResponse, PlainTextResponse, Response
 
 from rlsim.batching.dynamic import BatcherClosed, QueueFull
 from rlsim.errors import RlsimError
+from rlsim.scoring.base import TokenizingScorer
 from rlsim.serve.backend import ScoreJob, ScoringBackend
 from rlsim.serve.metrics import CONTENT_TYPE, ServerMetrics
 from rlsim.serve.middleware import BodyLimit, RequestAccounting
-from rlsim.serve.schemas import ScoreRequest, ScoreResponse, describe_validation_errors, error_summaries
+from rlsim.serve.protocols import ServedModel, protocol_router
+from rlsim.serve.schemas import (
+    HealthBody,
+    ScoreRequest,
+    ScoreResponse,
+    describe_validation_errors,
+    error_responses,
+    error_summaries,
+)
 from rlsim.serve.settings import ServeSettings
 
 BackendFactory = Callable[[ServerMetrics], ScoringBackend]
@@ -87,6 +96,13 @@ class ServerState:
             raise HTTPException(503, self.health()["detail"], headers={"Retry-After": "1"})
         return backend
 
+    def served_model(self) -> ServedModel:
+        """What ``GET /v1/models`` lists and classify's ``model`` must name; the length limit once loaded."""
+        scorer = self.backend.scorer if self.backend is not None else None
+        if isinstance(scorer, TokenizingScorer):
+            return ServedModel(self.settings.model, scorer.max_length, scorer.token_lengths)
+        return ServedModel(self.settings.model)
+
     def health(self) -> dict[str, Any]:
         s = self.settings
         body: dict[str, Any] = {"status": self.status, "runtime": s.runtime, "model": s.model}
@@ -122,28 +138,37 @@ def create_app(
     app.add_middleware(BodyLimit, max_bytes=settings.max_body_bytes)
     app.add_middleware(RequestAccounting, metrics=state.metrics)
 
-    @app.post("/score", response_model=ScoreResponse)
+    @app.post("/score", response_model=ScoreResponse, responses=error_responses(400, 413, 422, 500, 503, 504))
     async def score(request: ScoreRequest) -> ScoreResponse:
-        backend = state.ready_backend()
-        job = make_job(request, settings, backend.vocab_size, state.settings.runtime)
-        if job.size == 0:
-            return ScoreResponse(rewards=[], truncated=0)
-        result = await _run_job(backend, job, settings.request_timeout_s)
-        state.metrics.sequences.inc(job.size)
-        state.metrics.truncated.inc(result.truncated)
-        return ScoreResponse(rewards=result.rewards, truncated=result.truncated)
+        return await score_request(state, request)
 
-    @app.get("/health")
+    @app.get("/health", response_model=HealthBody, responses={503: {"model": HealthBody, "description": "not ready"}})
     async def health() -> JSONResponse:
         body = state.health()
         ready = body["status"] == "ready"
         return JSONResponse(body, status_code=200 if ready else 503, headers=None if ready else {"Retry-After": "1"})
 
-    @app.get("/metrics")
+    @app.get("/metrics", response_class=PlainTextResponse,
+             responses={200: {"description": "Prometheus text exposition format (version 0.0.4)"}})
     async def metrics() -> Response:
         return Response(state.metrics.render(), media_type=CONTENT_TYPE)
 
+    # The frameworks' protocols share /score's path through the batcher, limits and metrics.
+    app.include_router(protocol_router(lambda request: score_request(state, request), state.served_model))
     return app
+
+
+async def score_request(state: ServerState, request: ScoreRequest) -> ScoreResponse:
+    """Check ``request`` against the limits, queue it in the batcher and wait for its rewards."""
+    settings = state.settings
+    backend = state.ready_backend()
+    job = make_job(request, settings, backend.vocab_size, settings.runtime)
+    if job.size == 0:
+        return ScoreResponse(rewards=[], truncated=0)
+    result = await _run_job(backend, job, settings.request_timeout_s)
+    state.metrics.sequences.inc(job.size)
+    state.metrics.truncated.inc(result.truncated)
+    return ScoreResponse(rewards=result.rewards, truncated=result.truncated)
 
 
 async def _run_job(backend: ScoringBackend, job: ScoreJob, timeout_s: float) -> Any:

@@ -12,7 +12,7 @@ from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, G
 
 # Endpoints get their own label value; anything else (typos, fuzzing) shares "other", so a scan of
 # random paths cannot grow the number of series without bound.
-ENDPOINTS = ("/score", "/health", "/metrics")
+ENDPOINTS = ("/score", "/health", "/metrics", "/get_reward", "/classify", "/v1/models")
 LATENCY_BUCKETS_S = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
 BATCH_BUCKETS = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024)
 

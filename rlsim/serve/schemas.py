@@ -11,10 +11,32 @@ from typing import Any, Sequence
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr, field_validator, model_validator
 
 
+# "Exactly one of texts or token_ids, not null" in the published schema, so a client generated from
+# /openapi.json knows that {} and {"texts": [...], "token_ids": [...]} are refused (pydantic cannot say it).
+EXACTLY_ONE_INPUT = {
+    "oneOf": [
+        {"required": ["texts"], "properties": {"texts": {"type": "array"}}},
+        {"required": ["token_ids"], "properties": {"token_ids": {"type": "array"}}},
+    ]
+}
+
+
+def check_encodable(texts: list[str] | None, field: str = "text") -> list[str] | None:
+    """Refuse unpaired surrogates ("\\ud800"): JSON may carry them, but no tokenizer can take them."""
+    for i, text in enumerate(texts or ()):
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError as err:
+            raise ValueError(
+                f"{field} {i} holds an unpaired surrogate at character {err.start}; send valid UTF-8 text"
+            ) from None
+    return texts
+
+
 class ScoreRequest(BaseModel):
     """``{"texts": [str, ...]}`` or ``{"token_ids": [[int, ...], ...]}`` (reward-model token ids)."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", json_schema_extra=EXACTLY_ONE_INPUT)
 
     texts: list[StrictStr] | None = Field(default=None, description="texts to score, one reward each")
     token_ids: list[list[StrictInt]] | None = Field(
@@ -24,15 +46,7 @@ class ScoreRequest(BaseModel):
     @field_validator("texts")
     @classmethod
     def _texts_are_encodable(cls, texts: list[str] | None) -> list[str] | None:
-        # JSON may carry unpaired surrogates ("\ud800"); no tokenizer can take them, so refuse them here.
-        for i, text in enumerate(texts or ()):
-            try:
-                text.encode("utf-8")
-            except UnicodeEncodeError as err:
-                raise ValueError(
-                    f"text {i} holds an unpaired surrogate at character {err.start}; send valid UTF-8 text"
-                ) from None
-        return texts
+        return check_encodable(texts)
 
     @model_validator(mode="after")
     def _exactly_one_input(self) -> "ScoreRequest":
@@ -52,6 +66,36 @@ class ScoreResponse(BaseModel):
     truncated: int
 
 
+class ErrorBody(BaseModel):
+    """Every refusal (4xx) and server fault (5xx): one readable sentence that names the field or limit."""
+
+    detail: str
+
+
+class ErrorItem(BaseModel):
+    loc: list[str | int]
+    type: str | None = None
+    msg: str | None = None
+
+
+class ValidationErrorBody(ErrorBody):
+    """A 422. ``errors`` (one per problem, at most 10) comes with type errors found while parsing the
+    body; a 422 for a value the model refuses (a token id outside the vocabulary) has ``detail`` only."""
+
+    errors: list[ErrorItem] = Field(default_factory=list)
+
+
+def error_responses(*statuses: int) -> dict[int | str, dict[str, Any]]:
+    """The ``responses=`` of a route: the real body of each error status it can answer."""
+    meaning = {
+        400: "a body that is not JSON", 404: "no such model", 413: "over a request limit", 422: "malformed request",
+        500: "server fault", 503: "loading, overloaded (see Retry-After) or shutting down", 504: "not scored in time",
+    }
+    return {
+        s: {"model": ValidationErrorBody if s == 422 else ErrorBody, "description": meaning[s]} for s in statuses
+    }
+
+
 def describe_validation_errors(errors: Sequence[dict[str, Any]], limit: int = 10) -> str:
     """One line per pydantic error, ``where: what``, without echoing the (possibly huge) input."""
     lines = []
@@ -65,3 +109,17 @@ def describe_validation_errors(errors: Sequence[dict[str, Any]], limit: int = 10
 def error_summaries(errors: Sequence[dict[str, Any]], limit: int = 10) -> list[dict[str, Any]]:
     """The machine-readable part of a 422: location, type and message of each error, no inputs."""
     return [{"loc": list(e.get("loc", ())), "type": e.get("type"), "msg": e.get("msg")} for e in errors[:limit]]
+
+
+class HealthBody(BaseModel):
+    """``GET /health``: 200 when ``status`` is ``ready``, else 503 with ``Retry-After``."""
+
+    status: str = Field(description="loading | ready | failed | stopping")
+    runtime: str
+    model: str
+    detail: str
+    load_s: float | None = None
+    warmup_s: float | None = None
+    max_batch_size: int | None = None
+    max_queue: int | None = None
+    max_texts: int | None = None

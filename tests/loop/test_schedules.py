@@ -94,9 +94,10 @@ def test_step_record_has_the_results_schema() -> None:
     out = run_step(backend(), "overlapped", requests(), micro_batch=4)
     rec = step_record(1, "overlapped", out, {"rollout": 1.0}, {"prompt": 48, "generated": 100})
     written = rec.model_dump(mode="json")
-    # The keys results.json has always had, in its order (the planner and committed files read them).
+    # The keys results.json has always had, in its order (the planner and committed files read them), then
+    # ``metrics`` (verl's names, filled in by RunOutputs.add_step).
     assert list(written) == ["step", "schedule", "time_s", "rollouts", "cpu_s", "busy_s", "tokens", "gpu_s",
-                             "overhead_fraction", "busiest_actor_gap_fraction", "sync", "train"]
+                             "overhead_fraction", "busiest_actor_gap_fraction", "sync", "train", "metrics"]
     assert list(written["time_s"]) == ["generate", "score", "update", "sync", "idle", "total"]
     assert written["rollouts"] == {"generated": 12, "scored": 12, "trained": 12}
     assert written["tokens"] == {"generated": 100, "prompt": 48}

@@ -52,9 +52,9 @@ def fuzz_server(start_server):
     return start_server(max_texts=MAX_TEXTS, max_text_chars=MAX_CHARS, max_row_tokens=MAX_ROW, max_queue=64)
 
 
-def send(srv, body: bytes, content_type: str = "application/json") -> httpx.Response:
+def send(srv, body: bytes, content_type: str = "application/json", path: str = "/score") -> httpx.Response:
     with srv.client() as client:
-        return client.post("/score", content=body, headers={"content-type": content_type})
+        return client.post(path, content=body, headers={"content-type": content_type})
 
 
 def encode(payload: Any) -> bytes:
@@ -139,6 +139,42 @@ def test_fuzz_raw_bytes_and_content_types(fuzz_server) -> None:
         r = send(fuzz_server, body, content_type)
         assert 400 <= r.status_code < 500 or r.status_code == 200, r.text[:300]
         assert r.status_code == 200 or r.json()["detail"]
+
+    case()
+    assert_no_5xx_and_healthy(fuzz_server)
+
+
+def test_fuzz_framework_protocols(fuzz_server) -> None:
+    """OpenRLHF's /get_reward and vLLM's /classify: any body gets 200 with /score's rewards, or a 4xx."""
+    field = json_values | st.lists(texts, max_size=MAX_TEXTS + 1) | texts
+    reward_body = st.fixed_dictionaries(
+        {}, optional={"query": field, "prompts": field, "labels": json_values, "other": json_values}
+    )
+    classify_body = st.fixed_dictionaries(
+        {},
+        optional={
+            "model": st.sampled_from(["tiny-test", "other-model"]) | json_values,
+            "input": field | st.lists(st.lists(token, max_size=6), max_size=4) | st.lists(token, max_size=6),
+            "use_activation": json_values,
+        },
+    )
+
+    @FUZZ
+    @given(st.sampled_from(["/get_reward", "/classify"]), reward_body | classify_body | json_values)
+    def case(path: str, payload: Any) -> None:
+        r = send(fuzz_server, encode(payload), path=path)
+        assert r.status_code < 500, f"{r.status_code}: {r.text[:500]}"
+        body = r.json()
+        if r.status_code != 200:
+            assert 400 <= r.status_code < 500 and isinstance(body["detail"], str) and body["detail"].strip()
+            return
+        sent = json.loads(encode(payload))
+        rewards = body["rewards"] if path == "/get_reward" else [d["probs"][0] for d in body["data"]]
+        texts_in = sent["query"] if path == "/get_reward" else sent["input"]
+        texts_in = [texts_in] if isinstance(texts_in, str) else texts_in
+        if all(isinstance(t, str) for t in texts_in) and not sent.get("use_activation"):
+            assert rewards == fuzz_server.scorer.score_batch(texts_in).tolist()
+        assert len(rewards) == (len(texts_in) if isinstance(texts_in[0], (str, list)) else 1)
 
     case()
     assert_no_5xx_and_healthy(fuzz_server)

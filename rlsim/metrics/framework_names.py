@@ -1,0 +1,106 @@
+"""Each step's figures under the metric names verl logs, so its dashboards and scripts read rlsim's runs.
+
+Names as in verl's ``verl/trainer/ppo/metric_utils.py`` (``compute_timing_metrics``,
+``compute_throughout_metrics``, ``compute_data_metrics``), its trainer's ``marked_timer`` sections
+(``gen``, ``reward``, ``update_actor``, ``update_weights``, ``step``) and its actor's update
+metrics (``actor/pg_loss``, ``actor/pg_clipfrac``, ``actor/ppo_kl``, ``actor/grad_norm``,
+``perf/mfu/actor``). Only names whose meaning rlsim measures are written; a step record without the
+figure leaves the name out rather than writing a zero.
+
+Differences a reader should know: phase times are the union of the phase's events (the
+``overlapped`` schedule runs phases at once; verl's timers are sequential sections).
+``perf/throughput`` divides by the number of GPUs as verl does, with 1 on a CPU-only run. GRPO has
+no critic and no KL reward penalty here, so ``critic/score/mean`` equals ``critic/rewards/mean``.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Mapping
+
+from rlsim.bench.flops import shape_of_model
+
+# verl's section names for rlsim's phases.
+TIMING = {"generate": "gen", "score": "reward", "update": "update_actor", "sync": "update_weights", "total": "step"}
+ACTOR = {"loss": "actor/pg_loss", "clip_fraction": "actor/pg_clipfrac", "approx_kl": "actor/ppo_kl",
+         "grad_norm": "actor/grad_norm"}
+
+
+@dataclass(frozen=True)
+class UpdateFlops:
+    """What MFU needs: the policy's forward FLOPs per token, the passes per update, the measured peak.
+
+    ``forward_per_token``: 2 x (weight-matmul parameters + LM head) FLOPs; attention scores are left
+    out (under 2% for the built-in policy at its sequence lengths). An update runs one forward pass
+    for the old log-probs, then ``epochs`` x (forward + backward = 3 forward) passes.
+    ``peak_flops``: the fp32 GEMM rate measured on the trainer's threads at the start of the run, FLOP/s.
+    """
+
+    forward_per_token: float
+    epochs: int
+    peak_flops: float
+
+    @property
+    def per_token(self) -> float:
+        return self.forward_per_token * (1 + 3 * self.epochs)
+
+
+def policy_update_flops(policy_dir: str | Path, epochs: int, peak_gflops: float) -> UpdateFlops | None:
+    """``UpdateFlops`` for a Hugging Face causal LM folder; None when its shape is not known."""
+    import json
+
+    try:
+        shape = shape_of_model(policy_dir)
+        config = json.loads((Path(policy_dir) / "config.json").read_text())
+    except Exception:  # noqa: BLE001 - no MFU is better than no run: the metric is left out
+        return None
+    head = int(config.get("vocab_size", 0)) * shape.hidden
+    return UpdateFlops(2.0 * (shape.matmul_params + head), epochs, peak_gflops * 1e9)
+
+
+def verl_metrics(record: Mapping[str, Any], flops: UpdateFlops | None = None, n_gpus: int = 0) -> dict[str, float]:
+    """The flat ``{name: value}`` map of one ``results.json`` step record (seconds, tokens, tokens/s)."""
+    out: dict[str, float] = {}
+    times = record.get("time_s", {})
+    for phase, name in TIMING.items():
+        if phase in times:
+            out[f"timing_s/{name}"] = float(times[phase])
+    tokens = record.get("tokens", {})
+    prompt, response = int(tokens.get("prompt", 0)), int(tokens.get("generated", 0))
+    n = int(record.get("rollouts", {}).get("generated", 0))
+    total_tokens = prompt + response
+    step_s = float(times.get("total", 0.0))
+    if n > 0:
+        out["response_length/mean"] = response / n
+        out["prompt_length/mean"] = prompt / n
+    out["perf/total_num_tokens"] = float(total_tokens)
+    if step_s > 0:
+        out["perf/time_per_step"] = step_s
+        out["perf/throughput"] = total_tokens / (step_s * max(n_gpus, 1))
+    if response > 0 and times.get("generate"):
+        out["timing_per_token_ms/gen"] = 1000.0 * times["generate"] / response
+    if total_tokens > 0 and times.get("update"):
+        out["timing_per_token_ms/update_actor"] = 1000.0 * times["update"] / total_tokens
+    out.update(_train_metrics(record.get("train") or {}, flops, total_tokens))
+    return {k: v for k, v in out.items() if math.isfinite(v)}
+
+
+def _train_metrics(train: Mapping[str, Any], flops: UpdateFlops | None, tokens: int) -> dict[str, float]:
+    out = {name: float(train[key]) for key, name in ACTOR.items() if key in train}
+    if "reward_mean" in train:
+        out["critic/rewards/mean"] = out["critic/score/mean"] = float(train["reward_mean"])
+    seconds = float(train.get("seconds") or 0.0)
+    if flops is not None and seconds > 0 and flops.peak_flops > 0:
+        # MFU of the update alone (the trainer's own timer), as verl's perf/mfu/actor is.
+        out["perf/mfu/actor"] = flops.per_token * tokens / seconds / flops.peak_flops
+    return out
+
+
+def measure_update_flops(policy_dir: str | Path, epochs: int, threads: int, device: str = "cpu") -> UpdateFlops | None:
+    """``policy_update_flops`` with the peak measured now: fp32 GEMMs on ``threads`` threads (about a second)."""
+    from rlsim.bench.gemm import measure_gemm_gflops
+
+    peak = float(measure_gemm_gflops(threads, repeats=3, device=device)["gflops"])
+    return policy_update_flops(policy_dir, epochs, peak)

@@ -1,0 +1,86 @@
+"""verl-named metrics from a step record, MFU from the FLOP count, and run_loop writing them (results.json
+and TensorBoard scalars) with a fake session standing in for the actors."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from rlsim.run_results import StepRecord
+from rlsim.loop.config import RunConfig
+from rlsim.loop.run import run_loop
+from rlsim.metrics.framework_names import UpdateFlops, policy_update_flops, verl_metrics
+
+RECORD = {
+    "step": 2,
+    "time_s": {"generate": 4.0, "score": 1.5, "update": 2.0, "sync": 0.5, "idle": 0.1, "total": 8.0},
+    "rollouts": {"generated": 8, "scored": 8, "trained": 8},
+    "tokens": {"prompt": 80, "generated": 320},
+    "train": {"loss": -0.25, "clip_fraction": 0.125, "approx_kl": 0.01, "grad_norm": 0.75,
+              "reward_mean": 0.3, "reward_std": 0.1, "seconds": 2.0, "sequences": 8, "response_tokens": 320},
+    "overhead_fraction": 0.0125, "cpu_s": {"rollout": 3.0}, "schedule": "sequential", "sync": {"method": "simulated", "seconds": 0.5, "detail": ""},
+}
+
+
+def test_step_record_maps_to_verls_names() -> None:
+    m = verl_metrics(RECORD)
+    assert m["timing_s/gen"] == 4.0 and m["timing_s/reward"] == 1.5 and m["timing_s/update_actor"] == 2.0
+    assert m["timing_s/update_weights"] == 0.5 and m["timing_s/step"] == 8.0
+    assert m["perf/total_num_tokens"] == 400  # prompt + response tokens, as verl's global_token_num
+    assert m["perf/throughput"] == 400 / 8.0  # tokens / (step seconds x 1 device)
+    assert m["response_length/mean"] == 40 and m["prompt_length/mean"] == 10
+    assert m["timing_per_token_ms/gen"] == pytest.approx(1000 * 4.0 / 320)
+    assert m["critic/rewards/mean"] == 0.3 and m["actor/pg_loss"] == -0.25 and m["actor/grad_norm"] == 0.75
+    assert "perf/mfu/actor" not in m  # no FLOP model given: left out, never a made-up zero
+    assert all(isinstance(v, float) or isinstance(v, int) for v in m.values())
+
+
+def test_mfu_is_update_flops_over_measured_peak() -> None:
+    # 1 GFLOP forward per token, 1 epoch: old log-probs (1 forward) + forward and backward (3) = 4 GFLOP/token.
+    flops = UpdateFlops(forward_per_token=1e9, epochs=1, peak_flops=1e12)
+    m = verl_metrics(RECORD, flops)
+    assert m["perf/mfu/actor"] == pytest.approx(4e9 * 400 / 2.0 / 1e12)  # = 0.8
+
+
+def test_policy_flops_count_layers_and_lm_head(tmp_path: Path) -> None:
+    config = {"model_type": "llama", "num_hidden_layers": 2, "hidden_size": 64, "intermediate_size": 128,
+              "num_attention_heads": 4, "num_key_value_heads": 2, "vocab_size": 1000}
+    (tmp_path / "config.json").write_text(json.dumps(config))
+    f = policy_update_flops(tmp_path, epochs=2, peak_gflops=50.0)
+    # per layer: 2 h (heads x hd) + 2 h (kv x hd) + 3 h I = 2*64*64 + 2*64*32 + 3*64*128 = 36864; 2 layers
+    # = 73728, + LM head 1000 x 64 = 64000; forward = 2 x 137728 FLOPs per token.
+    assert f is not None and f.forward_per_token == 2 * (73728 + 64000)
+    assert f.per_token == f.forward_per_token * 7 and f.peak_flops == 50e9
+    assert policy_update_flops(tmp_path / "missing", 1, 50.0) is None
+
+
+class OneStepSession:
+    def __init__(self, config: RunConfig) -> None:
+        self.config, self.startup_s, self.backend = config, {}, None
+
+    def describe(self) -> dict:
+        return {"actors": []}
+
+    def step(self, step: int, schedule=None, progress=None):
+        rows = [{"step": step, "actor": "rollout", "phase": "generate", "batch": 0, "start": 0.0, "end": 4.0},
+                {"step": step, "actor": "trainer", "phase": "update", "batch": 0, "start": 5.5, "end": 7.5}]
+        return StepRecord.model_validate(dict(RECORD, step=step)), rows
+
+
+def test_run_writes_metrics_per_step_and_tensorboard_scalars(tmp_path: Path) -> None:
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    config = RunConfig(steps=2)
+    run_loop(config, tmp_path / "out", show_progress=False, session=OneStepSession(config),
+             tensorboard=tmp_path / "tb")
+    saved = json.loads((tmp_path / "out" / "results.json").read_text())
+    assert saved["gemm_peak_gflops"] > 0
+    for step in saved["steps"]:
+        assert step["metrics"]["timing_s/step"] == 8.0
+        assert 0 < step["metrics"]["perf/mfu/actor"] < 1  # the built-in policy against this machine's GEMM peak
+    events = EventAccumulator(str(tmp_path / "tb"))
+    events.Reload()
+    assert "timing_s/gen" in events.Tags()["scalars"] and "perf/mfu/actor" in events.Tags()["scalars"]
+    assert [(e.step, e.value) for e in events.Scalars("timing_s/gen")] == [(1, 4.0), (2, 4.0)]
