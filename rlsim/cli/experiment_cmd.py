@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 
+from rlsim.cli.common import add_import_arg
+
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("experiment", help="experiments on the RLHF loop (contention and freed capacity)",
@@ -24,6 +26,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     c.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
                    help="override a setting, e.g. --set contention.timebox.budget_s=8 (repeatable)")
     c.add_argument("--no-progress", action="store_true", help="no progress bar (for logs)")
+    add_import_arg(c)  # also imported in every scoring actor (it joins loop.reward.imports)
     c.set_defaults(func=run)
 
 
@@ -34,9 +37,11 @@ def run(args: argparse.Namespace) -> int:
 
     from rich.console import Console
 
+    from rlsim.cli.common import import_plugins
     from rlsim.experiment.config import load_contention_config
     from rlsim.scoring.base import expand_runtimes
 
+    import_plugins(args)  # before any runtime name is checked
     runtimes = None
     if args.runtimes is not None:
         from rlsim.errors import RlsimError
@@ -48,6 +53,8 @@ def run(args: argparse.Namespace) -> int:
     # Everything is validated before Ray or any model starts: a bad config starts nothing.
     config = load_contention_config(args.config, args.overrides, quick=args.quick, repeats=args.repeats,
                                     runtimes=runtimes)
+    reward = config.loop.reward
+    reward.imports = list(dict.fromkeys([*reward.imports, *args.imports]))
     out = Path(args.out) if args.out else Path("runs") / ("contention-quick" if args.quick else "contention")
 
     from rlsim.experiment.runner import run_contention

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 
+from rlsim.cli.common import add_import_arg
+
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
@@ -19,6 +21,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--no-progress", action="store_true", help="no progress bar (for logs)")
     p.add_argument("--resume", action="store_true",
                    help="continue the run saved in --out after its last completed step (same config)")
+    add_import_arg(p)  # also imported in every scoring actor (it joins reward.imports)
     p.set_defaults(func=run)
 
 
@@ -30,10 +33,14 @@ def run(args: argparse.Namespace) -> int:
 
     from rich.console import Console
 
+    from rlsim.cli.common import import_plugins
     from rlsim.loop.config import load_run_config
 
-    # Validate everything before importing Ray or starting anything: a bad config starts nothing.
+    # Plug-ins first, so their runtimes are known when the config is checked; then validate everything
+    # before importing Ray or starting anything: a bad config starts nothing.
+    import_plugins(args)
     config = load_run_config(args.config, args.overrides)
+    config.reward.imports = list(dict.fromkeys([*config.reward.imports, *args.imports]))
     out = Path(args.out) if args.out else Path("runs") / Path(args.config).stem
 
     from rlsim.loop.run import run_loop, summary_lines

@@ -16,7 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from rlsim.config_loader import load_config
 from rlsim.errors import ConfigError
 from rlsim.loop.config import RunConfig, cross_field_problems
-from rlsim.scoring.base import ALL_RUNTIMES
+from rlsim.scoring.base import runtime_names
 
 CONDITIONS = ("gen_alone", "score_alone", "together", "timeboxed")
 
@@ -58,7 +58,7 @@ class ContentionSettings(_Strict):
     so a condition does not start inside the previous one's tail (vLLM keeps up to half a core busy
     for about a second after its last request); 0 turns the wait off."""
 
-    runtimes: list[str] = Field(default_factory=lambda: list(ALL_RUNTIMES))
+    runtimes: list[str] = Field(default_factory=runtime_names)  # every built-in runtime
     baseline: str = "eager"
     repeats: int = Field(5, ge=2, description="at least 2: a CI needs two independent samples")
     steps_per_condition: int = Field(1, ge=1)
