@@ -1,4 +1,8 @@
-"""A tiny name -> factory registry used by every plug-in role (scorers, batchers, generators).
+"""A tiny name -> (factory, metadata) registry used by every plug-in role (scorers, batchers).
+
+Each entry carries what other code needs to know about it (a runtime's needed packages and
+precision, a batcher's sizing), so no second list of names exists anywhere: lists, defaults and
+config validation all read the registry.
 
 Registration is idempotent (re-importing a module inside a Ray worker registers the same object
 again and is fine); registering a *different* object under a taken name is a programming error.
@@ -6,40 +10,97 @@ again and is fine); registering a *different* object under a taken name is a pro
 
 from __future__ import annotations
 
-from typing import Callable, Generic, TypeVar
+import importlib
+import importlib.util
+from dataclasses import dataclass
+from typing import Any, Callable, Generic, Iterable, TypeVar
 
 from rlsim.errors import RlsimError
 
 T = TypeVar("T")
+M = TypeVar("M")
 
 
-class Registry(Generic[T]):
-    def __init__(self, role: str) -> None:
+@dataclass(frozen=True)
+class Entry(Generic[T, M]):
+    name: str
+    obj: T
+    info: M
+
+    @property
+    def builtin(self) -> bool:
+        """True for entries rlsim itself registers (not a user's plug-in module)."""
+        return str(getattr(self.obj, "__module__", "")).startswith("rlsim.")
+
+
+class Registry(Generic[T, M]):
+    """``register(name, info)`` decorates a factory; ``info`` defaults to ``default_info()``."""
+
+    def __init__(self, role: str, default_info: Callable[[], M] = lambda: None) -> None:  # type: ignore[assignment,return-value]
         self._role = role
-        self._items: dict[str, T] = {}
+        self._default_info = default_info
+        self._items: dict[str, Entry[T, M]] = {}
 
-    def register(self, name: str) -> Callable[[T], T]:
+    def register(self, name: str, info: M | None = None) -> Callable[[T], T]:
         def decorator(obj: T) -> T:
             existing = self._items.get(name)
-            same = existing is not None and getattr(existing, "__qualname__", None) == getattr(
-                obj, "__qualname__", object()
-            )
-            if existing is not None and existing is not obj and not same:
-                raise ValueError(f"{self._role} {name!r} is already registered to {existing!r}")
-            self._items[name] = obj
+            if existing is not None and existing.obj is not obj and not _same_definition(existing.obj, obj):
+                raise ValueError(f"{self._role} {name!r} is already registered to {existing.obj!r}")
+            self._items[name] = Entry(name, obj, info if info is not None else self._default_info())
             return obj
 
         return decorator
 
-    def get(self, name: str) -> T:
+    def entry(self, name: str) -> Entry[T, M]:
         try:
             return self._items[name]
         except KeyError:
-            valid = ", ".join(sorted(self._items)) or "(none registered)"
-            raise RlsimError(f"unknown {self._role} {name!r}; valid names: {valid}") from None
+            raise RlsimError(f"unknown {self._role} {name!r}; valid names: {self.valid_names()}") from None
+
+    def get(self, name: str) -> T:
+        return self.entry(name).obj
+
+    def info(self, name: str) -> M:
+        return self.entry(name).info
 
     def names(self) -> list[str]:
+        """Every registered name, sorted."""
         return sorted(self._items)
+
+    def entries(self) -> list[Entry[T, M]]:
+        """Every entry in registration order (rlsim's own in the order its modules register them)."""
+        return list(self._items.values())
+
+    def valid_names(self) -> str:
+        return ", ".join(self.names()) or "(none registered)"
 
     def __contains__(self, name: object) -> bool:
         return name in self._items
+
+
+def _same_definition(a: Any, b: Any) -> bool:
+    # A module imported again (in a worker, or under a second name) defines an equal class anew.
+    return getattr(a, "__qualname__", None) == getattr(b, "__qualname__", object())
+
+
+def import_modules(modules: Iterable[str], source: str) -> None:
+    """Import user modules (which may register plug-in runtimes); ``source`` names the setting in errors."""
+    for name in modules:
+        try:
+            importlib.import_module(name)
+        except ImportError as err:
+            raise RlsimError(
+                f"{source} names {name!r}, which cannot be imported ({err}); check the module name and PYTHONPATH"
+            ) from None
+
+
+def missing_modules(modules: Iterable[str]) -> list[str]:
+    """The modules in ``modules`` that cannot be found, checked without importing them (fast)."""
+    return [m for m in modules if not _findable(m)]
+
+
+def _findable(module: str) -> bool:
+    try:
+        return importlib.util.find_spec(module) is not None
+    except (ImportError, ValueError):
+        return False

@@ -75,6 +75,8 @@ class FakeStage:
     ``die_once_flag``: the first call in any process that finds no file at that path creates it and
     exits the process (a scorer crash mid-step)."""
 
+    scorer = None  # no runtime behind it (a RewardStage holds a Scorer here)
+
     def __init__(self, double: bool = False, die_once_flag: str | None = None) -> None:
         self.double, self.die_once_flag = double, die_once_flag
         self.calls = 0

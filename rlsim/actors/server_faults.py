@@ -22,6 +22,7 @@ from typing import Any, Iterator, Literal
 import psutil
 
 from rlsim.errors import RlsimError
+from rlsim.scoring.base import Scorer, ServerScorer
 
 
 @dataclass(frozen=True)
@@ -38,10 +39,11 @@ def server_fault(scorer: Any, fault: ServerFault | None) -> Iterator[None]:
     if fault is None:
         yield
         return
-    pid = getattr(scorer, "server_pid", None)
+    pid = scorer.server_pid if isinstance(scorer, ServerScorer) else None
     if pid is None:
+        name = scorer.name if isinstance(scorer, Scorer) else type(scorer).__name__
         raise RlsimError(
-            f"faults: cannot {fault.kind} the scoring server: runtime {getattr(scorer, 'name', '?')!r} started "
+            f"faults: cannot {fault.kind} the scoring server: runtime {name!r} started "
             "none; http server faults need reward.runtime: http (with a server it starts itself)"
         )
     if fault.kind == "kill":

@@ -21,6 +21,7 @@ from rlsim.placement import ResolvedPlacement
 from rlsim.rollout.generator import SyncResult
 from rlsim.rollout.types import Event, Rollout, RolloutRequest
 from rlsim.rollout.weights import WeightsFolder, state_nbytes
+from rlsim.scoring.base import ServerScorer
 
 
 class _Worker:
@@ -112,7 +113,7 @@ class RolloutWorker(_Worker):
 
 
 class ScoringWorker(_Worker):
-    """Holds a ``RewardStage`` (runtime + batcher); one per scoring replica."""
+    """Holds a ``RewardStage`` (runtime + batcher, its ``scorer`` a ``Scorer``); one per scoring replica."""
 
     def __init__(self, name: str, placement: ResolvedPlacement | None, make: Callable[[], Any], pin: bool = True):
         super().__init__(name, placement, pin)
@@ -120,8 +121,8 @@ class ScoringWorker(_Worker):
         self._mark_started()
 
     def ready(self) -> dict[str, Any]:
-        scorer = getattr(self.stage, "scorer", None)
-        return {**super().ready(), "runtime": getattr(scorer, "name", None)}
+        scorer = self.stage.scorer  # None for a stage without a runtime (test doubles)
+        return {**super().ready(), "runtime": scorer.name if scorer is not None else None}
 
     def score(
         self, rollouts: Sequence[Rollout], batch: int, fault: ServerFault | None = None
@@ -129,13 +130,14 @@ class ScoringWorker(_Worker):
         """Rewards by uid and the score event; ``fault`` (injected on purpose) hits the http runtime's
         server just before this batch is scored."""
         t0 = time.time()
-        with server_fault(getattr(self.stage, "scorer", None), fault):
+        with server_fault(self.stage.scorer, fault):
             rewards = self.stage.score(rollouts)
         return rewards, [self._event("score", batch, t0, time.time(), len(rollouts))]
 
     def server_pid(self) -> int | None:
         """Pid of the scoring server behind an ``http`` runtime (None for in-process runtimes)."""
-        return getattr(getattr(self.stage, "scorer", None), "server_pid", None)
+        scorer = self.stage.scorer
+        return scorer.server_pid if isinstance(scorer, ServerScorer) else None
 
     def close(self) -> None:
         self.stage.close()

@@ -12,7 +12,7 @@ and has a different shape (submit -> future); it is not in this registry.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Protocol, Sequence, runtime_checkable
+from typing import Literal, Protocol, Sequence, runtime_checkable
 
 from rlsim.errors import RlsimError
 from rlsim.registry import Registry
@@ -35,8 +35,23 @@ class Batcher(Protocol):
         ...
 
 
-BATCHERS: Registry[type] = Registry("batcher")
+@dataclass(frozen=True)
+class BatcherInfo:
+    """``sizing``: what bounds a batch: ``size`` (sequences, from ``batch_size``) or ``budget``
+    (padded tokens, from ``token_budget``)."""
+
+    sizing: Literal["size", "budget"] = "size"
+
+
+BATCHERS: Registry[type, BatcherInfo] = Registry("batcher", BatcherInfo)
 register_batcher = BATCHERS.register
+
+
+def batcher_names(sizing: str | None = None) -> list[str]:
+    """Registered offline batchers in registration order, optionally only those sized by ``sizing``."""
+    import rlsim.batching  # noqa: F401  (fills the registry)
+
+    return [e.name for e in BATCHERS.entries() if sizing is None or e.info.sizing == sizing]
 
 
 @dataclass(frozen=True)
@@ -89,7 +104,7 @@ def length_order(lengths: Sequence[int]) -> list[int]:
 
 
 def make_batcher(name: str, size: int | None = None, budget: int | None = None) -> Batcher:
-    """Build a registered batcher: ``fixed``/``sorted`` take ``size``, ``token-budget`` takes ``budget``.
+    """Build a registered batcher: ``size``-sized ones (fixed, sorted) take ``size``, ``budget`` ones take ``budget``.
 
     Raises ``RlsimError`` naming the valid names or the missing/invalid setting.
     """

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from rlsim.batching.base import Plan, length_order, positive, register_batcher
+from rlsim.batching.base import BatcherInfo, Plan, length_order, positive, register_batcher
 
 
 def _chunks(order: list[int], size: int) -> Plan:
     return [order[i : i + size] for i in range(0, len(order), size)]
 
 
-@register_batcher("fixed")
+@register_batcher("fixed", BatcherInfo(sizing="size"))
 class FixedBatcher:
     """Batches of ``size`` requests in arrival order: the default of most RLHF set-ups.
 
@@ -34,7 +34,7 @@ class FixedBatcher:
         return f"{self.name}/{self.size}"
 
 
-@register_batcher("sorted")
+@register_batcher("sorted", BatcherInfo(sizing="size"))
 class SortedBatcher(FixedBatcher):
     """Sort by token length, then cut batches of ``size``: neighbours have similar lengths.
 

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
 import numpy as np
 
 from rlsim.batching.base import Batcher, check_plan, plan_stats
-from rlsim.errors import RlsimError
+
+if TYPE_CHECKING:
+    from rlsim.scoring.base import Scorer
 
 
 @dataclass
@@ -41,30 +43,14 @@ class BatchReport:
         return dict(self.__dict__, padding_waste=self.padding_waste)
 
 
-def token_lengths(scorer: Any, texts: Sequence[str]) -> list[int]:
-    """Tokens per text as the scorer will see them: its own tokenizer, special tokens, truncation.
-
-    Uses the scorer's public ``token_lengths(texts)`` if it has one, else the tokenizer and
-    ``max_length`` that ``TokenizingScorer`` keeps.
-    """
-    if hasattr(scorer, "token_lengths"):
-        # The scorer reports untruncated lengths (it counts truncation); batches see at most max_length.
-        limit = getattr(scorer, "max_length", None) or (1 << 30)
-        return [min(int(n), limit) for n in scorer.token_lengths(texts)]
-    tokenizer = getattr(scorer, "_tokenizer", None)
-    if tokenizer is None:
-        raise RlsimError(
-            f"scorer {getattr(scorer, 'name', type(scorer).__name__)!r} exposes no tokenizer, so batches "
-            "cannot be planned by length; pass lengths= to score_texts or use a tokenizing runtime"
-        )
-    if not texts:
-        return []
-    ids = tokenizer(list(texts), add_special_tokens=True, truncation=True, max_length=scorer.max_length)
-    return [len(x) for x in ids["input_ids"]]
+def token_lengths(scorer: "Scorer", texts: Sequence[str]) -> list[int]:
+    """Tokens per text as the scorer will see them: its own tokenizer, special tokens, truncation."""
+    # The scorer reports untruncated lengths (it counts truncation); batches see at most max_length.
+    return [min(int(n), scorer.max_length) for n in scorer.token_lengths(texts)]
 
 
 def score_texts(
-    scorer: Any,
+    scorer: "Scorer",
     texts: Sequence[str],
     batcher: Batcher,
     lengths: Sequence[int] | None = None,

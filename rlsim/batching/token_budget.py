@@ -10,11 +10,11 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from rlsim.batching.base import Plan, length_order, positive, register_batcher
+from rlsim.batching.base import BatcherInfo, Plan, length_order, positive, register_batcher
 from rlsim.errors import RlsimError
 
 
-@register_batcher("token-budget")
+@register_batcher("token-budget", BatcherInfo(sizing="budget"))
 class TokenBudgetBatcher:
     """``budget``: the most padded tokens (longest x count) one batch may hold."""
 

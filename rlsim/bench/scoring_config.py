@@ -6,31 +6,43 @@ budgets against the workload's longest sequence, repeat count, unknown or uninst
 
 from __future__ import annotations
 
-import importlib
-import importlib.util
 import os
 from dataclasses import dataclass
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from rlsim.batching.base import batcher_names
 from rlsim.errors import RlsimError
+from rlsim.registry import import_modules
 from rlsim.workloads import LognormalLengths, WorkloadSpec
 
-SIZED_BATCHERS = ("fixed", "sorted")
-BUDGET_BATCHERS = ("token-budget",)
 DEFAULT_BASELINE = "eager/fixed/32"
 PLUGINS_ENV = "RLSIM_PLUGINS"
 
 
 def import_plugins() -> None:
     """Import the modules named in ``$RLSIM_PLUGINS`` (comma-separated), e.g. ones that register a
-    custom runtime with ``@register_scorer``; the benchmark and its worker processes both do this."""
-    for name in filter(None, (m.strip() for m in os.environ.get(PLUGINS_ENV, "").split(","))):
-        try:
-            importlib.import_module(name)
-        except ImportError as err:
-            raise RlsimError(f"{PLUGINS_ENV} names {name!r}, which cannot be imported ({err}); fix or unset it") from None
+    custom runtime with ``@register_scorer``; the benchmark and its worker processes both do this
+    (``rlsim bench scoring --import MODULE`` adds to it, so the workers import it too)."""
+    import_modules(filter(None, (m.strip() for m in os.environ.get(PLUGINS_ENV, "").split(","))), PLUGINS_ENV)
+
+
+def add_plugins(modules: list[str]) -> None:
+    """Name ``modules`` in ``$RLSIM_PLUGINS`` (which worker processes inherit) and import them here."""
+    named = [m.strip() for m in os.environ.get(PLUGINS_ENV, "").split(",") if m.strip()]
+    os.environ[PLUGINS_ENV] = ",".join(dict.fromkeys([*named, *modules]))
+    import_modules(modules, "--import")
+
+
+def sized_batchers() -> list[str]:
+    """Batchers sized by a sequence count (take ``batch_sizes``)."""
+    return batcher_names("size")
+
+
+def budget_batchers() -> list[str]:
+    """Batchers sized by a padded-token budget (take ``budgets``)."""
+    return batcher_names("budget")
 
 
 def issue_workload(count: int = 256, seed: int = 0) -> WorkloadSpec:
@@ -45,7 +57,7 @@ class BenchScoringConfig(BaseModel):
 
     model: str = "minilm-rm"
     runtimes: list[str] = Field(default_factory=lambda: ["eager", "ort"], min_length=1)
-    batchers: list[str] = Field(default_factory=lambda: ["fixed", "sorted", "token-budget"], min_length=1)
+    batchers: list[str] = Field(default_factory=batcher_names, min_length=1)
     batch_sizes: list[int] = Field(default_factory=lambda: [8, 32, 64])
     budgets: list[int] = Field(default_factory=lambda: [8192])
     repeats: int = Field(5, description="fresh processes per cell; >= 2 for a confidence interval")
@@ -85,7 +97,7 @@ class BenchScoringConfig(BaseModel):
             cell = Cell.parse(value)
         except RlsimError as err:
             raise ValueError(str(err)) from None
-        known = SIZED_BATCHERS + BUDGET_BATCHERS
+        known = batcher_names()
         problems = [] if cell.batcher in known else [f"baseline batcher {cell.batcher!r} is not one of {', '.join(known)}"]
         problems += check_runtimes([cell.runtime])
         if problems:
@@ -95,7 +107,7 @@ class BenchScoringConfig(BaseModel):
     @field_validator("batchers")
     @classmethod
     def _offline(cls, values: list[str]) -> list[str]:
-        known = SIZED_BATCHERS + BUDGET_BATCHERS
+        known = batcher_names()
         bad = [v for v in values if v not in known]
         if bad:
             raise ValueError(f"unknown batcher(s) {bad}; valid names: {', '.join(known)}")
@@ -122,7 +134,7 @@ class Cell:
         if len(parts) != 3 or not parts[2].isdigit():
             raise RlsimError(f"cell {label!r} is not RUNTIME/BATCHER/SIZE, e.g. {DEFAULT_BASELINE}")
         runtime, batcher, n = parts[0], parts[1], int(parts[2])
-        if batcher in BUDGET_BATCHERS:
+        if batcher in budget_batchers():
             return cls(runtime, batcher, token_budget=n)
         return cls(runtime, batcher, batch_size=n)
 
@@ -132,7 +144,7 @@ def grid_cells(cfg: BenchScoringConfig) -> list[Cell]:
     cells = []
     for runtime in cfg.runtimes:
         for batcher in cfg.batchers:
-            if batcher in BUDGET_BATCHERS:
+            if batcher in budget_batchers():
                 cells += [Cell(runtime, batcher, token_budget=b) for b in cfg.budgets]
             else:
                 cells += [Cell(runtime, batcher, batch_size=s) for s in cfg.batch_sizes]
@@ -146,44 +158,26 @@ def grid_cells(cfg: BenchScoringConfig) -> list[Cell]:
 def check_grid(cfg: BenchScoringConfig) -> list[str]:
     """Problems that pydantic cannot see (combinations); empty when the grid can run."""
     problems = []
-    if any(b in SIZED_BATCHERS for b in cfg.batchers) and not cfg.batch_sizes:
-        problems.append("batchers fixed/sorted need --batch-sizes (e.g. 8,32)")
-    if any(b in BUDGET_BATCHERS for b in cfg.batchers) and not cfg.budgets:
-        problems.append("batcher token-budget needs --budgets in tokens (e.g. 8192)")
+    sized = [b for b in cfg.batchers if b in sized_batchers()]
+    budgeted = [b for b in cfg.batchers if b in budget_batchers()]
+    if sized and not cfg.batch_sizes:
+        problems.append(f"batchers {'/'.join(sized)} need --batch-sizes (e.g. 8,32)")
+    if budgeted and not cfg.budgets:
+        problems.append(f"batcher {'/'.join(budgeted)} needs --budgets in tokens (e.g. 8192)")
     return problems
-
-
-# Python modules each runtime needs; checked without importing them (fast, and nothing starts).
-RUNTIME_NEEDS = {
-    "eager": ("torch", "transformers"),
-    "compile": ("torch", "transformers"),
-    "ort": ("onnxruntime", "onnx"),
-    "ort-int8": ("onnxruntime", "onnx"),
-    "native": ("onnxruntime", "onnx", "rlsim._native"),
-    "native-int8": ("onnxruntime", "onnx", "rlsim._native"),
-    "http": ("fastapi", "uvicorn", "httpx"),
-}
 
 
 def check_runtimes(runtimes: list[str]) -> list[str]:
     """Unknown or not-installed runtimes, one message each naming the fix."""
-    from rlsim.scoring import SCORERS
+    from rlsim.scoring import SCORERS, unavailable_reason
 
     import_plugins()
     problems = []
     for name in dict.fromkeys(runtimes):
         if name not in SCORERS:
-            problems.append(f"unknown runtime {name!r}; valid names: {', '.join(SCORERS.names())}")
+            problems.append(f"unknown runtime {name!r}; valid names: {SCORERS.valid_names()}")
             continue
-        missing = [m for m in RUNTIME_NEEDS.get(name, ()) if not _installed(m)]
-        if missing:
-            fix = "run `make native`" if "rlsim._native" in missing else "run `make setup`"
-            problems.append(f"runtime {name!r} is not installed (missing {', '.join(missing)}); {fix} or drop it")
+        reason = unavailable_reason(name)
+        if reason:
+            problems.append(f"{reason}; or drop it")
     return problems
-
-
-def _installed(module: str) -> bool:
-    try:
-        return importlib.util.find_spec(module) is not None
-    except (ImportError, ValueError):
-        return False

@@ -14,7 +14,8 @@ is the results JSON: ``{"gemm_gflops", "cells": [{"cell", "runtime", "batcher", 
 ...}, "throughput_tok_s", "latency_ms": {"p50", "p95", "p99"}, ...}], "comparisons": [{"cell",
 "baseline", "ratio", "ratio_ci_low", "ratio_ci_high", "ci_overlap", "p_value"}], "targets", ...}``.
 A custom runtime registered with ``@register_scorer`` in your own module joins the grid when the
-module is named in ``RLSIM_PLUGINS=pkg.module`` (imported here and in every worker).
+module is named with ``--import pkg.module`` or in ``RLSIM_PLUGINS=pkg.module`` (imported here and
+in every worker).
 """
 
 from __future__ import annotations
@@ -25,8 +26,8 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from rlsim.cli.common import (add_model_arg, add_settings_args, at_least_two, int_list, non_negative_int,
-                              positive_float, positive_int, settings_from_args)
+from rlsim.cli.common import (add_import_arg, add_model_arg, add_settings_args, at_least_two, int_list,
+                              non_negative_int, positive_float, positive_int, settings_from_args)
 
 QUICK = {"batch_sizes": [8], "budgets": [2048], "repeats": 2, "warmup_passes": 1}
 QUICK_COUNT = 32
@@ -39,7 +40,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                          description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
     add_model_arg(s)
     s.add_argument("--runtimes", default=None, help="comma-separated runtimes or 'all' (default eager,ort; quick: eager)")
-    s.add_argument("--batchers", default="fixed,sorted,token-budget", help="comma-separated offline batchers")
+    s.add_argument("--batchers", default=None,
+                   help="comma-separated offline batchers (default: every registered one: fixed,sorted,token-budget)")
     s.add_argument("--batch-sizes", type=int_list, default=None, help="for fixed/sorted (default 8,32,64)")
     s.add_argument("--budgets", type=int_list, default=None, help="token-budget: padded tokens per batch (default 8192)")
     s.add_argument("--repeats", type=at_least_two, default=None, help="fresh processes per cell, >= 2 (default 5)")
@@ -54,21 +56,25 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     s.add_argument("--quick", action="store_true", help="small grid that finishes in about a minute")
     s.add_argument("--out", default="runs/bench-scoring", help="output folder (default runs/bench-scoring)")
     add_settings_args(s)
+    add_import_arg(s)
     s.set_defaults(func=run)
 
 
 def build_config(args: argparse.Namespace):
     """Flags (+ ``--config`` file, ``--set`` overrides) -> ``BenchScoringConfig``; all errors at once."""
-    from rlsim.bench.scoring_config import BenchScoringConfig, issue_workload
+    from rlsim.batching import batcher_names
+    from rlsim.bench.scoring_config import BenchScoringConfig, add_plugins, issue_workload
     from rlsim.config_loader import apply_overrides, load_yaml, validate
-    from rlsim.scoring.base import ALL_RUNTIMES
+    from rlsim.scoring.base import runtime_names
 
+    add_plugins(args.imports)  # before any runtime is checked; workers inherit them through RLSIM_PLUGINS
     data: dict[str, Any] = load_yaml(args.config) if args.config else {}
     runtimes = args.runtimes or ("eager" if args.quick else None)
     if runtimes:
-        data["runtimes"] = list(ALL_RUNTIMES) if runtimes == "all" else [r.strip() for r in runtimes.split(",") if r.strip()]
+        data["runtimes"] = runtime_names() if runtimes == "all" else [r.strip() for r in runtimes.split(",") if r.strip()]
     data["model"] = args.model
-    data["batchers"] = [b.strip() for b in args.batchers.split(",") if b.strip()]
+    if args.batchers is not None or "batchers" not in data:
+        data["batchers"] = [b.strip() for b in (args.batchers or ",".join(batcher_names())).split(",") if b.strip()]
     if args.quick:
         data.update(QUICK)
         first = (data.get("runtimes") or ["eager"])[0]

@@ -77,6 +77,27 @@ def add_settings_args(parser: argparse.ArgumentParser) -> None:
     g.add_argument("--server-runtime", default="ort", help="runtime the http server wraps (default ort)")
     g.add_argument("--url", default=None, help="http runtime: use this running server instead of starting one")
     g.add_argument("--ort-lib", default=None, help="native runtime: path to libonnxruntime.so")
+    g.add_argument("--http-deadline-s", type=float, default=60.0,
+                   help="http runtime: seconds one batch may take, retries included (default 60)")
+
+
+def add_import_arg(parser: argparse.ArgumentParser) -> None:
+    """``--import MODULE`` (repeatable): a user module that registers plug-in runtimes with ``@register_scorer``."""
+    parser.add_argument(
+        "--import",
+        dest="imports",
+        action="append",
+        default=[],
+        metavar="MODULE",
+        help="import MODULE first (it may register extra runtimes with @register_scorer); repeatable",
+    )
+
+
+def import_plugins(args: argparse.Namespace) -> None:
+    """Import the ``--import`` modules; call it before validating any runtime name."""
+    from rlsim.registry import import_modules
+
+    import_modules(args.imports, "--import")
 
 
 def settings_from_args(args: argparse.Namespace) -> ScorerSettings:
@@ -89,4 +110,5 @@ def settings_from_args(args: argparse.Namespace) -> ScorerSettings:
         server_runtime=args.server_runtime,
         url=args.url,
         ort_path=args.ort_lib,
+        http_deadline_s=args.http_deadline_s,
     )

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import argparse
 
-from rlsim.cli.common import at_least_two, positive_float
+from rlsim.cli.common import add_import_arg, at_least_two, positive_float
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -34,6 +34,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     c.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
                    help="override a setting, e.g. --set contention.timebox.budget_s=8 (repeatable)")
     c.add_argument("--no-progress", action="store_true", help="no progress bar (for logs)")
+    add_import_arg(c)  # also imported in every scoring actor (it joins loop.reward.imports)
     c.set_defaults(func=run)
 
 
@@ -44,11 +45,13 @@ def run(args: argparse.Namespace) -> int:
 
     from rich.console import Console
 
+    from rlsim.cli.common import import_plugins
     from rlsim.experiment.config import load_contention_config
     from rlsim.io import check_output_dir
     from rlsim.workloads import read_texts
     from rlsim.scoring.base import expand_runtimes
 
+    import_plugins(args)  # before any runtime name is checked
     runtimes = None
     if args.runtimes is not None:
         from rlsim.errors import RlsimError
@@ -60,6 +63,8 @@ def run(args: argparse.Namespace) -> int:
     # Everything is validated before Ray or any model starts: a bad config starts nothing.
     config = load_contention_config(args.config, args.overrides, quick=args.quick, repeats=args.repeats,
                                     runtimes=runtimes, target_ci=args.target_ci, max_minutes=args.max_minutes)
+    reward = config.loop.reward
+    reward.imports = list(dict.fromkeys([*reward.imports, *args.imports]))
     out = Path(args.out) if args.out else Path("runs") / ("contention-quick" if args.quick else "contention")
     check_output_dir(out, "--out")
     if config.loop.workload.spec.path is not None:  # read by the rollout actor; bad text must fail before Ray starts

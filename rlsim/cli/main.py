@@ -23,14 +23,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for name in SUBCOMMANDS:
-        module_name = f"rlsim.cli.{name}_cmd"
-        try:
-            module = importlib.import_module(module_name)
-        except ModuleNotFoundError as err:
-            if err.name == module_name:  # subcommand not written yet: leave it out of --help
-                continue
-            raise
-        module.add_parser(sub)
+        # Every listed module ships with rlsim: a missing one is a broken install and must raise, not
+        # silently drop a subcommand from --help.
+        importlib.import_module(f"rlsim.cli.{name}_cmd").add_parser(sub)
     return parser
 
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 
+from rlsim.cli.common import add_import_arg
+
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
@@ -22,6 +24,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    "scalars into DIR")
     p.add_argument("--resume", action="store_true",
                    help="continue the run saved in --out after its last completed step (same config)")
+    add_import_arg(p)  # also imported in every scoring actor (it joins reward.imports)
     p.set_defaults(func=run)
 
 
@@ -33,12 +36,16 @@ def run(args: argparse.Namespace) -> int:
 
     from rich.console import Console
 
+    from rlsim.cli.common import import_plugins
     from rlsim.io import check_output_dir
     from rlsim.loop.config import load_run_config
     from rlsim.workloads import read_texts
 
-    # Validate everything before importing Ray or starting anything: a bad config starts nothing.
+    # Plug-ins first, so their runtimes are known when the config is checked; then validate everything
+    # before importing Ray or starting anything: a bad config starts nothing.
+    import_plugins(args)
     config = load_run_config(args.config, args.overrides)
+    config.reward.imports = list(dict.fromkeys([*config.reward.imports, *args.imports]))
     out = Path(args.out) if args.out else Path("runs") / Path(args.config).stem
     check_output_dir(out, "--out")
     if config.workload.spec.path is not None:  # read by the rollout actor; bad text must fail before Ray starts

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 
+from rlsim.batching.base import batcher_names
 from rlsim.cli.common import add_model_arg, add_settings_args, positive_int, settings_from_args
 
 
@@ -13,7 +14,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--runtime", default="ort", help="scoring runtime (default ort)")
     p.add_argument("--input", required=True, help=".txt (one text a line; blank lines skipped) or .jsonl with a 'text' field")
     p.add_argument("--output", required=True, help="output .jsonl: one {'text', 'reward'} line per input")
-    p.add_argument("--batcher", default="sorted", help="fixed, sorted or token-budget (default sorted)")
+    p.add_argument("--batcher", default="sorted", help=f"{', '.join(batcher_names())} (default sorted)")
     p.add_argument("--batch-size", type=positive_int, default=32)
     p.add_argument("--budget", type=positive_int, default=None, help="token-budget: padded tokens per batch")
     add_settings_args(p)

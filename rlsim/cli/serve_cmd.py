@@ -8,13 +8,13 @@ from __future__ import annotations
 
 import argparse
 
-from rlsim.cli.common import (add_model_arg, add_settings_args, non_negative_float, non_negative_int, port_number,
-                              positive_float, positive_int)
+from rlsim.cli.common import (add_import_arg, add_model_arg, add_settings_args, non_negative_float, non_negative_int,
+                              port_number, positive_float, positive_int)
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("serve", help="serve a reward model over HTTP with dynamic batching (loopback by default)")
-    p.add_argument("--runtime", default="ort", help="runtime to serve: eager, compile, ort, native, ... (default ort)")
+    p.add_argument("--runtime", default="ort", help="a registered runtime: eager, ort, native, ... (default ort)")
     add_model_arg(p)
     p.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1; others expose the server)")
     p.add_argument("--port", type=port_number, default=8000, help="TCP port (default 8000; 0 picks a free one)")
@@ -32,33 +32,23 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     g.add_argument("--no-warmup", action="store_true", help="report ready without a warm-up forward pass")
     add_settings_args(p)
     p.add_argument("--parent-pid", type=positive_int, default=None, help=argparse.SUPPRESS)  # set by the http runtime
-    p.add_argument(
-        "--import",
-        dest="imports",
-        action="append",
-        default=[],
-        metavar="MODULE",
-        help="import MODULE first (it may register extra runtimes with @register_scorer)",
-    )
+    add_import_arg(p)
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    import importlib
-
-    from rlsim.cli.common import settings_from_args
+    from rlsim.cli.common import import_plugins, settings_from_args
     from rlsim.errors import RlsimError
     from rlsim.io import check_output_file
-    from rlsim.scoring import SCORERS
+    from rlsim.scoring import SCORERS, unavailable_reason
     from rlsim.serve.runner import run_server
     from rlsim.serve.settings import ServeSettings
 
-    for module in args.imports:
-        try:
-            importlib.import_module(module)
-        except ImportError as err:
-            raise RlsimError(f"--import {module}: {err}; check the module name and PYTHONPATH") from None
+    import_plugins(args)
     SCORERS.get(args.runtime)  # an unknown runtime fails now, listing the valid ones, before binding a port
+    reason = unavailable_reason(args.runtime)
+    if reason:
+        raise RlsimError(reason)
     if args.port_file:
         check_output_file(args.port_file, "--port-file")
     settings = ServeSettings(

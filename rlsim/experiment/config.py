@@ -16,7 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from rlsim.config_loader import load_config
 from rlsim.errors import ConfigError
 from rlsim.loop.config import RunConfig, cross_field_problems
-from rlsim.scoring.base import ALL_RUNTIMES
+from rlsim.scoring.base import runtime_names
 
 CONDITIONS = ("gen_alone", "score_alone", "together", "timeboxed")
 
@@ -64,7 +64,7 @@ class ContentionSettings(_Strict):
     past ``max_minutes``; a number runs exactly that many (within ``max_minutes`` if set) and only
     reports the precision reached against ``target_ci``."""
 
-    runtimes: list[str] = Field(default_factory=lambda: list(ALL_RUNTIMES))
+    runtimes: list[str] = Field(default_factory=runtime_names)  # every built-in runtime
     baseline: str = "eager"
     repeats: int | None = Field(5, ge=2, description="at least 2: a CI needs two independent samples")
     target_ci: float | None = Field(None, gt=0)

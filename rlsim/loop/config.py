@@ -16,7 +16,7 @@ from typing import Literal, Sequence
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from rlsim.config_loader import load_config
-from rlsim.errors import ConfigError
+from rlsim.errors import ConfigError, RlsimError
 from rlsim.loop.deadline import PhaseTimeouts
 from rlsim.placement import ROLES, ActorPlacement, PlacementConfig, resolve_placement
 from rlsim.workloads import LognormalLengths, WorkloadSpec
@@ -51,10 +51,14 @@ class WorkloadConfig(_Strict):
 
 
 class RewardConfig(_Strict):
-    """Scoring: ``runtime`` (eager, compile, ort, ort-int8, native, native-int8, http) x ``replicas`` actors.
+    """Scoring: ``runtime`` (a registered scoring runtime: eager, ort, native, http, ...) x ``replicas`` actors,
+    batches planned by ``batcher`` (a registered batcher: fixed, sorted, token-budget).
+    ``imports``: user modules imported first (here and in every scoring actor) that register plug-in
+    runtimes with ``@register_scorer``; ``rlsim run --import MODULE`` adds to it.
     For ``http`` each scoring actor starts an ``rlsim serve`` process on loopback wrapping ``server_runtime``;
     ``http_deadline_s``: the longest one batch may take over HTTP, retries included (seconds)."""
 
+    imports: list[str] = Field(default_factory=list)  # first: validators run in field order
     model: str = "minilm-rm"
     runtime: str = "eager"
     replicas: int = Field(1, ge=1)
@@ -67,24 +71,58 @@ class RewardConfig(_Strict):
     server_runtime: str = "ort"
     http_deadline_s: float = Field(60.0, gt=0)
 
+    @field_validator("imports")
+    @classmethod
+    def _import_plugins(cls, v: list[str]) -> list[str]:
+        from rlsim.registry import import_modules
+
+        try:
+            import_modules(v, "reward.imports")
+        except RlsimError as err:
+            raise ValueError(str(err)) from None
+        return v
+
     @field_validator("runtime")
     @classmethod
     def _known_runtime(cls, v: str) -> str:
-        from rlsim.scoring import ALL_RUNTIMES
+        from rlsim.scoring import SCORERS, unavailable_reason
 
-        if v not in ALL_RUNTIMES:
-            raise ValueError(f"unknown runtime; valid: {', '.join(ALL_RUNTIMES)}")
+        if v not in SCORERS:
+            raise ValueError(f"unknown runtime; valid names: {SCORERS.valid_names()} (a plug-in needs reward.imports)")
+        reason = unavailable_reason(v)
+        if reason:
+            raise ValueError(reason)
+        return v
+
+    @field_validator("batcher")
+    @classmethod
+    def _known_batcher(cls, v: str) -> str:
+        from rlsim.batching import BATCHERS
+
+        if v not in BATCHERS:
+            raise ValueError(f"unknown batcher; valid names: {BATCHERS.valid_names()}")
         return v
 
     @field_validator("server_runtime")
     @classmethod
     def _known_server_runtime(cls, v: str) -> str:
-        from rlsim.scoring import ALL_RUNTIMES
+        from rlsim.scoring import SCORERS
 
-        valid = [r for r in ALL_RUNTIMES if r != "http"]
+        valid = [e.name for e in SCORERS.entries() if not e.info.server]
         if v not in valid:
-            raise ValueError(f"the http runtime's server wraps one of: {', '.join(valid)}")
+            raise ValueError(f"the http runtime's server wraps an in-process runtime; valid names: {', '.join(valid)}")
         return v
+
+    def sizing_problems(self) -> list[str]:
+        """The setting the batcher's registry entry says it is sized by, if missing (a cross-field rule)."""
+        from rlsim.batching import BATCHERS
+
+        sizing = BATCHERS.info(self.batcher).sizing
+        if sizing == "budget" and self.token_budget is None:
+            return [f"reward.token_budget: the {self.batcher} batcher needs a budget (padded tokens per batch)"]
+        if sizing == "size" and self.batch_size is None:
+            return [f"reward.batch_size: the {self.batcher} batcher needs a batch size (sequences per batch)"]
+        return []
 
 
 class TrainerConfig(_Strict):
@@ -191,8 +229,7 @@ def cross_field_problems(config: RunConfig) -> list[str]:
             f"workload.spec: prompt + response can reach {longest} tokens, more than policy.max_model_len "
             f"({config.policy.max_model_len}); lower the length maxima or raise max_model_len"
         )
-    if config.reward.batcher == "token-budget" and config.reward.token_budget is None:
-        problems.append("reward.token_budget: the token-budget batcher needs a budget (padded tokens per batch)")
+    problems += config.reward.sizing_problems()
     if config.placement.rollout.gpu > 0 and config.policy.device != "cuda":
         problems.append("placement.rollout.gpu: a GPU share needs policy.device: cuda")
     if config.placement.scorer.gpu > 0 and config.reward.device != "cuda":

@@ -133,8 +133,13 @@ def cpu_deltas(before: dict[str, tuple[int, float]], after: dict[str, tuple[int,
 
 
 def warmup_requests(config: RunConfig) -> list[RolloutRequest]:
-    """Two short samples of one prompt: enough for every actor's first-call set-up, cheap to run."""
-    return [RolloutRequest(uid, 0, "warm up the engine with a short prompt", 4) for uid in range(2)]
+    """Two 4-token samples of one prompt drawn from the run's own workload: every actor's first-call set-up
+    sees a prompt of the real kind and length (prefill, reward tokenizer), yet it is cheap to run.
+
+    The prompt is step 0's, which no measured step draws (steps count from 1), so step 1 meets no prompt
+    the engine has already cached."""
+    prompt = make_step_requests(config.workload.spec, 0, 1, 1)[0].prompt
+    return [RolloutRequest(uid, 0, prompt, 4) for uid in range(2)]
 
 
 def environment() -> dict[str, Any]:

@@ -18,17 +18,22 @@ import time
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import TYPE_CHECKING, Callable, Sequence
 
 from rlsim.errors import RlsimError
 from rlsim.rollout.types import Rollout
+from rlsim.scoring.base import ServerScorer
+
+if TYPE_CHECKING:
+    from rlsim.scoring.base import Scorer
 
 
 @dataclass(frozen=True)
 class RewardStageSettings:
     """``runtime``: scorer registry name; ``batcher``/``batch_size``/``token_budget``: see ``rlsim.batching``.
     ``server_runtime``: for ``http``, the runtime its server wraps; ``http_deadline_s``: for ``http``, the
-    longest one batch may take including the client's retries (seconds)."""
+    longest one batch may take including the client's retries (seconds). ``imports``: modules that register
+    plug-in runtimes, imported before the scorer is built (this may be a fresh Ray worker process)."""
 
     runtime: str = "eager"
     model: str = "minilm-rm"
@@ -42,22 +47,25 @@ class RewardStageSettings:
     ort_path: str | None = None
     server_runtime: str = "ort"
     http_deadline_s: float = 60.0
+    imports: tuple[str, ...] = ()
 
 
 class RewardStage:
     """A scorer (runtime) + batcher + the policy tokenizer for decoding."""
 
-    def __init__(self, policy_dir: Path, settings: RewardStageSettings, scorer: Any | None = None) -> None:
+    def __init__(self, policy_dir: Path, settings: RewardStageSettings, scorer: Scorer | None = None) -> None:
         from transformers import AutoTokenizer
 
         from rlsim.batching import make_batcher
         from rlsim.models import resolve_reward_model
+        from rlsim.registry import import_modules
         from rlsim.scoring import ScorerSettings, make_scorer
 
+        import_modules(settings.imports, "reward.imports")
         self.settings = settings
         self._policy_tokenizer = AutoTokenizer.from_pretrained(str(policy_dir))
         self._batcher = make_batcher(settings.batcher, size=settings.batch_size, budget=settings.token_budget)
-        self._make_scorer: Callable[[], Any] | None = None  # None: a scorer was handed in, cannot remake it
+        self._make_scorer: Callable[[], Scorer] | None = None  # None: a scorer was handed in, cannot remake it
         if scorer is None:
             scorer_settings = ScorerSettings(
                 device=settings.device,  # type: ignore[arg-type]
@@ -66,18 +74,12 @@ class RewardStage:
                 spinning=settings.spinning,
                 ort_path=settings.ort_path,
                 server_runtime=settings.server_runtime,
+                http_deadline_s=settings.http_deadline_s,
             )
             self._make_scorer = partial(make_scorer, settings.runtime, resolve_reward_model(settings.model), scorer_settings)
-            scorer = self._new_scorer()
-        self.scorer = scorer
+            scorer = self._make_scorer()
+        self.scorer: Scorer = scorer
         self.server_restarts = 0
-
-    def _new_scorer(self) -> Any:
-        assert self._make_scorer is not None
-        scorer = self._make_scorer()
-        if self.settings.runtime == "http":  # an instance setting: HttpScorer reads it per batch
-            scorer.deadline_s = self.settings.http_deadline_s
-        return scorer
 
     def texts(self, rollouts: Sequence[Rollout]) -> list[str]:
         """Prompt + response of each rollout as text (policy tokenizer, special tokens dropped)."""
@@ -103,14 +105,14 @@ class RewardStage:
         return {r.uid: float(x) for r, x in zip(rollouts, rewards)}
 
     def _server_died(self) -> bool:
-        exited = getattr(self.scorer, "server_exited", None)
-        return self._make_scorer is not None and exited is not None and exited()
+        return self._make_scorer is not None and isinstance(self.scorer, ServerScorer) and self.scorer.server_exited()
 
     def _restart_scorer(self, err: RlsimError) -> None:
         first_line = str(err).splitlines()[0]
         print(f"rlsim: {first_line}; starting a new scoring server and scoring the batch again", file=sys.stderr)
         self.scorer.close()
-        self.scorer = self._new_scorer()
+        assert self._make_scorer is not None
+        self.scorer = self._make_scorer()
         self.server_restarts += 1
 
     def _in_loop_terms(self, err: RlsimError, elapsed_s: float) -> RlsimError:

@@ -1,26 +1,41 @@
-"""Scoring runtimes behind one registry; importing this package registers every backend.
+"""Scoring runtimes behind one registry; importing this package registers every built-in backend.
 
 Backends import their heavy dependencies (torch, onnxruntime, the native module, httpx) lazily,
-inside their constructors, so importing rlsim.scoring stays cheap.
+inside their constructors, so importing rlsim.scoring stays cheap and a runtime whose packages are
+missing is still listed (``unavailable_reason`` says which package to install). The backend modules
+themselves are part of rlsim: a missing one is a broken install and raises.
 """
 
 from importlib import import_module
 
 from rlsim.scoring.base import (
-    ALL_RUNTIMES,
     SCORERS,
+    RuntimeInfo,
     Scorer,
     ScorerSettings,
+    ServerScorer,
+    TokenScorer,
     expand_runtimes,
     make_scorer,
     register_scorer,
+    runtime_names,
+    unavailable_reason,
 )
 
+# Registration order is the order ``all`` lists runtimes in: the reference first, http last.
 for _module in ("torch_scorers", "ort_scorer", "native_scorer", "http_scorer"):
-    try:
-        import_module(f"rlsim.scoring.{_module}")
-    except ModuleNotFoundError as _err:  # a backend file not present in this checkout
-        if _err.name != f"rlsim.scoring.{_module}":
-            raise
+    import_module(f"rlsim.scoring.{_module}")
 
-__all__ = ["ALL_RUNTIMES", "SCORERS", "Scorer", "ScorerSettings", "expand_runtimes", "make_scorer", "register_scorer"]
+__all__ = [
+    "SCORERS",
+    "RuntimeInfo",
+    "Scorer",
+    "ScorerSettings",
+    "ServerScorer",
+    "TokenScorer",
+    "expand_runtimes",
+    "make_scorer",
+    "register_scorer",
+    "runtime_names",
+    "unavailable_reason",
+]

@@ -4,19 +4,24 @@ A ``Scorer`` runs *one forward pass per call* of ``score_batch``: how texts are 
 batches is the batcher's job (``rlsim.batching``), so runtimes and batching strategies can be
 combined freely and measured apart. Tokenisation (reward tokenizer, truncation, padding) is part
 of scoring time, as it is in a real RLHF pipeline where policy and reward model differ.
+
+Three protocols say what callers may use: ``Scorer`` (every runtime), ``TokenScorer`` (also takes
+reward-model token ids) and ``ServerScorer`` (scores through a server process it supervises).
+Runtimes register with ``@register_scorer(name, RuntimeInfo(...))``; the entry's metadata
+(needed modules, precision, quantized, server-backed) is the only list of runtimes there is.
 """
 
 from __future__ import annotations
 
 import os
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal, Protocol, Sequence, runtime_checkable
 
 import numpy as np
 
 from rlsim.errors import RlsimError
-from rlsim.registry import Registry
+from rlsim.registry import Registry, missing_modules
 
 if TYPE_CHECKING:
     from rlsim.models.reward import RewardModelSpec
@@ -32,6 +37,7 @@ class ScorerSettings:
     ``truncation``: ``left`` keeps the end of a text (the response, which the reward is about).
     ``compile_buckets``: sequence lengths ``compile`` pads to, so it compiles once per bucket.
     ``server_runtime`` / ``url``: for ``http``: the runtime the server wraps, or an existing server.
+    ``http_deadline_s``: for ``http``: the longest one batch may take, the client's retries included (seconds).
     """
 
     device: Literal["cpu", "cuda"] = "cpu"
@@ -44,6 +50,7 @@ class ScorerSettings:
     server_runtime: str = "ort"
     url: str | None = None
     ort_path: str | None = None
+    http_deadline_s: float = 60.0
 
     def resolved_threads(self) -> int:
         return self.threads if self.threads else len(os.sched_getaffinity(0))
@@ -67,137 +74,121 @@ class ScorerStats:
 
 @runtime_checkable
 class Scorer(Protocol):
+    """What every runtime offers. ``max_length``: the truncation limit in reward-model tokens."""
+
     name: str
     stats: ScorerStats
+    max_length: int
 
     def score_batch(self, texts: Sequence[str]) -> np.ndarray:
         """Score ``texts`` in one forward pass; returns float32 array of shape ``(len(texts),)``."""
         ...
 
+    def token_lengths(self, texts: Sequence[str]) -> list[int]:
+        """Untruncated length of each text in reward-model tokens (special tokens included)."""
+        ...
+
     def close(self) -> None: ...
 
 
-SCORERS: Registry[type] = Registry("scoring runtime")
+@runtime_checkable
+class TokenScorer(Scorer, Protocol):
+    """A scorer that also takes reward-model token ids (the server's ``{"token_ids": ...}`` path)."""
+
+    vocab_size: int
+
+    def score_token_ids(self, rows: Sequence[Sequence[int]]) -> tuple[np.ndarray, list[bool]]:
+        """Score id rows in one forward pass: float32 rewards ``(len(rows),)`` and which rows were cut."""
+        ...
+
+
+@runtime_checkable
+class ServerScorer(Scorer, Protocol):
+    """A scorer that calls a server process; when it started that server, it can say if it died."""
+
+    server_pid: int | None
+
+    def server_exited(self) -> bool:
+        """True once the server this scorer started has exited (never for a server it did not start)."""
+        ...
+
+
+@dataclass(frozen=True)
+class RuntimeInfo:
+    """What a runtime needs and computes in.
+
+    ``needs``: (import name, how to install it) pairs, checked without importing anything.
+    ``precision``: weights' number format (``fp32``, ``int8``); None: the wrapped runtime's (``http``).
+    ``quantized``: expected to deviate from fp32 (verify compares ranks, not values).
+    ``server``: scores through a server process (a ``ServerScorer``).
+    """
+
+    needs: tuple[tuple[str, str], ...] = ()
+    precision: str | None = "fp32"
+    quantized: bool = False
+    server: bool = False
+
+    def missing(self) -> list[tuple[str, str]]:
+        """The needed modules that are not installed, as (module, how to install) pairs."""
+        absent = set(missing_modules(m for m, _ in self.needs))
+        return [(m, fix) for m, fix in self.needs if m in absent]
+
+
+SCORERS: Registry[type, RuntimeInfo] = Registry("scoring runtime", RuntimeInfo)
 register_scorer = SCORERS.register
 
-INT8_RUNTIMES = ("ort-int8", "native-int8")
-ALL_RUNTIMES = ("eager", "compile", "ort", "ort-int8", "native", "native-int8", "http")
+
+def _fill_registry() -> None:
+    import rlsim.scoring  # noqa: F401  (importing the package registers every built-in runtime)
 
 
-@dataclass
-class EncodedBatch:
-    """Token ids for one batch, padded to a common length. Shapes ``(batch, seq)``, int64."""
-
-    input_ids: np.ndarray
-    attention_mask: np.ndarray
-    real_tokens: int = 0
-    truncated: int = 0
-
-    @property
-    def shape(self) -> tuple[int, int]:
-        return tuple(self.input_ids.shape)  # type: ignore[return-value]
+def runtime_names(builtin_only: bool = True) -> list[str]:
+    """Registered runtimes in registration order; by default only rlsim's own (what ``all`` means)."""
+    _fill_registry()
+    return [e.name for e in SCORERS.entries() if e.builtin or not builtin_only]
 
 
-class TokenizingScorer:
-    """Base for backends that tokenize with the reward model's tokenizer and run a tensor model."""
-
-    name = "base"
-
-    def __init__(self, model: "RewardModelSpec", settings: ScorerSettings) -> None:
-        self.model = model
-        self.settings = settings
-        self.stats = ScorerStats()
-        self.max_length = min(settings.max_length or model.max_length, model.max_length)
-        self._tokenizer = load_reward_tokenizer(model, settings)
-
-    def token_lengths(self, texts: Sequence[str]) -> list[int]:
-        """Untruncated length of each text in reward-model tokens (special tokens included)."""
-        return [len(ids) for ids in self._tokenizer(list(texts), add_special_tokens=True)["input_ids"]]
-
-    def encode(self, texts: Sequence[str]) -> EncodedBatch:
-        """Tokenize, truncate to ``max_length`` (counted), pad to the longest or the backend's bucket."""
-        lengths = self.token_lengths(texts)
-        truncated = sum(n > self.max_length for n in lengths)
-        target = self._pad_length(min(max(lengths), self.max_length))
-        enc = self._tokenizer(
-            list(texts),
-            padding="max_length",
-            max_length=target,
-            truncation=True,
-            return_tensors="np",
-        )
-        ids = enc["input_ids"].astype(np.int64, copy=False)
-        mask = enc["attention_mask"].astype(np.int64, copy=False)
-        return EncodedBatch(ids, mask, real_tokens=int(mask.sum()), truncated=truncated)
-
-    def score_batch(self, texts: Sequence[str]) -> np.ndarray:
-        if len(texts) == 0:
-            return np.zeros((0,), dtype=np.float32)
-        check_texts(texts)
-        batch = self.encode(texts)
-        rewards = self._forward(batch)
-        self.stats.batches += 1
-        self.stats.sequences += len(texts)
-        self.stats.tokens += batch.real_tokens
-        self.stats.padded_tokens += int(batch.input_ids.size)
-        self.stats.truncated += batch.truncated
-        return np.asarray(rewards, dtype=np.float32).reshape(len(texts))
-
-    def _pad_length(self, longest: int) -> int:
-        """Length to pad a batch whose longest text has ``longest`` tokens to (default: no extra padding)."""
-        return longest
-
-    def _forward(self, batch: EncodedBatch) -> np.ndarray:
-        raise NotImplementedError
-
-    def close(self) -> None:
-        pass
-
-
-def load_reward_tokenizer(model: "RewardModelSpec", settings: ScorerSettings):
-    """The reward model's tokenizer, set up for rlsim's own truncation (side from ``settings``)."""
-    from transformers import AutoTokenizer
-    from transformers.utils import logging as hf_logging
-
-    hf_logging.disable_progress_bar()
-    tokenizer = AutoTokenizer.from_pretrained(str(model.path))
-    tokenizer.truncation_side = settings.truncation
-    # rlsim truncates (and counts) itself; stop the tokenizer warning about long raw texts.
-    tokenizer.model_max_length = 1 << 30
-    if tokenizer.pad_token_id is None:
-        raise RlsimError(
-            f"the tokenizer in {model.path} has no pad token; set one (tokenizer.pad_token = ...) and save it again"
-        )
-    return tokenizer
-
-
-def check_texts(texts: Sequence[str]) -> None:
-    for i, t in enumerate(texts):
-        if not isinstance(t, str):
-            raise RlsimError(f"text {i} is {type(t).__name__}, not str; pass a list of strings")
-        try:
-            t.encode("utf-8")
-        except UnicodeEncodeError:
-            # Unpaired surrogates (e.g. from a bad JSON decode) make the tokenizer raise TypeError.
-            raise RlsimError(f"text {i} is not valid Unicode (unpaired surrogate); clean the input text") from None
+def unavailable_reason(runtime: str) -> str | None:
+    """Why ``runtime`` cannot run here (missing packages and the fix), or None when it can."""
+    _fill_registry()
+    missing = SCORERS.info(runtime).missing()
+    if not missing:
+        return None
+    fixes = "; ".join(dict.fromkeys(fix for _, fix in missing))
+    return f"runtime {runtime!r} needs {', '.join(m for m, _ in missing)}, which is not installed: {fixes}"
 
 
 def make_scorer(runtime: str, model: "RewardModelSpec", settings: ScorerSettings | None = None) -> Scorer:
     """Build a scorer by registry name, e.g. ``make_scorer("ort", resolve_reward_model("minilm-rm"))``."""
-    import rlsim.scoring  # noqa: F401  (fills the registry)
-
+    _fill_registry()
     cls = SCORERS.get(runtime)
+    reason = unavailable_reason(runtime)
+    if reason:
+        raise RlsimError(reason)
     t0 = time.perf_counter()
     scorer = cls(model, settings or ScorerSettings())
     scorer.stats.load_s = time.perf_counter() - t0
+    check_protocol(runtime, scorer)
     return scorer
 
 
-def expand_runtimes(spec: str | Sequence[str]) -> list[str]:
-    """``"all"`` -> every runtime; ``"eager,ort"`` -> ["eager", "ort"]; unknown names raise."""
-    import rlsim.scoring  # noqa: F401
+def check_protocol(runtime: str, scorer: object) -> None:
+    """Raise naming what a (plug-in) scorer lacks, rather than failing later inside a batcher or server."""
+    lacking = [m for m in ("name", "stats", "max_length", "score_batch", "token_lengths", "close")
+               if not hasattr(scorer, m)]  # fmt: skip
+    if SCORERS.info(runtime).server and not isinstance(scorer, ServerScorer):
+        lacking += ["server_pid", "server_exited"]
+    if lacking:
+        raise RlsimError(
+            f"runtime {runtime!r} ({type(scorer).__qualname__}) lacks {', '.join(lacking)}; "
+            "implement the rlsim.scoring.base.Scorer protocol (see tests/bench/bench_fake_runtime.py)"
+        )
 
-    names = list(ALL_RUNTIMES) if spec == "all" else (spec.split(",") if isinstance(spec, str) else list(spec))
+
+def expand_runtimes(spec: str | Sequence[str]) -> list[str]:
+    """``"all"`` -> every built-in runtime; ``"eager,ort"`` -> ["eager", "ort"]; unknown names raise."""
+    _fill_registry()
+    names = runtime_names() if spec == "all" else (spec.split(",") if isinstance(spec, str) else list(spec))
     names = [n.strip() for n in names if n.strip()]
     for n in names:
         SCORERS.get(n)

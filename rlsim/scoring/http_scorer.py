@@ -28,7 +28,9 @@ from typing import TYPE_CHECKING, Any, Sequence
 import numpy as np
 
 from rlsim.errors import RlsimError
-from rlsim.scoring.base import SCORERS, ScorerSettings, ScorerStats, check_texts, load_reward_tokenizer, register_scorer
+from rlsim.scoring.base import SCORERS, RuntimeInfo, ScorerSettings, ScorerStats, register_scorer
+from rlsim.scoring.needs import HTTP
+from rlsim.scoring.tokenizing import check_texts, load_reward_tokenizer
 
 if TYPE_CHECKING:
     from rlsim.models.reward import RewardModelSpec
@@ -42,18 +44,17 @@ def _stop_all() -> None:
         _stop(proc, timeout_s=5.0)
 
 
-@register_scorer("http")
+@register_scorer("http", RuntimeInfo(needs=HTTP, precision=None, server=True))
 class HttpScorer:
     """``score_batch(texts)`` is one POST /score (chunked only past the server's ``max_texts``).
 
-    Timing knobs are class attributes (seconds) so tests and callers can tune them:
-    ``start_timeout_s`` for the server to load and warm up, ``deadline_s`` for one batch including
-    retries, ``stop_timeout_s`` for a graceful stop before SIGKILL.
+    The deadline for one batch, retries included, is ``settings.http_deadline_s``. Process timing
+    knobs are class attributes (seconds): ``start_timeout_s`` for the server to load and warm up,
+    ``stop_timeout_s`` for a graceful stop before SIGKILL.
     """
 
     name = "http"
     start_timeout_s = 300.0  # a first use may export the ONNX graph before serving
-    deadline_s = 60.0
     stop_timeout_s = 30.0
     backoff_s = (0.05, 2.0)  # first and longest wait between retries
 
@@ -69,7 +70,7 @@ class HttpScorer:
         try:
             url = settings.url.rstrip("/") if settings.url else self._start_server()
             self.url = url
-            timeout = httpx.Timeout(self.deadline_s, connect=5.0)
+            timeout = httpx.Timeout(settings.http_deadline_s, connect=5.0)
             self._client = httpx.Client(base_url=url, timeout=timeout, limits=httpx.Limits(max_keepalive_connections=8))
             self._max_texts = self._wait_ready()
         except BaseException:
@@ -79,9 +80,10 @@ class HttpScorer:
     # ---- server process ------------------------------------------------------------------------------
     def _start_server(self) -> str:
         runtime = self.settings.server_runtime
-        if runtime == "http":
-            raise RlsimError("server_runtime 'http' would start servers recursively; use eager, compile, ort or native")
         cls = SCORERS.get(runtime)  # unknown names fail here, listing the valid ones
+        if SCORERS.info(runtime).server:
+            raise RlsimError(f"server_runtime {runtime!r} would start servers recursively; use an in-process "
+                             f"runtime such as {', '.join(in_process_runtimes())}")
         port_file = self._workdir / "port"
         cmd = [sys.executable, "-m", "rlsim", "serve", "--runtime", runtime, "--model", self._model_arg()]
         cmd += ["--host", "127.0.0.1", "--port", "0", "--port-file", str(port_file), "--parent-pid", str(os.getpid())]
@@ -176,6 +178,8 @@ class HttpScorer:
 
     def token_lengths(self, texts: Sequence[str]) -> list[int]:
         """Untruncated reward-token lengths, counted client-side so batchers can plan http batches."""
+        if not texts:
+            return []
         if self._tokenizer is None:
             self._tokenizer = load_reward_tokenizer(self.model, self.settings)
         return [len(ids) for ids in self._tokenizer(list(texts), add_special_tokens=True)["input_ids"]]
@@ -202,7 +206,7 @@ class HttpScorer:
 
         data = json.dumps(payload, ensure_ascii=False).encode("utf-8")
         headers = {"content-type": "application/json"}
-        deadline = time.monotonic() + self.deadline_s
+        deadline = time.monotonic() + self.settings.http_deadline_s
         first, longest = self.backoff_s
         attempt, last = 0, ""
         while True:
@@ -228,9 +232,9 @@ class HttpScorer:
             attempt += 1
             if time.monotonic() + delay > deadline:
                 raise RlsimError(
-                    f"the scoring server at {self.url} did not score the batch within {self.deadline_s:g} s "
-                    f"({attempt} attempts; last: {last}); check that it is running and not overloaded, "
-                    "or raise HttpScorer.deadline_s"
+                    f"the scoring server at {self.url} did not score the batch within "
+                    f"{self.settings.http_deadline_s:g} s ({attempt} attempts; last: {last}); check that it is "
+                    "running and not overloaded, or raise the deadline (ScorerSettings.http_deadline_s)"
                 )
             time.sleep(delay)
 
@@ -242,6 +246,13 @@ class HttpScorer:
         if self._proc is not None:
             _stop(self._proc, self.stop_timeout_s)
         shutil.rmtree(self._workdir, ignore_errors=True)
+
+
+def in_process_runtimes() -> list[str]:
+    """Built-in runtimes a server can wrap (every one that is not itself server-backed)."""
+    from rlsim.scoring.base import runtime_names
+
+    return [n for n in runtime_names() if not SCORERS.info(n).server]
 
 
 def _stop(proc: subprocess.Popen[bytes], timeout_s: float) -> None:

@@ -12,12 +12,14 @@ import numpy as np
 
 from rlsim.errors import RlsimError
 from rlsim.models.reward import RewardModelSpec
-from rlsim.scoring.base import EncodedBatch, ScorerSettings, TokenizingScorer, register_scorer
+from rlsim.scoring.base import RuntimeInfo, ScorerSettings, register_scorer
+from rlsim.scoring.needs import NATIVE
+from rlsim.scoring.tokenizing import EncodedBatch, TokenizingScorer
 from rlsim.scoring.export import check_graph_matches, export_reward_model
 from rlsim.scoring.ort_library import find_ort_library, load_native
 
 
-@register_scorer("native")
+@register_scorer("native", RuntimeInfo(needs=NATIVE))
 class NativeScorer(TokenizingScorer):
     name = "native"
     graph = "optimized"  # attribute of ExportedModel holding the graph to load
@@ -56,7 +58,7 @@ class NativeScorer(TokenizingScorer):
         self._engine = None
 
 
-@register_scorer("native-int8")
+@register_scorer("native-int8", RuntimeInfo(needs=NATIVE, precision="int8", quantized=True))
 class NativeInt8Scorer(NativeScorer):
     name = "native-int8"
     graph = "int8"

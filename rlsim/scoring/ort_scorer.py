@@ -8,7 +8,9 @@ import numpy as np
 
 from rlsim.errors import RlsimError
 from rlsim.models.reward import RewardModelSpec
-from rlsim.scoring.base import EncodedBatch, ScorerSettings, TokenizingScorer, register_scorer
+from rlsim.scoring.base import RuntimeInfo, ScorerSettings, register_scorer
+from rlsim.scoring.needs import ORT
+from rlsim.scoring.tokenizing import EncodedBatch, TokenizingScorer
 from rlsim.scoring.export import check_graph_matches, export_reward_model
 
 
@@ -35,7 +37,7 @@ def ort_session(path: Path, settings: ScorerSettings):
     return ort.InferenceSession(str(path), so, providers=providers)
 
 
-@register_scorer("ort")
+@register_scorer("ort", RuntimeInfo(needs=ORT))
 class OrtScorer(TokenizingScorer):
     name = "ort"
     graph = "optimized"
@@ -55,7 +57,7 @@ class OrtScorer(TokenizingScorer):
         return logits.reshape(len(batch.input_ids), -1)[:, 0]
 
 
-@register_scorer("ort-int8")
+@register_scorer("ort-int8", RuntimeInfo(needs=ORT, precision="int8", quantized=True))
 class OrtInt8Scorer(OrtScorer):
     name = "ort-int8"
     graph = "int8"

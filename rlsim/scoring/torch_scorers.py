@@ -8,11 +8,13 @@ import time
 import numpy as np
 
 from rlsim.models.reward import RewardModelSpec
-from rlsim.scoring.base import EncodedBatch, ScorerSettings, TokenizingScorer, register_scorer
+from rlsim.scoring.base import RuntimeInfo, ScorerSettings, register_scorer
+from rlsim.scoring.needs import TORCH
+from rlsim.scoring.tokenizing import EncodedBatch, TokenizingScorer
 from rlsim.torch_setup import prepare_torch
 
 
-@register_scorer("eager")
+@register_scorer("eager", RuntimeInfo(needs=TORCH))
 class EagerScorer(TokenizingScorer):
     """The reference: the Hugging Face model in PyTorch eager mode, fp32, under ``inference_mode``."""
 
@@ -42,7 +44,7 @@ class EagerScorer(TokenizingScorer):
         return logits[:, 0].float().cpu().numpy()
 
 
-@register_scorer("compile")
+@register_scorer("compile", RuntimeInfo(needs=TORCH))
 class CompiledScorer(EagerScorer):
     """``torch.compile`` of the same model.
 

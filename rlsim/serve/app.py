@@ -21,7 +21,6 @@ from fastapi.responses import JSONResponse, PlainTextResponse, Response
 
 from rlsim.batching.dynamic import BatcherClosed, QueueFull
 from rlsim.errors import RlsimError
-from rlsim.scoring.base import TokenizingScorer
 from rlsim.serve.backend import ScoreJob, ScoringBackend
 from rlsim.serve.metrics import CONTENT_TYPE, ServerMetrics
 from rlsim.serve.middleware import BodyLimit, RequestAccounting
@@ -99,7 +98,7 @@ class ServerState:
     def served_model(self) -> ServedModel:
         """What ``GET /v1/models`` lists and classify's ``model`` must name; the length limit once loaded."""
         scorer = self.backend.scorer if self.backend is not None else None
-        if isinstance(scorer, TokenizingScorer):
+        if scorer is not None:  # every Scorer knows its length limit and counts tokens
             return ServedModel(self.settings.model, scorer.max_length, scorer.token_lengths)
         return ServedModel(self.settings.model)
 

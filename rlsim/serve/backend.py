@@ -11,7 +11,7 @@ import math
 import time
 from concurrent.futures import Future
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable, Sequence
+from typing import TYPE_CHECKING, Callable
 
 import numpy as np
 
@@ -19,7 +19,7 @@ from rlsim.batching.dynamic import DynamicBatcher, QueueFull
 from rlsim.batching.fixed_size import SortedBatcher
 from rlsim.batching.scoring import score_texts
 from rlsim.errors import RlsimError
-from rlsim.scoring.base import EncodedBatch, Scorer
+from rlsim.scoring.base import Scorer, TokenScorer
 
 if TYPE_CHECKING:
     from rlsim.serve.settings import ServeSettings
@@ -120,10 +120,9 @@ class ScoringBackend:
     @property
     def vocab_size(self) -> int | None:
         """Token ids must lie in ``[0, vocab_size)``; None when the runtime takes texts only."""
-        model = getattr(self.scorer, "model", None)
-        if not hasattr(self.scorer, "_forward") or model is None:
+        if not isinstance(self.scorer, TokenScorer):
             return None
-        return int(getattr(model, "vocab_size", 0)) or None
+        return int(self.scorer.vocab_size) or None  # 0: the model does not say, so ids cannot be checked
 
     @property
     def queued_sequences(self) -> int:
@@ -189,52 +188,18 @@ class ScoringBackend:
             return [0] * len(jobs)
         if len(jobs) == 1:
             return [batch_truncated]
-        lengths = getattr(self.scorer, "token_lengths", None)
-        limit = getattr(self.scorer, "max_length", None)
-        if lengths is None or limit is None:
-            return [batch_truncated] + [0] * (len(jobs) - 1)  # runtime cannot say whose: report on the first
-        return [sum(n > limit for n in lengths(job.texts)) for job in jobs]
+        limit = self.scorer.max_length
+        return [sum(n > limit for n in self.scorer.token_lengths(job.texts or [])) for job in jobs]
 
     def _score_rows(self, jobs: list[ScoreJob]) -> list[JobResult]:
         rows = [row for job in jobs for row in job.token_ids or ()]
-        rewards, cut = score_token_rows(self.scorer, rows)
+        assert isinstance(self.scorer, TokenScorer), "make_job admits token ids only for a TokenScorer"
+        rewards, cut = self.scorer.score_token_ids(rows)
         per_job, start = [], 0
         for job in jobs:
             per_job.append(int(sum(cut[start : start + job.size])))
             start += job.size
         return [JobResult(r, n) for r, n in zip(_split(_checked(rewards, len(rows)), jobs), per_job)]
-
-
-def score_token_rows(scorer: Any, rows: Sequence[Sequence[int]]) -> tuple[np.ndarray, list[bool]]:
-    """Score pre-tokenized rows in one forward pass of a ``TokenizingScorer``.
-
-    Rows longer than the scorer's ``max_length`` are cut by its truncation side (``left`` keeps the
-    end); rows are padded with the tokenizer's pad id on its padding side, to the backend's length
-    (``compile`` buckets). Returns float32 rewards ``(len(rows),)`` and which rows were cut.
-    """
-    # TokenizingScorer has no public "score ids" entry point yet; these are its documented parts.
-    limit = int(scorer.max_length)
-    keep_end = scorer.settings.truncation == "left"
-    cut = [len(r) > limit for r in rows]
-    kept = [list(r[-limit:]) if keep_end else list(r[:limit]) for r in rows]
-    width = int(scorer._pad_length(max(len(r) for r in kept)))
-    tokenizer = scorer._tokenizer
-    ids = np.full((len(kept), width), int(tokenizer.pad_token_id), dtype=np.int64)
-    mask = np.zeros((len(kept), width), dtype=np.int64)
-    pad_left = getattr(tokenizer, "padding_side", "right") == "left"
-    for i, row in enumerate(kept):
-        span = slice(width - len(row), width) if pad_left else slice(0, len(row))
-        ids[i, span] = row
-        mask[i, span] = 1
-    batch = EncodedBatch(ids, mask, real_tokens=int(mask.sum()), truncated=sum(cut))
-    rewards = np.asarray(scorer._forward(batch), dtype=np.float32).reshape(len(rows))
-    stats = scorer.stats
-    stats.batches += 1
-    stats.sequences += len(rows)
-    stats.tokens += batch.real_tokens
-    stats.padded_tokens += int(ids.size)
-    stats.truncated += batch.truncated
-    return rewards, cut
 
 
 def _checked(rewards: np.ndarray, n: int) -> np.ndarray:

@@ -6,7 +6,7 @@ import ipaddress
 from dataclasses import dataclass, field
 
 from rlsim.errors import ConfigError
-from rlsim.scoring.base import ScorerSettings
+from rlsim.scoring.base import SCORERS, ScorerSettings
 
 LOOPBACK = "127.0.0.1"
 
@@ -66,8 +66,9 @@ class ServeSettings:
             )
         if not 0 <= self.port <= 65535:
             errors.append(f"port must be 0..65535 (got {self.port}; 0 picks a free port)")
-        if self.runtime == "http":
-            errors.append("runtime 'http' would make the server call itself; serve eager, compile, ort or native")
+        if self.runtime in SCORERS and SCORERS.info(self.runtime).server:
+            errors.append(f"runtime {self.runtime!r} is server-backed and would make the server call itself; "
+                          "serve an in-process runtime such as eager, ort or native")
         if errors:
             raise ConfigError(errors, source="rlsim serve settings")
         return self

@@ -31,6 +31,7 @@ class WordScorer:
     """
 
     name = "words"
+    max_length = 512  # longer than any test text: nothing is truncated
 
     def __init__(self) -> None:
         self.stats = ScorerStats()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import re
 
 import pytest
@@ -11,6 +12,7 @@ from rlsim.bench.scoring_config import BenchScoringConfig, Cell, grid_cells
 from rlsim.cli.main import main
 from rlsim.config_loader import validate
 from rlsim.errors import ConfigError, RlsimError
+from rlsim.scoring.base import SCORERS, RuntimeInfo
 
 
 def test_grid_has_sizes_for_sized_batchers_and_budgets_for_token_budget() -> None:
@@ -44,8 +46,11 @@ def test_every_bad_setting_is_listed_together() -> None:
 
 
 def test_runtime_not_installed_names_the_fix(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setitem(scoring_config.RUNTIME_NEEDS, "ort", ("no_such_module_for_rlsim_tests",))
-    with pytest.raises(ConfigError, match="runtime 'ort' is not installed.*make setup"):
+    """The registry entry's needed packages decide: a missing one names the package to install."""
+    entry = SCORERS.entry("ort")
+    missing = RuntimeInfo(needs=(("no_such_module_for_rlsim_tests", "pip install no-such-package"),))
+    monkeypatch.setitem(SCORERS._items, "ort", dataclasses.replace(entry, info=missing))
+    with pytest.raises(ConfigError, match="runtime 'ort' needs no_such_module_for_rlsim_tests.*pip install no-such"):
         validate(BenchScoringConfig, {"runtimes": ["eager", "ort"]})
 
 

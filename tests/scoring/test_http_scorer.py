@@ -171,8 +171,7 @@ def test_retries_503_then_succeeds_and_chunks_past_max_texts(minilm, stub) -> No
 def test_persistent_503_fails_after_the_deadline_naming_the_problem(minilm, stub, monkeypatch) -> None:
     url, script = stub
     script.answers = [(503, {"detail": "queue full (9 of 8 queued)"})]
-    monkeypatch.setattr(HttpScorer, "deadline_s", 0.5)
-    scorer = make_scorer("http", minilm, ScorerSettings(url=url))
+    scorer = make_scorer("http", minilm, ScorerSettings(url=url, http_deadline_s=0.5))
     try:
         with pytest.raises(RlsimError, match=r"did not score the batch within 0.5 s .*HTTP 503: queue full"):
             scorer.score_batch(["a"])

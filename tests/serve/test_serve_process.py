@@ -16,7 +16,8 @@ import numpy as np
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from rlsim.scoring.base import EncodedBatch, register_scorer
+from rlsim.scoring.base import register_scorer
+from rlsim.scoring.tokenizing import EncodedBatch
 from serve_helpers import WAIT, process_url, serve_process, terminate, wait_ready
 from tiny_scorer import TinyScorer
 

@@ -20,7 +20,8 @@ import numpy as np
 from rlsim.errors import RlsimError
 from rlsim.models.builtin import minilm_source_dir
 from rlsim.models.reward import RewardModelSpec
-from rlsim.scoring.base import EncodedBatch, ScorerSettings, ScorerStats, TokenizingScorer, register_scorer
+from rlsim.scoring.base import ScorerSettings, ScorerStats, register_scorer
+from rlsim.scoring.tokenizing import EncodedBatch, TokenizingScorer
 
 
 def tiny_spec(max_length: int = 32) -> RewardModelSpec:
@@ -69,12 +70,17 @@ class TinyScorer(TokenizingScorer):
 
 @register_scorer("test-text-only")
 class TextOnlyScorer:
-    """Not a TokenizingScorer: reward = characters / 100. Takes texts only (no token ids)."""
+    """A ``Scorer`` but not a ``TokenScorer``: reward = characters / 100, one "token" per character.
+    Takes texts only (no token ids)."""
 
     name = "test-text-only"
 
     def __init__(self, model: RewardModelSpec, settings: ScorerSettings) -> None:
         self.stats = ScorerStats()
+        self.max_length = model.max_length
+
+    def token_lengths(self, texts: Sequence[str]) -> list[int]:
+        return [len(t) for t in texts]
 
     def score_batch(self, texts: Sequence[str]) -> np.ndarray:
         self.stats.batches += 1

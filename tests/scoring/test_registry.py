@@ -1,0 +1,63 @@
+"""The runtime and batcher registries carry their metadata, and every list of names comes from them."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from rlsim.batching import BATCHERS, batcher_names
+from rlsim.errors import RlsimError
+from rlsim.scoring import SCORERS, RuntimeInfo, expand_runtimes, make_scorer, runtime_names, unavailable_reason
+
+
+def test_all_is_every_builtin_runtime_in_registration_order() -> None:
+    assert runtime_names() == ["eager", "compile", "ort", "ort-int8", "native", "native-int8", "http"]
+    assert expand_runtimes("all") == runtime_names()
+
+
+def test_metadata_says_precision_quantization_and_server() -> None:
+    quantized = [n for n in runtime_names() if SCORERS.info(n).quantized]
+    assert quantized == ["ort-int8", "native-int8"]
+    assert {SCORERS.info(n).precision for n in quantized} == {"int8"}
+    assert [n for n in runtime_names() if SCORERS.info(n).server] == ["http"]
+    assert SCORERS.info("http").precision is None  # that of the runtime its server wraps
+    assert "rlsim._native" in [m for m, _ in SCORERS.info("native").needs]
+
+
+def test_batchers_say_how_they_are_sized() -> None:
+    assert batcher_names() == ["fixed", "sorted", "token-budget"]
+    assert batcher_names("size") == ["fixed", "sorted"] and batcher_names("budget") == ["token-budget"]
+    assert BATCHERS.info("token-budget").sizing == "budget"
+
+
+def test_a_runtime_with_a_missing_package_is_listed_but_refused_naming_the_package(monkeypatch) -> None:
+    entry = SCORERS.entry("eager")
+    needs = (("no_such_module_for_rlsim_tests", "pip install no-such-package"),)
+    monkeypatch.setitem(SCORERS._items, "eager", dataclasses.replace(entry, info=RuntimeInfo(needs=needs)))
+    assert "eager" in runtime_names()  # still listed ...
+    reason = unavailable_reason("eager")
+    assert reason is not None and "no_such_module_for_rlsim_tests" in reason and "pip install no-such-package" in reason
+    with pytest.raises(RlsimError, match="needs no_such_module_for_rlsim_tests.*pip install no-such-package"):
+        make_scorer("eager", None)  # type: ignore[arg-type]  (refused before the model is touched)
+
+
+def test_everything_installed_here_is_available() -> None:
+    assert {n: unavailable_reason(n) for n in runtime_names()} == {n: None for n in runtime_names()}
+
+
+def test_registration_is_idempotent_but_a_name_cannot_change_hands() -> None:
+    cls = SCORERS.get("ort")
+    SCORERS.register("ort", SCORERS.info("ort"))(cls)  # a Ray worker re-importing the module
+    assert SCORERS.get("ort") is cls
+    with pytest.raises(ValueError, match="already registered"):
+        SCORERS.register("ort")(type("Other", (), {}))
+
+
+def test_a_missing_rlsim_module_raises_instead_of_being_skipped(monkeypatch) -> None:
+    """The subcommand registry imports every module it lists; one that is gone is a broken install."""
+    from rlsim.cli import main
+
+    monkeypatch.setattr(main, "SUBCOMMANDS", [*main.SUBCOMMANDS, "no_such_subcommand"])
+    with pytest.raises(ModuleNotFoundError, match="rlsim.cli.no_such_subcommand_cmd"):
+        main.build_parser()
