@@ -87,9 +87,9 @@ def make_experience(
         ref = {x.uid: np.asarray(ref_logprobs[x.uid], dtype=np.float32) for x in rollouts}
     if settings.algorithm == "ppo":
         assert values is not None
-        exp = _ppo(settings, rollouts, rewards, values, kl)
-        exp.old_logprobs, exp.ref_logprobs = old, ref
-        return exp
+        adv, ret = _ppo(settings, rollouts, rewards, values, kl)
+        vals = {x.uid: np.asarray(values[x.uid], dtype=np.float32) for x in rollouts}
+        return Experience(old_logprobs=old, advantages=adv, ref_logprobs=ref, returns=ret, values=vals, kl=kl)
     scores = [float(rewards[x.uid]) for x in rollouts]
     if kl is not None and settings.kl_target == "reward":
         scores = [s - settings.kl_coef * float(kl[x.uid].sum()) for s, x in zip(scores, rollouts)]
@@ -139,7 +139,8 @@ def _kl(settings: AlgorithmSettings, rollouts: Sequence[Rollout], old: PerToken,
 
 
 def _ppo(settings: AlgorithmSettings, rollouts: Sequence[Rollout], rewards: Mapping[int, float],
-         values: PerToken, kl: dict[int, np.ndarray] | None) -> Experience:
+         values: PerToken, kl: dict[int, np.ndarray] | None) -> tuple[dict[int, np.ndarray], dict[int, np.ndarray]]:
+    """Per uid: advantages (GAE, whitened over the batch) and returns (the critic's targets)."""
     import torch
 
     from rlsim.algorithms.gae import gae, masked_whiten, token_level_rewards
@@ -151,8 +152,7 @@ def _ppo(settings: AlgorithmSettings, rollouts: Sequence[Rollout], rewards: Mapp
     token_rewards = token_level_rewards(scores, mask, kl_pad, settings.kl_coef)
     adv, ret = gae(token_rewards, v, mask, settings.gamma, settings.lam)
     adv = masked_whiten(adv, mask)
-    return Experience(old_logprobs={}, advantages=unpad(adv, uids, rollouts), returns=unpad(ret, uids, rollouts),
-                      values={u: np.asarray(values[u], dtype=np.float32) for u in uids}, kl=kl)
+    return unpad(adv, uids, rollouts), unpad(ret, uids, rollouts)
 
 
 def pad(rows: Sequence[np.ndarray]) -> tuple[torch.Tensor, torch.Tensor]:
