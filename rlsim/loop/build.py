@@ -10,6 +10,7 @@ from __future__ import annotations
 from functools import partial
 from typing import Any, Callable
 
+from rlsim.loop.algorithm_config import algorithm_settings
 from rlsim.loop.config import RunConfig
 from rlsim.loop.reward_stage import RewardStageSettings
 from rlsim.loop.trainer import TrainerSettings
@@ -39,7 +40,7 @@ def trainer_settings(config: RunConfig, placement: ResolvedPlacement) -> Trainer
     t = config.trainer
     return TrainerSettings(
         lr=t.lr, clip_eps=t.clip_eps, epochs=t.epochs, micro_batch=t.micro_batch, max_grad_norm=t.max_grad_norm,
-        normalize_std=t.normalize_std, device=t.device, threads=placement.threads, seed=config.seed,
+        device=t.device, threads=placement.threads, seed=config.seed, algorithm=algorithm_settings(config),
     )
 
 

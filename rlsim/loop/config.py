@@ -1,7 +1,8 @@
 """The ``rlsim run`` config: YAML validated into typed models (unknown keys are errors), every error at once.
 
 Sections: ``policy`` (generation), ``workload`` (prompts, group size, response lengths), ``reward``
-(scoring runtime, replicas, batcher), ``trainer`` (GRPO update, weight sync), ``placement`` (cores,
+(scoring runtime, replicas, batcher), ``trainer`` (GRPO/RLOO/PPO update, weight sync), ``kl``,
+``reference`` and ``critic`` (rlsim.loop.algorithm_config), ``placement`` (cores,
 threads, GPU share per actor; presets ``shared``/``split``), ``ray`` (local or an existing cluster).
 Cross-field rules (prompt + response must fit the context, split needs two cores, ...) are checked
 here too, so nothing starts on a config that cannot run.
@@ -17,6 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from rlsim.config_loader import load_config
 from rlsim.errors import ConfigError, RlsimError
+from rlsim.loop.algorithm_config import CriticConfig, KlConfig, ReferenceConfig, algorithm_problems
 from rlsim.loop.deadline import PhaseTimeouts
 from rlsim.placement import ROLES, ActorPlacement, PlacementConfig, resolve_placement
 from rlsim.workloads import LognormalLengths, WorkloadSpec
@@ -126,9 +128,18 @@ class RewardConfig(_Strict):
 
 
 class TrainerConfig(_Strict):
-    """GRPO update and weight sync. ``sync``: ``auto`` reloads into the engine and falls back to a
-    simulated cost of ``simulated_sync_s`` seconds if that fails; ``reload`` fails instead; ``simulated``
-    always sleeps that long in the rollout actor (blocking it, as a real sync would)."""
+    """The update and weight sync. ``algorithm``: ``grpo`` (group-normalised advantages), ``rloo``
+    (leave-one-out baseline) or ``ppo`` (a critic, GAE with ``gamma`` and ``lam``, the critic's loss
+    clipped at ``value_clip`` and its own AdamW at ``critic_lr``). ``sync``: ``auto`` reloads into the
+    engine and falls back to a simulated cost of ``simulated_sync_s`` seconds if that fails; ``reload``
+    fails instead; ``simulated`` always sleeps that long in the rollout actor (blocking it, as a real
+    sync would)."""
+
+    algorithm: Literal["grpo", "ppo", "rloo"] = "grpo"
+    gamma: float = Field(1.0, ge=0, le=1)
+    lam: float = Field(0.95, ge=0, le=1)
+    value_clip: float | None = Field(0.2, gt=0)
+    critic_lr: float = Field(1e-5, gt=0)
 
     lr: float = Field(1e-6, gt=0)
     clip_eps: float = Field(0.2, gt=0, lt=1)
@@ -203,6 +214,9 @@ class RunConfig(_Strict):
     workload: WorkloadConfig = Field(default_factory=WorkloadConfig)
     reward: RewardConfig = Field(default_factory=RewardConfig)
     trainer: TrainerConfig = Field(default_factory=TrainerConfig)
+    kl: KlConfig = Field(default_factory=KlConfig)
+    reference: ReferenceConfig = Field(default_factory=ReferenceConfig)
+    critic: CriticConfig = Field(default_factory=CriticConfig)
     placement: PlacementConfig = Field(default_factory=PlacementConfig)
     ray: RayConfig = Field(default_factory=RayConfig)
     faults: FaultsConfig = Field(default_factory=FaultsConfig)
@@ -239,6 +253,7 @@ def cross_field_problems(config: RunConfig) -> list[str]:
     if config.faults.kill_scorer_steps and config.faults.scorer_restarts == 0:
         problems.append("faults.kill_scorer_steps: a killed scorer needs faults.scorer_restarts >= 1 to come back")
     problems += _fault_problems(config)
+    problems += algorithm_problems(config)
     problems += _placement_problems(config)
     return problems
 

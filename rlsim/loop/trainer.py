@@ -1,23 +1,32 @@
-"""A real GRPO update on a torch copy of the policy: the clipped surrogate on the rollouts' own tokens.
+"""The policy update (GRPO, RLOO or PPO) on a torch copy of the policy: the clipped surrogate on the
+rollouts' own tokens.
 
-Per step: group-normalised advantages from the rewards; the behaviour log-probs recomputed by this
-copy before the update (what OpenRLHF/verl do, since the engine's numerics differ slightly); then for
-each epoch, forward + backward over micro-batches (gradient accumulation) and one optimizer step.
-The loss is the token-level mean over all response tokens of the batch.
+Per step: the behaviour log-probs recomputed by this copy before the update (what OpenRLHF/verl do,
+since the engine's numerics differ slightly); the experience (``rlsim.algorithms.experience``:
+advantages per token from the rewards, plus the reference's log-probs and the critic's values,
+computed elsewhere and passed in); then per epoch, forward + backward over micro-batches (gradient
+accumulation) and one optimizer step. Losses are token-level means over all response tokens.
+
+The reference and the critic are separate objects (``ReferenceModel``, ``CriticModel``) whose outputs
+come in as per-uid arrays, so they can run in their own processes; ``train_step`` takes an in-process
+critic only as a convenience that updates it with the same experience.
 """
 
 from __future__ import annotations
 
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from rlsim.loop.advantages import group_advantages
+from rlsim.algorithms.experience import AlgorithmSettings, Experience, make_experience
+from rlsim.loop.packing import Packed, micro_batches, pad_id, response_logprobs
 from rlsim.rollout.types import Rollout
 from rlsim.torch_setup import prepare_torch
+
+PerToken = Mapping[int, np.ndarray]
 
 
 @dataclass(frozen=True)
@@ -29,15 +38,18 @@ class TrainerSettings:
     epochs: int = 1
     micro_batch: int = 16
     max_grad_norm: float = 1.0
-    normalize_std: bool = True
     device: str = "cpu"
     threads: int | None = None
     seed: int = 0
+    algorithm: AlgorithmSettings = field(default_factory=AlgorithmSettings)
 
 
 @dataclass
 class TrainStats:
-    """What one update did; ``loss`` is the last epoch's surrogate loss, times in seconds."""
+    """What one update did; times in seconds. ``loss`` is the last epoch's total actor loss (for GRPO
+    without KL, the surrogate loss, as before); ``policy_loss`` its surrogate part; ``value_loss``
+    only when a critic was updated (ppo); ``kl`` the mean per-token KL of the behaviour policy to the
+    reference (None when ``kl.coef`` is 0); ``entropy`` the mean next-token entropy (nats)."""
 
     sequences: int
     response_tokens: int
@@ -48,6 +60,11 @@ class TrainStats:
     reward_mean: float
     reward_std: float
     seconds: float
+    algorithm: str = "grpo"
+    policy_loss: float | None = None
+    value_loss: float | None = None
+    kl: float | None = None
+    entropy: float | None = None
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -66,98 +83,98 @@ class PolicyTrainer:
         self._model.train()
         # No weight decay: a step with zero advantages must leave the policy unchanged.
         self._opt = torch.optim.AdamW(self._model.parameters(), lr=settings.lr, weight_decay=0.0)
-        config = self._model.config
-        self._pad = config.pad_token_id if config.pad_token_id is not None else 0
+        self._pad = pad_id(self._model.config)
 
-    def train_step(self, rollouts: Sequence[Rollout], rewards: dict[int, float]) -> TrainStats:
-        """One GRPO update on ``rollouts``; ``rewards`` maps each rollout's uid to its reward."""
+    def _batches(self, rollouts: Sequence[Rollout]) -> list[Packed]:
+        return micro_batches(rollouts, self.settings.micro_batch, self._pad, self._device)
+
+    def policy_logprobs(self, rollouts: Sequence[Rollout]) -> dict[int, np.ndarray]:
+        """Per uid, float32 ``(len(response),)``: each response token's log-prob under the current policy."""
         import torch
 
+        out: dict[int, np.ndarray] = {}
+        with torch.no_grad():
+            for b in self._batches(rollouts):
+                out.update(b.split(response_logprobs(self._model, b)[0]))
+        return out
+
+    def train_step(self, rollouts: Sequence[Rollout], rewards: Mapping[int, float],
+                   ref_logprobs: PerToken | None = None, values: PerToken | None = None,
+                   critic: Any = None) -> TrainStats:
+        """One update on ``rollouts``; ``rewards`` maps each uid to its reward. ``ref_logprobs`` (needed
+        when ``kl.coef`` > 0) and ``values`` (needed for ppo) come per uid from the reference and the
+        critic; ``critic`` (a ``CriticModel``), when given, is updated with this step's returns."""
         t0 = time.perf_counter()
         missing = [r.uid for r in rollouts if r.uid not in rewards]
         if missing:
             raise RuntimeError(f"{len(missing)} rollouts have no reward (first uids {missing[:5]}); none may be lost")
-        r = [float(rewards[x.uid]) for x in rollouts]
-        adv = group_advantages([x.group for x in rollouts], r, self.settings.normalize_std)
-        # Similar lengths share a micro-batch, so little compute goes to padding.
-        order = sorted(range(len(rollouts)), key=lambda i: rollouts[i].num_tokens)
-        size = self.settings.micro_batch
-        parts = [order[j : j + size] for j in range(0, len(order), size)]
-        batches = [self._pack([rollouts[i] for i in part], adv[part]) for part in parts]
-        total_tokens = sum(int(b["targets"].numel()) for b in batches)
-        with torch.no_grad():
-            for b in batches:
-                b["old"] = self._token_logprobs(b)
+        try:
+            exp = make_experience(self.settings.algorithm, rollouts, rewards, self.policy_logprobs(rollouts),
+                                  ref_logprobs, values)
+        except ValueError as err:
+            raise RuntimeError(f"the {self.settings.algorithm.algorithm} experience is incomplete: {err}") from err
+        stats = self.update(rollouts, exp)
+        stats.reward_mean, stats.reward_std = _mean_std([float(rewards[x.uid]) for x in rollouts])
+        if critic is not None and exp.returns is not None and exp.values is not None:
+            stats.value_loss = critic.update(rollouts, exp.returns, exp.values).value_loss
+        stats.seconds = time.perf_counter() - t0
+        return stats
+
+    def update(self, rollouts: Sequence[Rollout], exp: Experience) -> TrainStats:
+        """The actor update alone, from a complete ``Experience`` (rewards are not seen here)."""
+        import torch
+
+        t0 = time.perf_counter()
+        batches = self._batches(rollouts)
+        total = sum(b.tokens for b in batches)
+        for b in batches:
+            b.extra["old"], b.extra["adv"] = b.flat(exp.old_logprobs), b.flat(exp.advantages)
+            if exp.ref_logprobs is not None:
+                b.extra["ref"] = b.flat(exp.ref_logprobs)
         for _ in range(self.settings.epochs):
-            loss, clipped, kl = self._epoch(batches, total_tokens)
+            sums = self._epoch(batches, total)
             norm = torch.nn.utils.clip_grad_norm_(self._model.parameters(), self.settings.max_grad_norm)
             self._opt.step()
             self._opt.zero_grad(set_to_none=True)
         return TrainStats(
-            sequences=len(rollouts), response_tokens=total_tokens, loss=loss, clip_fraction=clipped,
-            approx_kl=kl, grad_norm=float(norm), reward_mean=float(np.mean(r)), reward_std=float(np.std(r)),
-            seconds=time.perf_counter() - t0,
+            sequences=len(rollouts), response_tokens=total, loss=sums["loss"],
+            clip_fraction=sums["clipped"] / max(total, 1),
+            approx_kl=sums["approx_kl"] / max(total, 1), grad_norm=float(norm), reward_mean=0.0, reward_std=0.0,
+            seconds=time.perf_counter() - t0, algorithm=self.settings.algorithm.algorithm,
+            policy_loss=sums["policy_loss"], kl=exp.kl_mean(), entropy=sums["entropy"] / max(total, 1),
         )
 
-    def _epoch(self, batches: list[dict[str, Any]], total_tokens: int) -> tuple[float, float, float]:
-        """Forward + backward over every micro-batch; returns (loss, clipped share, approx KL)."""
+    def _epoch(self, batches: list[Packed], total: int) -> dict[str, float]:
+        """Forward + backward over every micro-batch; sums of the losses and per-token statistics."""
         import torch
 
-        eps = self.settings.clip_eps
-        loss_sum, clipped, kl = 0.0, 0.0, 0.0
+        from rlsim.algorithms.kl import kl_per_token
+        from rlsim.algorithms.losses import clipped_policy_loss
+
+        alg = self.settings.algorithm
+        kl_in_loss = alg.uses_reference and alg.kl_target == "loss"
+        sums = dict.fromkeys(("loss", "policy_loss", "clipped", "approx_kl", "entropy"), 0.0)
         for b in batches:
-            new = self._token_logprobs(b)
-            ratio = torch.exp(new - b["old"])
-            surrogate = torch.minimum(ratio * b["adv"], torch.clamp(ratio, 1 - eps, 1 + eps) * b["adv"])
+            new, entropy = response_logprobs(self._model, b, with_entropy=True)
+            per_token, clipped = clipped_policy_loss(new, b.extra["old"], b.extra["adv"], self.settings.clip_eps)
             # Dividing by the whole batch's token count makes the accumulated gradient that of one
             # full-batch loss, whatever the micro-batch size.
-            loss = -surrogate.sum() / total_tokens
+            policy_loss = per_token.sum() / total
+            loss = policy_loss
+            if kl_in_loss:
+                loss = loss + alg.kl_coef * kl_per_token(new, b.extra["ref"], alg.kl_estimator).sum() / total
             loss.backward()
             with torch.no_grad():
-                loss_sum += float(loss)
-                clipped += float(((ratio - 1).abs() > eps).sum())
-                kl += float((b["old"] - new).sum())
-        return loss_sum, clipped / max(total_tokens, 1), kl / max(total_tokens, 1)
-
-    def _pack(self, rollouts: Sequence[Rollout], adv: np.ndarray) -> dict[str, Any]:
-        """Right-padded ``ids``/``attn`` ``(b, L)``; ``mask`` ``(b, L-1)`` marks positions predicting a
-        response token; ``targets`` and ``adv`` hold one entry per response token ``(n_tokens,)``."""
-        import torch
-
-        width = max(x.num_tokens for x in rollouts)
-        ids = torch.full((len(rollouts), width), self._pad, dtype=torch.long)
-        attn = torch.zeros((len(rollouts), width), dtype=torch.long)
-        mask = torch.zeros((len(rollouts), width - 1), dtype=torch.bool)
-        for i, x in enumerate(rollouts):
-            seq = x.prompt_ids + x.response_ids
-            ids[i, : len(seq)] = torch.tensor(seq)
-            attn[i, : len(seq)] = 1
-            # Position t predicts token t+1: response tokens sit at len(prompt)..len(seq)-1.
-            mask[i, len(x.prompt_ids) - 1 : len(seq) - 1] = True
-        targets = ids[:, 1:][mask]
-        per_token_adv = torch.from_numpy(np.asarray(adv, dtype=np.float32))[:, None].expand_as(mask)[mask]
-        dev = self._device
-        return {"ids": ids.to(dev), "attn": attn.to(dev), "mask": mask.to(dev), "targets": targets.to(dev),
-                "adv": per_token_adv.to(dev)}
-
-    def _token_logprobs(self, b: dict[str, Any]) -> Any:
-        """Log-prob of each response token under the current policy, ``(n_tokens,)`` float32.
-
-        The vocabulary projection runs on response positions only: with a 30k vocabulary it is most
-        of this model's compute and memory, and prompt and padding positions are never trained.
-        """
-        import torch.nn.functional as F
-
-        hidden = self._model.model(input_ids=b["ids"], attention_mask=b["attn"]).last_hidden_state
-        logits = self._model.lm_head(hidden[:, :-1][b["mask"]])
-        return -F.cross_entropy(logits.float(), b["targets"], reduction="none")
+                sums["loss"] += float(loss)
+                sums["policy_loss"] += float(policy_loss)
+                sums["clipped"] += float(clipped.sum())
+                sums["approx_kl"] += float((b.extra["old"] - new).sum())
+                sums["entropy"] += float(entropy.sum())
+        return sums
 
     def warmup(self, rollouts: Sequence[Rollout]) -> None:
         """One forward pass without gradients, so the first step does not pay for first-call set-up."""
-        import torch
-
-        with torch.no_grad():
-            self._token_logprobs(self._pack(list(rollouts), np.zeros(len(rollouts), dtype=np.float32)))
+        self.policy_logprobs(rollouts)
 
     def export_weights(self) -> dict[str, np.ndarray]:
         """The current weights as numpy arrays keyed by checkpoint name (what the generator reloads)."""
@@ -166,3 +183,7 @@ class PolicyTrainer:
 
     def close(self) -> None:
         self._model = None
+
+
+def _mean_std(values: list[float]) -> tuple[float, float]:
+    return float(np.mean(values)), float(np.std(values))

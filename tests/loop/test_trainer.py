@@ -1,4 +1,5 @@
-"""The GRPO update on the real tiny policy: log-probs, a no-op step, an improving step, exported weights."""
+"""The update on the real tiny policy: log-probs, a no-op step, an improving step, exported weights;
+RLOO and PPO steps (with an in-process critic and reference), and the KL in the loss."""
 
 from __future__ import annotations
 
@@ -6,6 +7,10 @@ import numpy as np
 import pytest
 import torch
 
+from rlsim.algorithms.experience import AlgorithmSettings
+from rlsim.loop.critic import CriticModel, CriticSettings
+from rlsim.loop.packing import pack
+from rlsim.loop.reference import EagerReference, ReferenceSettings
 from rlsim.loop.trainer import PolicyTrainer, TrainerSettings
 from rlsim.rollout.types import Rollout
 
@@ -31,13 +36,14 @@ def params(t: PolicyTrainer) -> dict[str, torch.Tensor]:
 def test_response_logprobs_match_the_full_model(tiny_policy) -> None:
     t = make(tiny_policy)
     batch = rollouts()
-    b = t._pack(batch, np.zeros(len(batch), dtype=np.float32))
+    mine = t.policy_logprobs(batch)
+    b = pack(batch, 0, "cpu")
     with torch.no_grad():
-        mine = t._token_logprobs(b)
-        full = torch.log_softmax(t._model(input_ids=b["ids"], attention_mask=b["attn"]).logits[:, :-1], -1)
-        ref = full.gather(-1, b["ids"][:, 1:, None])[..., 0][b["mask"]]
-    assert mine.shape == (sum(len(r.response_ids) for r in batch),)
-    torch.testing.assert_close(mine, ref, rtol=1e-5, atol=1e-5)
+        full = torch.log_softmax(t._model(input_ids=b.ids, attention_mask=b.attn).logits[:, :-1], -1)
+        ref = b.split(full.gather(-1, b.ids[:, 1:, None])[..., 0][b.mask])
+    assert {u: len(v) for u, v in mine.items()} == {r.uid: len(r.response_ids) for r in batch}
+    for uid in ref:
+        np.testing.assert_allclose(mine[uid], ref[uid], rtol=1e-5, atol=1e-5)
 
 
 def test_equal_rewards_in_every_group_leave_the_policy_unchanged(tiny_policy) -> None:
@@ -56,14 +62,16 @@ def test_a_step_raises_the_likelihood_of_better_samples(tiny_policy) -> None:
     worst = [r for r in batch if r.uid % 3 == 0]
 
     def mean_logprob(rs: list[Rollout]) -> float:
-        with torch.no_grad():
-            return float(t._token_logprobs(t._pack(rs, np.zeros(len(rs), dtype=np.float32))).mean())
+        return float(np.concatenate(list(t.policy_logprobs(rs).values())).mean())
 
     b0, w0 = mean_logprob(best), mean_logprob(worst)
     stats = t.train_step(batch, rewards)
     assert stats.sequences == 6 and stats.response_tokens == sum(len(r.response_ids) for r in batch)
     assert stats.grad_norm > 0
     assert mean_logprob(best) > b0 and mean_logprob(worst) < w0
+    assert stats.algorithm == "grpo" and stats.value_loss is None and stats.kl is None
+    assert stats.loss == stats.policy_loss  # no KL term: today's meaning of loss
+    assert 0 < stats.entropy < np.log(30522) + 1e-3  # nats, at most that of a uniform vocabulary
 
 
 def test_missing_reward_is_refused(tiny_policy) -> None:
@@ -81,3 +89,54 @@ def test_exported_weights_are_the_checkpoint_names_and_copies(tiny_policy) -> No
     np.testing.assert_array_equal(state["lm_head.weight"], on_disk["lm_head.weight"])
     state["lm_head.weight"][:] = 0  # a copy: the model must not change
     assert float(t._model.lm_head.weight.detach().abs().sum()) > 0
+
+
+def test_rloo_step_uses_the_leave_one_out_baseline(tiny_policy) -> None:
+    t = make(tiny_policy, lr=1e-4, algorithm=AlgorithmSettings("rloo"))
+    batch = rollouts()
+    before = params(t)
+    stats = t.train_step(batch, {r.uid: float(r.uid % 3) for r in batch})
+    assert stats.algorithm == "rloo" and stats.value_loss is None and stats.grad_norm > 0
+    assert any(not torch.equal(before[k], v) for k, v in params(t).items())
+
+
+def test_kl_in_the_loss_is_added_to_the_policy_loss(tiny_policy) -> None:
+    batch = rollouts()
+    ref = {r.uid: np.full(len(r.response_ids), -5.0, dtype=np.float32) for r in batch}  # far from the policy
+    t = make(tiny_policy, algorithm=AlgorithmSettings("grpo", kl_coef=0.5, kl_estimator="k1", kl_target="loss"))
+    own = t.policy_logprobs(batch)
+    stats = t.train_step(batch, {r.uid: 0.5 for r in batch}, ref_logprobs=ref)
+    # Equal rewards: the surrogate is 0; the loss is 0.5 x the token-mean k1 = 0.5 * mean(log p + 5).
+    expected_kl = float(np.mean(np.concatenate([own[u] - ref[u] for u in own])))
+    assert stats.policy_loss == 0.0
+    assert stats.kl == pytest.approx(expected_kl, rel=1e-4)
+    assert stats.loss == pytest.approx(0.5 * expected_kl, rel=1e-4)
+
+
+def test_a_ppo_step_updates_actor_and_critic_against_the_frozen_reference(tiny_policy) -> None:
+    batch = rollouts()
+    alg = AlgorithmSettings("ppo", gamma=1.0, lam=0.95, kl_coef=0.1, kl_estimator="k3", kl_target="reward")
+    t = make(tiny_policy, lr=1e-4, algorithm=alg)
+    critic = CriticModel(tiny_policy, CriticSettings(lr=1e-4, threads=1, micro_batch=4))
+    reference = EagerReference(tiny_policy, ReferenceSettings(threads=1, micro_batch=4))
+    ref_before = reference.logprobs(batch)
+    values = critic.values(batch)
+    rewards = {r.uid: float(r.uid % 3) for r in batch}
+    stats = t.train_step(batch, rewards, ref_logprobs=ref_before, values=values, critic=critic)
+    assert stats.algorithm == "ppo" and stats.value_loss is not None and stats.value_loss > 0
+    # Policy and reference start from the same weights: the behaviour KL is ~0 before the step.
+    assert stats.kl == pytest.approx(0.0, abs=1e-5)
+    assert stats.grad_norm > 0 and stats.response_tokens == sum(len(r.response_ids) for r in batch)
+    after = critic.values(batch)
+    assert any(not np.allclose(after[u], values[u]) for u in values)
+    moved = t.policy_logprobs(batch)
+    ref_after = reference.logprobs(batch)
+    assert any(not np.allclose(moved[u], ref_before[u], atol=1e-6) for u in moved)  # the policy moved
+    for u in ref_before:  # the reference did not
+        np.testing.assert_array_equal(ref_after[u], ref_before[u])
+
+
+def test_ppo_without_values_is_refused_naming_the_critic(tiny_policy) -> None:
+    t = make(tiny_policy, algorithm=AlgorithmSettings("ppo"))
+    with pytest.raises(RuntimeError, match="critic values"):
+        t.train_step(rollouts(), {uid: 1.0 for uid in range(6)})

@@ -1,0 +1,173 @@
+"""The experience phase's arithmetic: from rewards, log-probs and values to per-token advantages.
+
+Inputs arrive keyed by rollout uid, one float per response token, because the reference and the
+critic may run in other processes (Ray actors) and answer micro-batch by micro-batch; nothing here
+needs a model.
+
+- ``grpo`` / ``rloo``: one advantage per sequence (group-normalised / leave-one-out), spread over
+  its tokens. With ``kl.target: reward`` the sequence's summed KL times ``kl.coef`` is taken off its
+  reward first (OpenRLHF's REINFORCE-style handling).
+- ``ppo``: token-level rewards (score on the last token, minus ``coef * KL`` per token when
+  ``kl.target: reward``), GAE with the critic's values, advantages whitened over the batch (as verl
+  and OpenRLHF do); the returns are the critic's targets.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Literal, Mapping, Sequence
+
+import numpy as np
+
+from rlsim.algorithms.kl import KlEstimator
+from rlsim.rollout.types import Rollout
+
+if TYPE_CHECKING:
+    import torch
+
+Algorithm = Literal["grpo", "ppo", "rloo"]
+PerToken = Mapping[int, np.ndarray]
+
+
+@dataclass(frozen=True)
+class AlgorithmSettings:
+    """``kl_coef`` 0 turns the KL (and the reference pass) off; ``kl_target``: ``reward`` or ``loss``."""
+
+    algorithm: Algorithm = "grpo"
+    gamma: float = 1.0
+    lam: float = 0.95
+    kl_coef: float = 0.0
+    kl_estimator: KlEstimator = "k3"
+    kl_target: Literal["reward", "loss"] = "loss"
+    normalize_std: bool = True
+
+    @property
+    def uses_reference(self) -> bool:
+        return self.kl_coef > 0
+
+    @property
+    def uses_critic(self) -> bool:
+        return self.algorithm == "ppo"
+
+
+@dataclass
+class Experience:
+    """Everything the policy and critic updates need, per uid as float32 arrays of the rollout's
+    response length: the behaviour policy's log-probs, the advantages; ``returns`` and ``values``
+    only for ppo; ``kl`` (behaviour policy vs reference) and ``ref_logprobs`` only when the KL is on."""
+
+    old_logprobs: dict[int, np.ndarray]
+    advantages: dict[int, np.ndarray]
+    ref_logprobs: dict[int, np.ndarray] | None = None
+    returns: dict[int, np.ndarray] | None = None
+    values: dict[int, np.ndarray] | None = None
+    kl: dict[int, np.ndarray] | None = None
+
+    def kl_mean(self) -> float | None:
+        """Mean KL per response token over the batch (None when the KL is off)."""
+        if self.kl is None:
+            return None
+        return float(np.concatenate(list(self.kl.values())).mean())
+
+
+def make_experience(
+    settings: AlgorithmSettings,
+    rollouts: Sequence[Rollout],
+    rewards: Mapping[int, float],
+    old_logprobs: PerToken,
+    ref_logprobs: PerToken | None = None,
+    values: PerToken | None = None,
+) -> Experience:
+    """Advantages (and returns for ppo) for ``rollouts``; raises ``ValueError`` naming a missing input."""
+    _check_inputs(settings, rollouts, rewards, old_logprobs, ref_logprobs, values)
+    kl = _kl(settings, rollouts, old_logprobs, ref_logprobs) if settings.uses_reference else None
+    old = {x.uid: np.asarray(old_logprobs[x.uid], dtype=np.float32) for x in rollouts}
+    ref = None
+    if ref_logprobs is not None and settings.uses_reference:
+        ref = {x.uid: np.asarray(ref_logprobs[x.uid], dtype=np.float32) for x in rollouts}
+    if settings.algorithm == "ppo":
+        assert values is not None
+        adv, ret = _ppo(settings, rollouts, rewards, values, kl)
+        vals = {x.uid: np.asarray(values[x.uid], dtype=np.float32) for x in rollouts}
+        return Experience(old_logprobs=old, advantages=adv, ref_logprobs=ref, returns=ret, values=vals, kl=kl)
+    scores = [float(rewards[x.uid]) for x in rollouts]
+    if kl is not None and settings.kl_target == "reward":
+        scores = [s - settings.kl_coef * float(kl[x.uid].sum()) for s, x in zip(scores, rollouts)]
+    groups = [x.group for x in rollouts]
+    if settings.algorithm == "rloo":
+        from rlsim.algorithms.rloo import rloo_advantages
+
+        seq = rloo_advantages(groups, scores)
+    else:
+        from rlsim.algorithms.advantages import group_advantages
+
+        seq = group_advantages(groups, scores, settings.normalize_std)
+    adv = {x.uid: np.full(len(x.response_ids), a, dtype=np.float32) for x, a in zip(rollouts, seq)}
+    return Experience(old_logprobs=old, advantages=adv, ref_logprobs=ref, kl=kl)
+
+
+def _check_inputs(settings: AlgorithmSettings, rollouts: Sequence[Rollout], rewards: Mapping[int, float],
+                  old: PerToken, ref: PerToken | None, values: PerToken | None) -> None:
+    needed: list[tuple[str, Mapping | None]] = [("reward", rewards), ("policy log-probs", old)]
+    if settings.uses_reference:
+        needed.append(("reference log-probs (kl.coef > 0)", ref))
+    if settings.uses_critic:
+        needed.append(("critic values (ppo)", values))
+    for what, table in needed:
+        if table is None:
+            raise ValueError(f"{settings.algorithm} needs {what}, and none were given")
+        missing = [x.uid for x in rollouts if x.uid not in table]
+        if missing:
+            raise ValueError(f"{len(missing)} rollouts have no {what} (first uids {missing[:5]}); none may be lost")
+        if what != "reward":
+            bad = [x.uid for x in rollouts if len(table[x.uid]) != len(x.response_ids)]
+            if bad:
+                raise ValueError(f"{what} of rollout {bad[0]}: {len(table[bad[0]])} values for "
+                                 f"{len(next(x for x in rollouts if x.uid == bad[0]).response_ids)} response tokens")
+
+
+def _kl(settings: AlgorithmSettings, rollouts: Sequence[Rollout], old: PerToken, ref: PerToken | None
+        ) -> dict[int, np.ndarray]:
+    import torch
+
+    from rlsim.algorithms.kl import kl_per_token
+
+    assert ref is not None
+    return {x.uid: kl_per_token(torch.as_tensor(old[x.uid], dtype=torch.float32),
+                                torch.as_tensor(ref[x.uid], dtype=torch.float32),
+                                settings.kl_estimator).numpy() for x in rollouts}
+
+
+def _ppo(settings: AlgorithmSettings, rollouts: Sequence[Rollout], rewards: Mapping[int, float],
+         values: PerToken, kl: dict[int, np.ndarray] | None) -> tuple[dict[int, np.ndarray], dict[int, np.ndarray]]:
+    """Per uid: advantages (GAE, whitened over the batch) and returns (the critic's targets)."""
+    import torch
+
+    from rlsim.algorithms.gae import gae, masked_whiten, token_level_rewards
+
+    uids = [x.uid for x in rollouts]
+    v, mask = pad([values[u] for u in uids])
+    kl_pad = pad([kl[u] for u in uids])[0] if kl is not None and settings.kl_target == "reward" else None
+    scores = torch.tensor([float(rewards[u]) for u in uids], dtype=torch.float32)
+    token_rewards = token_level_rewards(scores, mask, kl_pad, settings.kl_coef)
+    adv, ret = gae(token_rewards, v, mask, settings.gamma, settings.lam)
+    adv = masked_whiten(adv, mask)
+    return unpad(adv, uids, rollouts), unpad(ret, uids, rollouts)
+
+
+def pad(rows: Sequence[np.ndarray]) -> tuple[torch.Tensor, torch.Tensor]:
+    """Right-pad 1-d arrays into ``(len(rows), longest)`` float32 and its 0/1 mask."""
+    import torch
+
+    width = max((len(r) for r in rows), default=0)
+    out = torch.zeros((len(rows), width), dtype=torch.float32)
+    mask = torch.zeros((len(rows), width), dtype=torch.float32)
+    for i, r in enumerate(rows):
+        out[i, : len(r)] = torch.as_tensor(np.asarray(r, dtype=np.float32))
+        mask[i, : len(r)] = 1
+    return out, mask
+
+
+def unpad(x: torch.Tensor, uids: Sequence[int], rollouts: Sequence[Rollout]) -> dict[int, np.ndarray]:
+    """Rows of ``x`` back to one array per uid, cut to each rollout's response length."""
+    return {u: x[i, : len(r.response_ids)].numpy().astype(np.float32) for i, (u, r) in enumerate(zip(uids, rollouts))}

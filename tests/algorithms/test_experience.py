@@ -1,0 +1,67 @@
+"""The experience phase's arithmetic: per-token advantages for each algorithm, KL placement, bad inputs."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from rlsim.algorithms.experience import AlgorithmSettings, make_experience
+from rlsim.rollout.types import Rollout
+
+# Two prompts x 2 samples; response lengths 2, 3, 1, 2.
+ROLLOUTS = [Rollout(0, 0, [1], [5, 6]), Rollout(1, 0, [1], [5, 6, 7]), Rollout(2, 1, [2], [8]),
+            Rollout(3, 1, [2], [8, 9])]
+REWARDS = {0: 1.0, 1: 3.0, 2: 0.0, 3: 4.0}
+OLD = {x.uid: np.full(len(x.response_ids), -1.0, dtype=np.float32) for x in ROLLOUTS}
+REF = {x.uid: np.full(len(x.response_ids), -1.5, dtype=np.float32) for x in ROLLOUTS}
+
+
+def test_grpo_spreads_each_sequence_advantage_over_its_tokens() -> None:
+    exp = make_experience(AlgorithmSettings("grpo"), ROLLOUTS, REWARDS, OLD)
+    # Group 0: 1, 3 -> -1, +1; group 1: 0, 4 -> -1, +1 (population std).
+    for uid, a in {0: -1.0, 1: 1.0, 2: -1.0, 3: 1.0}.items():
+        np.testing.assert_allclose(exp.advantages[uid], np.full(len(OLD[uid]), a), atol=1e-5)
+    assert exp.returns is None and exp.kl is None and exp.kl_mean() is None
+
+
+def test_kl_in_the_reward_is_summed_over_the_sequence_before_the_baseline() -> None:
+    # k1 = -1 - (-1.5) = 0.5 per token; coef 1: sequence penalties 1.0, 1.5, 0.5, 1.0.
+    # RLOO on the penalised rewards: group 0: 0, 1.5 -> -1.5, +1.5; group 1: -0.5, 3 -> -3.5, +3.5.
+    s = AlgorithmSettings("rloo", kl_coef=1.0, kl_estimator="k1", kl_target="reward")
+    exp = make_experience(s, ROLLOUTS, REWARDS, OLD, REF)
+    assert [float(exp.advantages[u][0]) for u in range(4)] == pytest.approx([-1.5, 1.5, -3.5, 3.5])
+    assert exp.kl_mean() == pytest.approx(0.5)
+    assert exp.ref_logprobs is not None and exp.old_logprobs[1].shape == (3,)
+
+
+def test_ppo_advantages_come_from_gae_and_are_whitened() -> None:
+    values = {x.uid: np.zeros(len(x.response_ids), dtype=np.float32) for x in ROLLOUTS}
+    s = AlgorithmSettings("ppo", gamma=1.0, lam=1.0)
+    exp = make_experience(s, ROLLOUTS, REWARDS, OLD, values=values)
+    assert exp.returns is not None
+    # Values 0, gamma = lam = 1: every token's return is its sequence's reward.
+    for x in ROLLOUTS:
+        np.testing.assert_allclose(exp.returns[x.uid], np.full(len(x.response_ids), REWARDS[x.uid]))
+    flat = np.concatenate([exp.advantages[x.uid] for x in ROLLOUTS])
+    assert flat.shape == (8,) and abs(flat.mean()) < 1e-5 and abs(flat.std() - 1) < 1e-4
+    # Whitening keeps the order: the reward-4 sequence's tokens rank above the reward-0 one's.
+    assert exp.advantages[3].min() > exp.advantages[2].max()
+
+
+def test_kl_in_the_reward_lowers_ppo_returns_token_by_token() -> None:
+    values = {x.uid: np.zeros(len(x.response_ids), dtype=np.float32) for x in ROLLOUTS}
+    s = AlgorithmSettings("ppo", gamma=1.0, lam=1.0, kl_coef=0.2, kl_estimator="k1", kl_target="reward")
+    exp = make_experience(s, ROLLOUTS, REWARDS, OLD, REF, values)
+    # Rollout 1: reward 3, per-token penalty 0.2 * 0.5 = 0.1 -> returns 3 - 0.3, 3 - 0.2, 3 - 0.1.
+    np.testing.assert_allclose(exp.returns[1], [2.7, 2.8, 2.9], atol=1e-5)
+
+
+@pytest.mark.parametrize("settings, kwargs, match", [
+    (AlgorithmSettings("ppo"), {}, "critic values"),
+    (AlgorithmSettings("grpo", kl_coef=0.1), {}, "reference log-probs"),
+    (AlgorithmSettings("grpo", kl_coef=0.1), {"ref_logprobs": {0: np.zeros(2)}}, "3 rollouts have no reference"),
+    (AlgorithmSettings("ppo"), {"values": {x.uid: np.zeros(1) for x in ROLLOUTS}}, "values for"),
+])
+def test_missing_or_misshapen_inputs_are_named(settings, kwargs, match) -> None:
+    with pytest.raises(ValueError, match=match):
+        make_experience(settings, ROLLOUTS, REWARDS, OLD, **kwargs)
