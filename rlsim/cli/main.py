@@ -10,8 +10,10 @@ import argparse
 import importlib
 import sys
 
+from rlsim import logs
 from rlsim.errors import RlsimError
 
+VERBOSE_HELP = "also show rlsim's debug lines and the libraries' own logs (transformers, vLLM, Ray)"
 SUBCOMMANDS = ["verify", "score", "export", "serve", "bench", "run", "experiment", "profile", "plan"]
 
 
@@ -20,6 +22,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog="rlsim",
         description="Simulated RLHF steps on Ray + vLLM: reward-model runtimes, contention, freed capacity, planning.",
     )
+    parser.add_argument("-v", "--verbose", action="store_true", help=VERBOSE_HELP)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for name in SUBCOMMANDS:
         module_name = f"rlsim.cli.{name}_cmd"
@@ -30,11 +33,14 @@ def build_parser() -> argparse.ArgumentParser:
                 continue
             raise
         module.add_parser(sub)
+    for subparser in sub.choices.values():  # `rlsim run -v` as well as `rlsim -v run`
+        subparser.add_argument("-v", "--verbose", action="store_true", default=argparse.SUPPRESS, help=VERBOSE_HELP)
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    logs.configure(args.verbose)
     try:
         return int(args.func(args) or 0)
     except RlsimError as err:

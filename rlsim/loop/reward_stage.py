@@ -13,7 +13,7 @@ fails.
 
 from __future__ import annotations
 
-import sys
+import logging
 import time
 from dataclasses import dataclass
 from functools import partial
@@ -22,6 +22,9 @@ from typing import Any, Callable, Sequence
 
 from rlsim.errors import RlsimError
 from rlsim.rollout.types import Rollout
+
+# Runs in the scoring actor: its records land in that Ray worker's log, as its stderr did before.
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -108,7 +111,7 @@ class RewardStage:
 
     def _restart_scorer(self, err: RlsimError) -> None:
         first_line = str(err).splitlines()[0]
-        print(f"rlsim: {first_line}; starting a new scoring server and scoring the batch again", file=sys.stderr)
+        log.warning(f"{first_line}; starting a new scoring server and scoring the batch again")
         self.scorer.close()
         self.scorer = self._new_scorer()
         self.server_restarts += 1
