@@ -20,6 +20,7 @@ import ray
 from rlsim.actors.placement import resolve_placement
 from rlsim.actors.ray_actors import ActorSet, ScoringActor, create_actors
 from rlsim.actors.ray_backend import RayStepBackend
+from rlsim.actors.ray_env import prepare_ray_start
 from rlsim.errors import RlsimError
 from rlsim.experiment.config import ContentionConfig
 from rlsim.loop.build import factories
@@ -80,9 +81,9 @@ class ExperimentSession:
         """
         if ray.is_initialized():
             return False
-        os.environ.setdefault("VLLM_LOGGING_LEVEL", "WARNING")  # engine logs would tear the progress bar
+        ray_logging = prepare_ray_start()  # engine logs would tear the progress bar
         ray.init(address="local", num_cpus=self.loop.ray.num_cpus or len(self.pool), include_dashboard=False,
-                 log_to_driver=False)
+                 log_to_driver=False, logging_level=ray_logging)
         unwind_on_sigterm()
         return True
 

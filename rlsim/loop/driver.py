@@ -19,6 +19,7 @@ import ray
 from rlsim.actors.placement import ResolvedPlacement, resolve_placement
 from rlsim.actors.ray_actors import ActorSet, create_actors
 from rlsim.actors.ray_backend import FaultPlan, RayStepBackend
+from rlsim.actors.ray_env import prepare_ray_start
 from rlsim.loop.build import factories
 from rlsim.loop.config import RunConfig
 from rlsim.loop.records import step_record, timeline_rows
@@ -138,15 +139,15 @@ def connect_ray(config: RunConfig) -> bool:
     """
     if ray.is_initialized():
         return False
-    # vLLM's own logging and Ray's worker logs would tear through the progress bar.
-    os.environ.setdefault("VLLM_LOGGING_LEVEL", "WARNING")
+    ray_logging = prepare_ray_start()
     if config.ray.address:
-        ray.init(address=config.ray.address, log_to_driver=False)
+        ray.init(address=config.ray.address, log_to_driver=False, logging_level=ray_logging)
     else:
         cpus = config.ray.num_cpus or len(os.sched_getaffinity(0))
         # "local": a plain ray.init() would join the newest cluster started on this machine (its address
         # is left in /tmp/ray), which is not what `address: null` promises.
-        ray.init(address="local", num_cpus=cpus, include_dashboard=False, log_to_driver=False)
+        ray.init(address="local", num_cpus=cpus, include_dashboard=False, log_to_driver=False,
+                 logging_level=ray_logging)
     unwind_on_sigterm()
     return True
 
