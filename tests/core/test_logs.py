@@ -54,7 +54,10 @@ def test_verbose_shows_debug_and_reaches_child_processes(
     assert capsys.readouterr().err == "rlsim models: shown with -v\n"
 
 
-@pytest.mark.parametrize("argv", [["-v", "verify"], ["verify", "--json", "o.json", "-v"], ["verify", "--verbose", "--json", "o.json"]])
+VERBOSE_ARGVS = [["-v", "verify"], ["verify", "--json", "o.json", "-v"], ["verify", "--verbose", "--json", "o.json"]]
+
+
+@pytest.mark.parametrize("argv", VERBOSE_ARGVS)
 def test_verbose_flag_before_or_after_the_command(argv: list[str]) -> None:
     assert build_parser().parse_args(argv).verbose is True
 
