@@ -13,7 +13,7 @@ import sys
 from rlsim import logs
 from rlsim.errors import RlsimError
 
-VERBOSE_HELP = "also show rlsim's debug lines and the libraries' own logs (transformers, vLLM, Ray)"
+VERBOSE_HELP = "also show rlsim's debug lines and transformers' and Ray's own loading and start-up logs"
 SUBCOMMANDS = ["verify", "score", "export", "serve", "bench", "run", "experiment", "profile", "plan"]
 
 
