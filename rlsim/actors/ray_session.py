@@ -10,6 +10,7 @@ import os
 
 import ray
 
+from rlsim.actors.ray_env import prepare_ray_start
 from rlsim.signals import unwind_on_sigterm
 
 
@@ -22,15 +23,16 @@ def connect_ray(address: str | None = None, num_cpus: int | None = None) -> bool
     """
     if ray.is_initialized():
         return False
-    # vLLM's own logging and Ray's worker logs would tear through the progress bar.
-    os.environ.setdefault("VLLM_LOGGING_LEVEL", "WARNING")
+    # vLLM's own logging and Ray's start-up lines would tear through the progress bar (quiet unless -v).
+    ray_logging = prepare_ray_start()
     if address:
-        ray.init(address=address, log_to_driver=False)
+        ray.init(address=address, log_to_driver=False, logging_level=ray_logging)
     else:
         cpus = num_cpus or len(os.sched_getaffinity(0))
         # "local": a plain ray.init() would join the newest cluster started on this machine (its address
         # is left in /tmp/ray), e.g. someone else's, which is not what `address: null` promises.
-        ray.init(address="local", num_cpus=cpus, include_dashboard=False, log_to_driver=False)
+        ray.init(address="local", num_cpus=cpus, include_dashboard=False, log_to_driver=False,
+                 logging_level=ray_logging)
     # Ray's driver handler aborts on SIGTERM and leaves its agents running (rlsim/signals.py).
     unwind_on_sigterm()
     return True

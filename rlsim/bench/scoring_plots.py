@@ -2,40 +2,17 @@
 
 from __future__ import annotations
 
-import io
 from typing import Any
 
-
-def _figure(width: float, height: float):
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    return plt.subplots(figsize=(width, height), constrained_layout=True)
-
-
-def _png(fig) -> bytes:
-    import matplotlib.pyplot as plt
-
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=120)
-    plt.close(fig)
-    return buf.getvalue()
-
-
-def _colours(runtimes: list[str]) -> dict[str, Any]:
-    import matplotlib
-
-    cmap = matplotlib.colormaps["tab10"]
-    return {r: cmap(i % 10) for i, r in enumerate(runtimes)}
+from rlsim.metrics.plots import colours as runtime_colours
+from rlsim.metrics.plots import png_bytes, subplots
 
 
 def throughput_bars(result: dict[str, Any]) -> bytes:
     """Sequences/s per cell with 95% CI whiskers; the baseline cell is hatched."""
     cells = result["cells"]
-    colours = _colours(list(dict.fromkeys(c["runtime"] for c in cells)))
-    fig, ax = _figure(max(6.0, 0.55 * len(cells) + 2), 4.5)
+    colours = runtime_colours(list(dict.fromkeys(c["runtime"] for c in cells)))
+    fig, ax = subplots(max(6.0, 0.55 * len(cells) + 2), 4.5, constrained=True)
     means = [c["throughput_seq_s"]["mean"] for c in cells]
     err = [[m - c["throughput_seq_s"]["ci_low"] for m, c in zip(means, cells)],
            [c["throughput_seq_s"]["ci_high"] - m for m, c in zip(means, cells)]]  # fmt: skip
@@ -47,16 +24,16 @@ def throughput_bars(result: dict[str, Any]) -> bytes:
     ax.set_ylim(bottom=0)  # a t-interval from few repeats can dip below 0; throughput cannot
     ax.set_ylabel("sequences / s (mean, 95% CI)")
     ax.set_title(f"Scoring throughput, {result['model']} (hatched: baseline {result['baseline']})")
-    return _png(fig)
+    return png_bytes(fig)
 
 
 def throughput_vs_batch(result: dict[str, Any]) -> bytes:
     """Sequences/s against mean batch size, one line per runtime x batcher (token-budget: per budget)."""
     cells = result["cells"]
     runtimes = list(dict.fromkeys(c["runtime"] for c in cells))
-    colours = _colours(runtimes)
+    colours = runtime_colours(runtimes)
     markers = {"fixed": "o", "sorted": "s", "token-budget": "^"}
-    fig, ax = _figure(7.0, 4.5)
+    fig, ax = subplots(7.0, 4.5, constrained=True)
     for runtime in runtimes:
         for batcher, marker in markers.items():
             pts = sorted((c["mean_batch_size"], c) for c in cells if c["runtime"] == runtime and c["batcher"] == batcher)
@@ -77,7 +54,7 @@ def throughput_vs_batch(result: dict[str, Any]) -> bytes:
     ax.set_ylabel("sequences / s (mean, 95% CI)")
     ax.set_title("Throughput vs batch size per runtime")
     ax.legend(fontsize=7, ncol=2)
-    return _png(fig)
+    return png_bytes(fig)
 
 
 def padding_waste(result: dict[str, Any]) -> bytes:
@@ -85,12 +62,12 @@ def padding_waste(result: dict[str, Any]) -> bytes:
     seen: dict[str, float] = {}
     for c in result["cells"]:
         seen.setdefault(c["cell"].split("/", 1)[1], c["padding_waste"])
-    fig, ax = _figure(max(5.0, 0.6 * len(seen) + 2), 4.0)
+    fig, ax = subplots(max(5.0, 0.6 * len(seen) + 2), 4.0, constrained=True)
     ax.bar(range(len(seen)), [100.0 * v for v in seen.values()], color="tab:gray")
     ax.set_xticks(range(len(seen)), list(seen), rotation=45, ha="right", fontsize=8)
     ax.set_ylabel("padding waste (% of computed tokens)")
     ax.set_title("Padding waste per batcher")
-    return _png(fig)
+    return png_bytes(fig)
 
 
 def plot_all(result: dict[str, Any]) -> dict[str, bytes]:

@@ -10,9 +10,11 @@ import argparse
 import importlib
 import sys
 
+from rlsim import logs
 from rlsim.cli.common import Parser
 from rlsim.errors import RlsimError
 
+VERBOSE_HELP = "also show rlsim's debug lines and transformers' and Ray's own loading and start-up logs"
 SUBCOMMANDS = ["verify", "score", "export", "serve", "bench", "run", "experiment", "profile", "plan"]
 
 
@@ -21,11 +23,14 @@ def build_parser() -> argparse.ArgumentParser:
         prog="rlsim",
         description="Simulated RLHF steps on Ray + vLLM: reward-model runtimes, contention, freed capacity, planning.",
     )
+    parser.add_argument("-v", "--verbose", action="store_true", help=VERBOSE_HELP)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for name in SUBCOMMANDS:
         # Every listed module ships with rlsim: a missing one is a broken install and must raise, not
         # silently drop a subcommand from --help.
         importlib.import_module(f"rlsim.cli.{name}_cmd").add_parser(sub)
+    for subparser in sub.choices.values():  # `rlsim run -v` as well as `rlsim -v run`
+        subparser.add_argument("-v", "--verbose", action="store_true", default=argparse.SUPPRESS, help=VERBOSE_HELP)
     return parser
 
 
@@ -34,6 +39,7 @@ def main(argv: list[str] | None = None) -> int:
         args = build_parser().parse_args(argv)
     except SystemExit as stop:  # a usage error (one line, status 2) or --help: the caller gets the status
         return int(stop.code or 0)
+    logs.configure(args.verbose)
     try:
         return int(args.func(args) or 0)
     except RlsimError as err:

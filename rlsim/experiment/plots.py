@@ -8,30 +8,14 @@
 
 from __future__ import annotations
 
-import io
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from rlsim.io import atomic_write_bytes
+from rlsim.metrics.plots import png_bytes, subplots
 
 ACTIVITY_COLOURS = {"generate": "#4c72b0", "score": "#dd8452", "update": "#55a868", "orchestration": "#8172b3",
                     "other processes": "#937860", "kernel": "#da8bc3", "idle": "#dddddd"}
-
-
-def _plt():
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    return plt
-
-
-def _png(fig: Any) -> bytes:
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=120)
-    _plt().close(fig)
-    return buf.getvalue()
 
 
 def _mean(e: Mapping[str, Any] | None) -> float:
@@ -48,7 +32,7 @@ def _err(estimates: Sequence[Mapping[str, Any]]) -> list[list[float]]:
 def pool_time_png(results: Mapping[str, Any]) -> bytes:
     runtimes = results["runtimes"]
     names = list(runtimes)
-    fig, ax = _plt().subplots(figsize=(max(6.0, 1.1 * len(names) + 3), 4.8), constrained_layout=True)
+    fig, ax = subplots(max(6.0, 1.1 * len(names) + 3), 4.8, constrained=True)
     bottom = [0.0] * len(names)
     for activity, colour in ACTIVITY_COLOURS.items():
         heights = [_mean(runtimes[n]["pool_core_s_per_step"].get(activity)) for n in names]
@@ -60,13 +44,13 @@ def pool_time_png(results: Mapping[str, Any]) -> bytes:
     ax.set_ylabel("core-seconds per step (mean of repeats)")
     ax.set_title(f"Pool time per together step ({cores} cores)")
     ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize=8)
-    return _png(fig)
+    return png_bytes(fig)
 
 
 def step_vs_cost_png(results: Mapping[str, Any]) -> bytes:
     runtimes = results["runtimes"]
     names = list(runtimes)
-    fig, (left, right) = _plt().subplots(1, 2, figsize=(max(8.0, 1.6 * len(names) + 4), 4.2), constrained_layout=True)
+    fig, (left, right) = subplots(max(8.0, 1.6 * len(names) + 4), 4.2, ncols=2, constrained=True)
     for ax, key, label, colour in ((left, "step_time_s", "step time (s)", "#4c72b0"),
                                    (right, "scoring_core_s", "scoring core-seconds per step", "#dd8452")):
         est = [runtimes[n][key] for n in names]
@@ -77,14 +61,14 @@ def step_vs_cost_png(results: Mapping[str, Any]) -> bytes:
         if key == "scoring_core_s":  # the baseline's line makes the freed part obvious
             ax.axhline(_mean(runtimes.get(results["baseline"], {}).get(key)), color="black", lw=0.8, ls="--")
     fig.suptitle(f"Step time vs scoring cost (baseline {results['baseline']}: dashed)")
-    return _png(fig)
+    return png_bytes(fig)
 
 
 def generation_png(results: Mapping[str, Any]) -> bytes:
     runtimes = results["runtimes"]
     names = list(runtimes)
     x = list(range(len(names)))
-    fig, (left, right) = _plt().subplots(1, 2, figsize=(max(8.0, 1.6 * len(names) + 4), 4.2), constrained_layout=True)
+    fig, (left, right) = subplots(max(8.0, 1.6 * len(names) + 4), 4.2, ncols=2, constrained=True)
     for offset, key, label, colour in ((-0.2, "gen_tokens_per_s_alone", "alone", "#999999"),
                                        (0.2, "gen_tokens_per_s_together", "together", "#4c72b0")):
         est = [runtimes[n][key] for n in names]
@@ -100,7 +84,7 @@ def generation_png(results: Mapping[str, Any]) -> bytes:
     right.set_ylabel("rollouts generated and scored per hour")
     right.set_title(f"Time-boxed, {results.get('timebox_budget_s')} s budget (95% CI)")
     right.set_ylim(bottom=0)
-    return _png(fig)
+    return png_bytes(fig)
 
 
 def write_figures(out: Path, results: Mapping[str, Any]) -> list[str]:

@@ -5,13 +5,13 @@ Figures are rendered to bytes and written atomically, like every result file.
 
 from __future__ import annotations
 
-import io
 from pathlib import Path
 from typing import Any, Sequence
 
 from rlsim.io import atomic_write_bytes
 from rlsim.loop.records import PHASES
 from rlsim.run_results import RunResults, StepRecord
+from rlsim.metrics.plots import png_bytes, pyplot
 
 COLORS = {"generate": "#4C72B0", "score": "#DD8452", "update": "#55A868", "sync": "#C44E52", "idle": "#BBBBBB"}
 
@@ -63,7 +63,7 @@ def _step_row(s: StepRecord) -> str:
 
 def gantt_png(rows: Sequence[dict[str, Any]], step: int) -> bytes:
     """A Gantt chart of ``step``'s events (timeline rows), one lane per actor, coloured by phase."""
-    plt = _pyplot()
+    plt = pyplot()
     events = [r for r in rows if r["step"] == step]
     actors = sorted({r["actor"] for r in events}, key=_actor_order)
     fig, ax = plt.subplots(figsize=(10, 1 + 0.6 * max(1, len(actors))))
@@ -76,12 +76,12 @@ def gantt_png(rows: Sequence[dict[str, Any]], step: int) -> bytes:
     ax.set_title(f"step {step}: work per actor")
     handles = [plt.Rectangle((0, 0), 1, 1, color=COLORS[p]) for p in PHASES]
     ax.legend(handles, PHASES, loc="upper center", bbox_to_anchor=(0.5, -0.35), ncol=4, frameon=False)
-    return _png(fig)
+    return png_bytes(fig, tight=True)
 
 
 def breakdown_png(steps: Sequence[StepRecord]) -> bytes:
     """Per step: stacked bars of phase times (union) and idle, next to the step time."""
-    plt = _pyplot()
+    plt = pyplot()
     fig, ax = plt.subplots(figsize=(max(6, 2.5 + 0.8 * len(steps)), 4))
     xs = [s.step for s in steps]
     bottom = [0.0] * len(steps)
@@ -96,7 +96,7 @@ def breakdown_png(steps: Sequence[StepRecord]) -> bytes:
     ax.set_ylabel("seconds")
     ax.set_title("step time and its phases (phases may overlap)")
     ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
-    return _png(fig)
+    return png_bytes(fig, tight=True)
 
 
 def write_figures(out: Path, results: RunResults, rows: Sequence[dict[str, Any]]) -> list[str]:
@@ -111,20 +111,3 @@ def write_figures(out: Path, results: RunResults, rows: Sequence[dict[str, Any]]
 
 def _actor_order(name: str) -> tuple[int, str]:
     return ({"rollout": 0, "trainer": 2}.get(name, 1), name)
-
-
-def _pyplot() -> Any:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    return plt
-
-
-def _png(fig: Any) -> bytes:
-    buf = io.BytesIO()
-    fig.tight_layout()
-    fig.savefig(buf, format="png", dpi=110)
-    _pyplot().close(fig)
-    return buf.getvalue()

@@ -13,7 +13,7 @@ fails.
 
 from __future__ import annotations
 
-import sys
+import logging
 import time
 from dataclasses import dataclass
 from functools import partial
@@ -26,6 +26,9 @@ from rlsim.scoring.base import ServerScorer
 
 if TYPE_CHECKING:
     from rlsim.scoring.base import Scorer
+
+# Runs in the scoring actor: its records land in that Ray worker's log, as its stderr did before.
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -109,7 +112,7 @@ class RewardStage:
 
     def _restart_scorer(self, err: RlsimError) -> None:
         first_line = str(err).splitlines()[0]
-        print(f"rlsim: {first_line}; starting a new scoring server and scoring the batch again", file=sys.stderr)
+        log.warning(f"{first_line}; starting a new scoring server and scoring the batch again")
         self.scorer.close()
         assert self._make_scorer is not None
         self.scorer = self._make_scorer()

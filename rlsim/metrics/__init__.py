@@ -1,1 +1,1 @@
-"""Statistics for repeated measurements: confidence intervals, ratios, significance tests."""
+"""Statistics for repeated measurements (confidence intervals, ratios, significance tests) and figure set-up."""

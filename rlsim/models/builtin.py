@@ -11,6 +11,7 @@
 from __future__ import annotations
 
 import fcntl
+import logging
 import math
 import shutil
 import tempfile
@@ -19,7 +20,10 @@ from pathlib import Path
 from typing import Callable, Iterator
 
 from rlsim.errors import RlsimError
+from rlsim.logs import verbose
 from rlsim.paths import cache_dir
+
+log = logging.getLogger(__name__)
 
 SEED = 1234
 # Bump when a builder changes, so stale cached folders are never reused.
@@ -115,6 +119,12 @@ BUILTIN_REWARD_MODELS: dict[str, Callable[[Path], None]] = {
     "tiny-llama-rm": _build_tiny_llama_rm,
 }
 BUILTIN_POLICIES: dict[str, Callable[[Path], None]] = {"tiny-llama": _build_tiny_llama}
+# What each built model is, said in one line when it is built (instead of transformers' load report).
+DESCRIPTIONS = {
+    "minilm-rm": "pretrained MiniLM encoder + seeded scalar head (not trained)",
+    "tiny-llama-rm": "random-init Llama reward model (seeded, hidden 256, 4 layers)",
+    "tiny-llama": "random-init Llama policy (seeded, ~11M parameters)",
+}
 
 
 def materialise(name: str, builder: Callable[[Path], None]) -> Path:
@@ -128,12 +138,37 @@ def materialise(name: str, builder: Callable[[Path], None]) -> Path:
         if (target / "config.json").is_file():  # another process built it while we waited
             return target
         tmp = Path(tempfile.mkdtemp(prefix=f".{name}.", dir=root))
+        log.info(f"building {name}: {DESCRIPTIONS.get(name, 'built-in model')} -> {target}")
         try:
-            builder(tmp)
+            with _quiet_transformers():
+                builder(tmp)
             tmp.rename(target)
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
     return target
+
+
+@contextmanager
+def _quiet_transformers() -> Iterator[None]:
+    """Silence transformers' warnings and progress bars unless -v (``rlsim.logs.verbose``).
+
+    Loading MiniLM with ``num_labels=1`` prints a load report listing ``classifier.weight MISSING``: true and
+    intended (the builder seeds that head), but alarming on a newcomer's first screen.
+    """
+    if verbose():
+        yield
+        return
+    from transformers.utils import logging as hf_logging
+
+    level, bars = hf_logging.get_verbosity(), hf_logging.is_progress_bar_enabled()
+    hf_logging.set_verbosity_error()
+    hf_logging.disable_progress_bar()
+    try:
+        yield
+    finally:
+        hf_logging.set_verbosity(level)
+        if bars:
+            hf_logging.enable_progress_bar()
 
 
 @contextmanager

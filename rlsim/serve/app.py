@@ -9,7 +9,7 @@ queue full, still loading or shutting down; 504 not scored within ``request_time
 from __future__ import annotations
 
 import asyncio
-import sys
+import logging
 import threading
 import time
 from contextlib import asynccontextmanager
@@ -38,8 +38,8 @@ from rlsim.serve.settings import ServeSettings
 BackendFactory = Callable[[ServerMetrics], ScoringBackend]
 
 
-def log(message: str) -> None:
-    print(f"rlsim serve: {message}", file=sys.stderr, flush=True)
+# The server's own lines (listening, ready, stopped, errors): `rlsim serve` shows them on stderr (rlsim/logs.py).
+log = logging.getLogger(__name__)
 
 
 class ServerState:
@@ -66,7 +66,7 @@ class ServerState:
         except Exception as err:  # noqa: BLE001 - reported on /health and stderr, then the server exits
             self.error = str(err) if isinstance(err, RlsimError) else f"{type(err).__name__}: {err}"
             self.status = "failed"
-            log(f"error: the model could not be loaded: {self.error}")
+            log.error(f"the model could not be loaded: {self.error}")
             self._on_load_failure()
             return
         with self._lock:
@@ -77,7 +77,7 @@ class ServerState:
             self.metrics.watch_queue(lambda: backend.queued_sequences, lambda: backend.queued_requests)
             self.metrics.ready.set(1)
             self.status = "ready"
-        log(f"ready: {self.settings.runtime} on {self.settings.model} (load {self.load_s:.1f} s incl. warm-up)")
+        log.info(f"ready: {self.settings.runtime} on {self.settings.model} (load {self.load_s:.1f} s incl. warm-up)")
 
     def stop(self) -> None:
         """Refuse new work, finish the accepted jobs (up to the grace period), release the model."""
@@ -233,5 +233,5 @@ def _add_handlers(app: FastAPI) -> None:
     @app.exception_handler(Exception)
     async def server_fault(request: Request, exc: Exception) -> JSONResponse:
         # A 500 is a server bug, never the client's fault; say what broke without a traceback.
-        log(f"error while answering {request.url.path}: {type(exc).__name__}: {exc}")
+        log.error(f"while answering {request.url.path}: {type(exc).__name__}: {exc}")
         return JSONResponse({"detail": f"internal error: {type(exc).__name__}: {exc}"}, status_code=500)

@@ -7,6 +7,7 @@ avoids the race of "find a free port, close it, hope nobody takes it".
 
 from __future__ import annotations
 
+import logging
 import os
 import signal
 import socket
@@ -17,10 +18,12 @@ from typing import Any
 
 from rlsim.errors import RlsimError
 from rlsim.io import atomic_write_text
-from rlsim.serve.app import BackendFactory, create_app, log
+from rlsim.serve.app import BackendFactory, create_app
 from rlsim.serve.backend import ScoringBackend
 from rlsim.serve.metrics import ServerMetrics
 from rlsim.serve.settings import ServeSettings, is_loopback
+
+log = logging.getLogger(__name__)
 
 PARENT_POLL_S = 0.5
 
@@ -89,10 +92,10 @@ def run_server(
 ) -> int:
     """Serve until SIGTERM/SIGINT (or the parent dies); 0 on a clean stop, 2 if the model failed to load."""
     if not is_loopback(settings.host):
-        log(f"warning: listening on {settings.host}, reachable from other machines; the API has no authentication")
+        log.warning(f"listening on {settings.host}, reachable from other machines; the API has no authentication")
     server, sock = make_server(settings, factory)
     port = sock.getsockname()[1]
-    log(f"listening on http://{settings.host}:{port} ({settings.runtime} on {settings.model}); loading the model")
+    log.info(f"listening on http://{settings.host}:{port} ({settings.runtime} on {settings.model}); loading the model")
     if port_file is not None:
         atomic_write_text(Path(port_file), f"{port}\n")
     if parent_pid is not None:
@@ -101,7 +104,7 @@ def run_server(
     signals = _note_signals(server)
     server.run(sockets=[sock])
     if signals:
-        log(f"stopped by {signal.Signals(signals[0]).name}; accepted requests were answered")
+        log.info(f"stopped by {signal.Signals(signals[0]).name}; accepted requests were answered")
     return 2 if server.config.app.state.rlsim.status == "failed" else 0
 
 
@@ -135,7 +138,7 @@ def _watch_parent(parent_pid: int, server: Any) -> None:
     while not server.should_exit:
         gone = os.getppid() != parent_pid if direct else not _alive(parent_pid)
         if gone:
-            log(f"parent process {parent_pid} is gone; shutting down")
+            log.info(f"parent process {parent_pid} is gone; shutting down")
             server.should_exit = True
             return
         time.sleep(PARENT_POLL_S)

@@ -49,6 +49,9 @@ def test_sigterm_stops_the_driver_and_every_ray_process() -> None:
     finally:
         if proc.poll() is None:
             proc.kill()
+        for pipe in (proc.stdout, proc.stderr):  # an unclosed pipe is a ResourceWarning (an error under pytest)
+            if pipe is not None:
+                pipe.close()
     deadline = time.time() + 30
     while time.time() < deadline and any(psutil.pid_exists(p) for p in ray_pids):
         time.sleep(0.5)

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 from rich.console import Console
 from rich.table import Table
 
+from rlsim.metrics.plots import save_png, subplots
 from rlsim.planner.sim.evaluate import Evaluation
 from rlsim.planner.sim.step import CRITICAL_PATH
 
@@ -50,13 +50,9 @@ def print_plan(console: Console, chosen: Evaluation, heading: str) -> None:
 
 def plot_share_curves(ranked: list[Evaluation], path: Path) -> Path:
     """Step time vs scoring share of each node, one line per runtime (best over the other knobs)."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
     import matplotlib.ticker
 
-    fig, ax = plt.subplots(figsize=(7, 4.2))
+    fig, ax = subplots(7, 4.2)
     runtimes = sorted({ev.spec.runtime for ev in ranked})
     for runtime in runtimes:
         best: dict[float, float] = {}
@@ -80,18 +76,12 @@ def plot_share_curves(ranked: list[Evaluation], path: Path) -> Path:
     ax.xaxis.set_major_formatter(matplotlib.ticker.PercentFormatter(1.0))
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8)
-    fig.tight_layout()
-    return _save(fig, path)
+    return save_png(fig, path, tight=True)
 
 
 def plot_plan(chosen: Evaluation, path: Path) -> Path:
     """Utilisation per activity and the step-time breakdown of the chosen plan."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, (left, right) = plt.subplots(1, 2, figsize=(9, 3.8))
+    fig, (left, right) = subplots(9, 3.8, ncols=2)
     util = {k: v for k, v in chosen.utilisation.items() if k != "generation_units_overall"}
     left.bar(list(util), [v * 100 for v in util.values()], color=["#4c72b0", "#dd8452", "#55a868"])
     left.set_ylim(0, 100)
@@ -106,19 +96,5 @@ def plot_plan(chosen: Evaluation, path: Path) -> Path:
     right.set_title(f"Critical path ({chosen.step_time_s:.1f} s)")
     right.legend(fontsize=8)
     fig.suptitle(chosen.spec.label() + (" [ILLUSTRATIVE profile]" if chosen.illustrative else ""), fontsize=9)
-    fig.tight_layout()
-    return _save(fig, path)
+    return save_png(fig, path, tight=True)
 
-
-def _save(fig: Any, path: Path) -> Path:
-    """Save through a temporary file and rename, so a reader never sees a half-written PNG."""
-    import io
-
-    import matplotlib.pyplot as plt
-
-    from rlsim.io import atomic_write_bytes
-
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=110)
-    plt.close(fig)
-    return atomic_write_bytes(path, buf.getvalue())
