@@ -54,6 +54,21 @@ def machine_fingerprint(gemm_gflops: dict[str, float] | None = None) -> dict[str
     }
 
 
+def measure_gemm(device: str, threads: list[int], n: int = 1024) -> dict[str, float]:
+    """fp32 GEMM rates keyed as fingerprints store them (``cpu_fp32_n1024_2t``); imports torch."""
+    from rlsim.bench.gemm import measure_gemm_gflops
+
+    rates = {}
+    for t in threads:
+        rate = measure_gemm_gflops(t, n=n, repeats=3, device=device)["gflops"]
+        rates[gemm_key(device, n, t)] = round(float(rate), 1)  # type: ignore[arg-type]
+    return rates
+
+
+def gemm_key(device: str, n: int, threads: int) -> str:
+    return f"{device}_fp32_n{n}_{threads}t"
+
+
 def fingerprint_differences(recorded: dict[str, Any], here: dict[str, Any]) -> list[str]:
     """What differs between ``recorded`` (a profile's machine) and ``here``, in words; [] if nothing
     that changes timings. Host names and package patch versions alone do not count."""

@@ -68,7 +68,8 @@ def run(args: argparse.Namespace) -> int:
                               on_cell=lambda label: bar.update(task, advance=1, description=label),
                               loop_results=loop_results, scorers_from=scorers_from,
                               notes=_provenance(args, scorers_from))
-    save_profile(built.profile, args.out)
+    profile = built.profile.model_copy(update={"machine": _machine(config, measured=not args.no_scorers)})
+    save_profile(profile, args.out)
     if args.summary:
         from rlsim.io import atomic_write_json
 
@@ -99,6 +100,15 @@ def _loop_runs(config: "ProfileConfig", base_dir: Path, args: argparse.Namespace
     runs_dir = args.runs or Path("runs") / "profile" / config.hardware_kind
     return run_cases(cases, RealLoopRunner(console=console, quiet=loop_set.quiet), runs_dir, reuse=args.reuse,
                      note=console.print)
+
+
+def _machine(config: "ProfileConfig", measured: bool) -> dict[str, Any]:
+    """This machine's fingerprint, with the fp32 GEMM rate at the scorer thread counts when scorers were
+    timed (torch is loaded then anyway; about a second per thread count)."""
+    from rlsim.fingerprint import machine_fingerprint, measure_gemm
+
+    gemm = measure_gemm(config.device, list(config.units)) if measured and config.runtimes else {}
+    return machine_fingerprint(gemm)
 
 
 def _provenance(args: argparse.Namespace, scorers_from: "Profile | None") -> list[str]:

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 import rlsim
+from rlsim.planner.profile.machine_check import check_cluster
 from rlsim.planner.profile.schema import Profile, load_profile
 from rlsim.planner.search.grid import Candidates, candidates, run_search
 from rlsim.planner.sim.evaluate import Evaluation, evaluate
@@ -93,6 +94,9 @@ def execute(prep: Prepared, on_progress: Callable[[str], None] | None = None) ->
     target = cfg.target_step_s
     meets = None if target is None else chosen.step_time_s <= target
     warnings = []
+    machine = check_cluster(profile, prep.profile_path, cfg.nodes)
+    if machine:
+        warnings.append(machine)
     if profile.illustrative:
         from rlsim.planner.search.report import ILLUSTRATIVE_WARNING
 
