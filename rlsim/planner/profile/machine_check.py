@@ -27,10 +27,11 @@ def uses_gpus(profile: Profile) -> bool:
     return profile.generation is not None and profile.generation.device == "cuda"
 
 
+# An illustrative profile describes no machine at all; its own warning already says so.
 def check_here(profile: Profile, path: Path | str, here: dict | None = None) -> str | None:
     """A warning when ``profile`` was measured on other hardware than this machine (None: same)."""
     if profile.machine is None:
-        return NO_FINGERPRINT.format(path=path)
+        return None if profile.illustrative else NO_FINGERPRINT.format(path=path)
     diffs = fingerprint_differences(profile.machine, here or machine_fingerprint())
     return mismatch_warning(str(path), diffs, uses_gpus(profile))
 
@@ -43,7 +44,7 @@ def check_cluster(profile: Profile, path: Path | str, node: NodeSpec, here: dict
     of this kind unless it says otherwise).
     """
     if profile.machine is None:
-        return NO_FINGERPRINT.format(path=path)
+        return None if profile.illustrative else NO_FINGERPRINT.format(path=path)
     if uses_gpus(profile):
         if node.gpu_model is None:
             return None
