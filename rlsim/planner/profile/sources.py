@@ -24,3 +24,41 @@ class NumberSource(_Strict):
 
     source: str = Field(min_length=1)
     derivation: str = Field(min_length=1, description="the arithmetic from the published figure to this number")
+
+
+# Not simulation inputs: the version, the machine description and the source bookkeeping itself.
+_NOT_NUMBERS = ("schema_version", "machine", "sources", "provenance")
+
+
+def number_paths(data: object, prefix: str = "") -> list[str]:
+    """Dotted paths of every number in a profile's JSON (booleans excluded), e.g. ``generation.base_s``."""
+    if isinstance(data, dict):
+        return [p for key, value in data.items() if not (prefix == "" and key in _NOT_NUMBERS)
+                for p in number_paths(value, f"{prefix}{key}.")]
+    if isinstance(data, list):
+        return [p for i, value in enumerate(data) for p in number_paths(value, f"{prefix}{i}.")]
+    if isinstance(data, (int, float)) and not isinstance(data, bool):
+        return [prefix[:-1]]
+    return []
+
+
+def unsourced_numbers(data: dict) -> list[str]:
+    """Every number of a sourced profile's JSON that lacks a traceable source, with the reason.
+
+    A number needs a ``provenance`` entry whose ``source`` is a key of ``sources``, or ``unmeasured``
+    with its path named in the profile's ``unmeasured`` list (where the derivation is spelled out).
+    """
+    provenance = data.get("provenance") or {}
+    sources = data.get("sources") or {}
+    unmeasured = " ".join(data.get("unmeasured") or [])
+    problems = []
+    for path in number_paths(data):
+        entry = provenance.get(path)
+        if entry is None:
+            problems.append(f"{path}: no provenance entry")
+        elif entry.get("source") == "unmeasured":
+            if f"{path} " not in unmeasured + " ":
+                problems.append(f"{path}: marked unmeasured but not listed in `unmeasured`")
+        elif entry.get("source") not in sources:
+            problems.append(f"{path}: source {entry.get('source')!r} is not one of `sources`")
+    return problems
