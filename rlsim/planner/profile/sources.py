@@ -62,3 +62,29 @@ def unsourced_numbers(data: dict) -> list[str]:
         elif entry.get("source") not in sources:
             problems.append(f"{path}: source {entry.get('source')!r} is not one of `sources`")
     return problems
+
+
+def provenance_summary(provenance: dict[str, NumberSource], sources: dict[str, Source]) -> dict[str, object] | None:
+    """What of a sourced profile is published and what is assumed: counts, documents and the assumed
+    numbers grouped by section (``trainer``: ``update_s_per_token, sync_fixed_s``). None: not sourced."""
+    if not provenance:
+        return None
+    assumed = sorted(path for path, entry in provenance.items() if entry.source == "unmeasured")
+    sourced = sorted(path for path, entry in provenance.items() if entry.source != "unmeasured")
+    groups: dict[str, list[str]] = {}
+    for path in assumed:
+        head, _, rest = path.partition(".")
+        groups.setdefault(head, []).append(rest)
+    return {"sourced": sourced, "assumed": assumed, "documents": sorted({provenance[p].source for p in sourced}),
+            "titles": {k: s.title for k, s in sources.items()}, "assumed_by_section": groups}
+
+
+def provenance_line(summary: dict[str, object]) -> str:
+    """One paragraph for people: N sourced from K documents; M assumed, by section."""
+    sourced, assumed, docs = summary["sourced"], summary["assumed"], summary["documents"]
+    groups = summary["assumed_by_section"]
+    assert isinstance(sourced, list) and isinstance(assumed, list) and isinstance(docs, list)
+    assert isinstance(groups, dict)
+    parts = "; ".join(f"{head}: {', '.join(rest)}" for head, rest in groups.items())
+    return (f"{len(sourced)} of {len(sourced) + len(assumed)} profile numbers are published figures "
+            f"({', '.join(docs)}); {len(assumed)} are assumed (derivations in the profile's `unmeasured`): {parts}")
