@@ -145,7 +145,7 @@ def _score(inputs: StepInputs, batch: EngineBatch, finish: np.ndarray, engine_en
         per = res.engines_per_node
         # An engine generates from the step's start until its last rollout is done.
         speeds = [
-            SpeedProfile.from_load(np.zeros(per), engine_end[n * per:(n + 1) * per], per, slowdown)
+            SpeedProfile.from_load([0.0] * per, engine_end[n * per:(n + 1) * per].tolist(), per, slowdown)
             for n in range(res.nodes)
         ]
     per_node = res.replicas_per_node
@@ -182,8 +182,8 @@ def _generation_speeds(outcome: ScoringOutcome, res: Resources, slowdown: float)
     speeds = []
     for node in range(res.nodes):
         reps = range(node * res.replicas_per_node, (node + 1) * res.replicas_per_node)
-        starts = np.array([s for r in reps for s in outcome.busy_starts[r]])
-        ends = np.array([e for r in reps for e in outcome.busy_ends[r]])
+        starts = [s for r in reps for s in outcome.busy_starts[r]]
+        ends = [e for r in reps for e in outcome.busy_ends[r]]
         speeds.append(SpeedProfile.from_load(starts, ends, res.replicas_per_node, slowdown))
     return speeds
 
