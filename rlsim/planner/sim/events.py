@@ -69,6 +69,22 @@ class SpeedProfile:
         return cls([0.0], [1.0])
 
     @classmethod
+    def from_ends(cls, ends: Sequence[float], capacity: int, slowdown: float) -> "SpeedProfile":
+        """``from_load`` for intervals that all start at 0 (engines generating from the step's start)."""
+        if slowdown <= 0 or len(ends) == 0:
+            return cls.constant()
+        per_busy = slowdown / capacity
+        times, speeds, busy = [0.0], [1.0 / (1.0 + per_busy * len(ends))], len(ends)
+        for end in sorted(ends):
+            busy -= 1
+            if end == times[-1]:
+                speeds[-1] = 1.0 / (1.0 + per_busy * busy)
+            else:
+                times.append(end)
+                speeds.append(1.0 / (1.0 + per_busy * busy))
+        return cls(times, speeds)
+
+    @classmethod
     def from_load(cls, starts: Sequence[float], ends: Sequence[float], capacity: int,
                   slowdown: float) -> "SpeedProfile":
         """Speed ``1 / (1 + slowdown x busy / capacity)`` where ``busy`` counts intervals covering t."""

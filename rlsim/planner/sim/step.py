@@ -145,7 +145,7 @@ def _score(inputs: StepInputs, batch: EngineBatch, finish: np.ndarray, engine_en
         per = res.engines_per_node
         # An engine generates from the step's start until its last rollout is done.
         speeds = [
-            SpeedProfile.from_load([0.0] * per, engine_end[n * per:(n + 1) * per].tolist(), per, slowdown)
+            SpeedProfile.from_ends(engine_end[n * per:(n + 1) * per].tolist(), per, slowdown)
             for n in range(res.nodes)
         ]
     per_node = res.replicas_per_node
