@@ -77,3 +77,21 @@ def test_plan_reports_the_warning(tmp_path) -> None:
 
 def test_no_differences_no_line() -> None:
     assert mismatch_warning("p", [], gpu=False) is None
+
+
+def test_nvidia_smi_line_of_a_real_h200(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The line nvidia-smi printed on an H200 machine (2026-11-30): parsed, and flagged against the H100 profile."""
+    import subprocess
+
+    import rlsim.fingerprint as fingerprint
+
+    line = "NVIDIA H200, 580.159.04, 143771\n"
+    monkeypatch.setattr(fingerprint.shutil, "which", lambda name: "/usr/bin/nvidia-smi")
+    monkeypatch.setattr(fingerprint.subprocess, "run",
+                        lambda *a, **k: subprocess.CompletedProcess(a, 0, stdout=line, stderr=""))
+    here = machine_fingerprint()
+    assert here["gpus"] == [{"name": "NVIDIA H200", "driver": "580.159.04", "memory_mib": 143771.0}]
+    h100 = make_profile(device="cuda").model_copy(update={"machine": {"gpus": [{"name": "NVIDIA H100 80GB HBM3"}]}})
+    node = NodeSpec(count=1, cores=16, gpus=1, kind="test-kind", gpu_model=here["gpus"][0]["name"])
+    warning = check_cluster(h100, "h100.json", node)
+    assert warning is not None and "H100 vs the cluster's H200" in warning
