@@ -28,6 +28,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from rlsim.experiment.config import load_contention_config  # noqa: E402
+from rlsim.fingerprint import machine_fingerprint  # noqa: E402
 from rlsim.io import atomic_write_json  # noqa: E402
 
 TIME_TARGET_S = {"quick": 300.0, "full": 1800.0}
@@ -88,6 +89,7 @@ def main() -> int:
         "accounting": acc, "identity_holds_every_step": acc["within_5pct"] == acc["checked"],
         "figures": per_runtime(results), "conclusions": results["conclusions"],
     }
+    result["machine"] = machine_fingerprint()
     atomic_write_json(Path(args.out) / f"bench_contention_{name}.json", result)
     print(json.dumps({"mode": mode, "wall_s": result["wall_s"], "meets_time_target": result["meets_time_target"],
                       "repeats_done": result["repeats_done"], "stopped": results["stopping"]["reason"],

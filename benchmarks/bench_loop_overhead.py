@@ -25,6 +25,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from rlsim.fingerprint import machine_fingerprint  # noqa: E402
 from rlsim.io import atomic_write_json  # noqa: E402
 from rlsim.loop.config import load_run_config  # noqa: E402
 from rlsim.loop.records import overall_overhead  # noqa: E402
@@ -101,6 +102,7 @@ def main() -> int:
         "schedules": {s: summarise(v) for s, v in per_schedule.items()},
         "environment": outputs.results.environment,
     }
+    result["machine"] = machine_fingerprint()
     atomic_write_json(out / "bench_loop_overhead.json", result)
     print(json.dumps({s: {"overhead_fraction": v["overhead_fraction"], "meets_target": v["meets_target"]}
                       for s, v in result["schedules"].items()}))

@@ -69,6 +69,7 @@ def one_run(mode: str, model: str, lib: str, batch: int, iters: int) -> float:
 
 def main(argv: list[str]) -> int:
     sys.path.insert(0, str(ROOT))
+    from rlsim.fingerprint import machine_fingerprint
     from rlsim.io import atomic_write_json
     from rlsim.metrics.stats import ci_overlap, mann_whitney_p, mean_ci, ratio_ci
     from rlsim.models import resolve_reward_model
@@ -106,6 +107,7 @@ def main(argv: list[str]) -> int:
               "threads": THREADS, "repeats": args.repeats, "unit": "sequences/s",
               "ci": "95% t-interval of the mean over fresh-process repeats; ratio CI: Fieller",
               "cells": cells, "comparisons": comparisons}  # fmt: skip
+    result["machine"] = machine_fingerprint()
     atomic_write_json(OUT, result)
     print(json.dumps(result, default=lambda x: None if x != x else x))
     return 0

@@ -37,6 +37,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from rlsim.fingerprint import machine_fingerprint  # noqa: E402
 from rlsim.io import atomic_write_json  # noqa: E402
 from rlsim.metrics.stats import percentiles  # noqa: E402
 from rlsim.workloads import LognormalLengths, WorkloadSpec, build_workload  # noqa: E402
@@ -272,6 +273,7 @@ def main(argv: list[str] | None = None) -> int:
         finally:
             exit_status = stop_server(proc)
     summary = summarise(results, args, {**meta, "server_exit_status": exit_status})
+    summary["machine"] = machine_fingerprint()
     atomic_write_json(args.out, summary)
     if args.trace:
         write_trace(args.trace, spans)

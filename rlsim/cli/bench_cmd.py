@@ -102,6 +102,7 @@ def run(args: argparse.Namespace) -> int:
     from rlsim.bench.scoring_report import table, write_outputs
     from rlsim.bench.scoring_runner import preflight, run_grid
     from rlsim.bench.scoring_summary import summarize
+    from rlsim.fingerprint import gemm_key, machine_fingerprint
     from rlsim.io import atomic_write_json, check_output_dir
     from rlsim.workloads import read_texts
 
@@ -120,6 +121,7 @@ def run(args: argparse.Namespace) -> int:
         task = bar.add_task("starting", total=len(cells) * cfg.repeats + 2)
         raw, gemm = run_grid(cfg, cells, out, lambda what, done, total: bar.update(task, description=what, completed=done))
     result = summarize(cfg, cells, raw, gemm, info)
+    result["machine"] = machine_fingerprint({gemm_key(g["device"], g["n"], g["threads"]): g["gflops"] for g in gemm[:1]})
     atomic_write_json(out / "results.json", result)
     paths = write_outputs(result, raw, out)
     out_console = Console()

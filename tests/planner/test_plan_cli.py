@@ -121,3 +121,18 @@ def test_every_config_error_at_once(tmp_path: Path, capsys: pytest.CaptureFixtur
     config["search"]["batchers"] = [{"kind": "token-budget"}]
     err = _error_of(_write(tmp_path, config), capsys)
     assert "group_size" in err and "token_budget" in err
+
+
+def test_h100_example_separates_sourced_from_assumed(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The GPU-cluster example runs from the sourced profile and says what is published and what is assumed."""
+    config = Path(__file__).resolve().parents[2] / "configs" / "cluster_h100_example.yaml"
+    out = tmp_path / "plan.json"
+    assert main(["plan", str(config), "--json", str(out), "--set", "search.nodes=[2]", "--set", "search.steps=1",
+                 "--set", "simulation.steps=1"]) == 0
+    doc = json.loads(out.read_text())
+    provenance = doc["profile"]["provenance"]
+    assert provenance["sourced"] and provenance["assumed"] and "trainer.sync_fixed_s" in provenance["assumed"]
+    assert not any("other hardware" in w for w in doc["warnings"])  # H100 profile, H100 cluster
+    labels = {e["label"] for e in doc["ranked"]}
+    assert any("tp2" in label for label in labels) and any("math-verify" in label for label in labels)
+    assert "sourced vs assumed" in capsys.readouterr().out

@@ -21,15 +21,19 @@ from __future__ import annotations
 import json
 import logging
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
+import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 import rlsim
 from rlsim.errors import ConfigError, RlsimError
 from rlsim.io import atomic_write_json, read_user_text
+from rlsim.planner.profile.scaling import DataParallel, ParallelScaling, RewardFunctionModel
+from rlsim.planner.profile.sources import NumberSource, Source
 
-# Bump when a field is added, removed or changes meaning; the package version alone never refuses a profile.
+# Bump when a field is removed, becomes required or changes meaning; an optional new field with a default
+# (``machine``) leaves older profiles readable. The package version alone never refuses a profile.
 SCHEMA_VERSION = 1
 Device = Literal["cpu", "cuda"]
 
@@ -121,6 +125,8 @@ class GenerationModel(_Strict):
     host_cores_per_unit: float = Field(default=0.0, ge=0, description="CPU cores a GPU engine keeps busy")
     fit: FitStats
     points: list[GenerationPoint] = Field(default_factory=list)
+    parallel: ParallelScaling | None = Field(default=None, description=(
+        "multi-GPU engines (tensor/pipeline parallel); `units` must then be 1 (the curve is one GPU's)"))
 
     def step_s(self, running: float, units: float) -> float:
         """Seconds per decode iteration with ``running`` sequences on ``units`` (0 when none run)."""
@@ -128,6 +134,18 @@ class GenerationModel(_Strict):
             return 0.0
         base_scale, seq_scale = self.scales(units)
         return self.base_s * base_scale + self.per_seq_s * running * seq_scale
+
+    def iteration_s(self, running: np.ndarray, units: float, tp: int = 1, pp: int = 1) -> np.ndarray:
+        """Seconds per decode iteration for each entry of ``running`` (0 where none run) on an engine
+        of ``units`` units; ``tp`` x ``pp`` > 1 needs ``parallel`` and means ``units`` = tp x pp GPUs."""
+        if tp * pp > 1:
+            if self.parallel is None:
+                raise ValueError("a multi-GPU engine needs the profile's generation.parallel scaling")
+            step = self.parallel.iteration_s(self.base_s, self.per_seq_s, running, tp, pp)
+        else:
+            base_scale, seq_scale = self.scales(units)
+            step = self.base_s * base_scale + self.per_seq_s * running * seq_scale
+        return np.where(running > 0, step, 0.0)
 
     def scales(self, units: float) -> tuple[float, float]:
         """Factors on the fixed and the per-sequence parts of an iteration on ``units`` units."""
@@ -155,11 +173,26 @@ class TrainerModel(_Strict):
     sync_fixed_s: float = Field(default=0.0, ge=0)
     sync_s_per_token: float = Field(default=0.0, ge=0)
     step_overhead_s: float = Field(default=0.0, ge=0)
+    update_s_per_prompt_token: float = Field(default=0.0, ge=0, description=(
+        "seconds per prompt token (forward and backward of the prompt, which a GPU trainer pays per token)"))
+    data_parallel: DataParallel | None = None
 
-    def update_s(self, tokens: float, units: float, sequences: float = 0.0) -> float:
-        """Seconds of one update on ``tokens`` generated tokens in ``sequences`` rollouts, on ``units``."""
-        work = self.update_s_per_token * tokens + self.update_s_per_sequence * sequences
-        return self.update_fixed_s + work * (self.units / units) ** self.unit_exponent
+    def update_s(self, tokens: float, units: float, sequences: float = 0.0, prompt_tokens: float = 0.0,
+                 nodes: int = 1) -> float:
+        """Seconds of one update on ``tokens`` generated tokens in ``sequences`` rollouts, on ``units``
+        spread over ``nodes`` nodes (the gradient all-reduce of ``data_parallel`` added when given)."""
+        work = (self.update_s_per_token * tokens + self.update_s_per_sequence * sequences
+                + self.update_s_per_prompt_token * prompt_tokens)
+        compute = self.update_fixed_s + work * (self.units / units) ** self.unit_exponent
+        if self.data_parallel is None:
+            return compute
+        return compute + self.data_parallel.allreduce_s(units, nodes)
+
+    def sync_split_s(self, tokens: float) -> float:
+        """Weight sync when trainer and engines hold different GPUs (a broadcast over the network)."""
+        if self.data_parallel is None or self.data_parallel.split_sync_s is None:
+            return self.sync_s(tokens)
+        return self.data_parallel.split_sync_s
 
     def sync_s(self, tokens: float) -> float:
         return self.sync_fixed_s + self.sync_s_per_token * tokens
@@ -191,7 +224,15 @@ class Profile(_Strict):
     illustrative: bool = Field(description="true: example numbers, not measured on real hardware")
     notes: list[str] = Field(default_factory=list)
     unmeasured: list[str] = Field(default_factory=list, description="what was filled in, not measured")
+    machine: dict[str, Any] | None = Field(default=None, description=(
+        "rlsim.fingerprint.machine_fingerprint() of the machine measured on (a sourced profile: the hardware its "
+        "sources ran on); None in profiles written before fingerprints"))
+    sources: dict[str, Source] = Field(default_factory=dict, description=(
+        "public sources of a sourced profile's numbers, by key; every number's `source` names one"))
+    provenance: dict[str, NumberSource] = Field(default_factory=dict, description=(
+        "a sourced profile: for each number, by its dotted path (`generation.base_s`), where it comes from"))
     runtimes: dict[str, ScorerLatencyModel]
+    reward_functions: dict[str, RewardFunctionModel] = Field(default_factory=dict)
     generation: GenerationModel | None = None
     trainer: TrainerModel | None = None
     contention: ContentionModel | None = None
@@ -210,6 +251,12 @@ class Profile(_Strict):
                 "or drop it from the plan"
             )
         return self.runtimes[name]
+
+    def reward(self, name: str, source: str = "profile") -> "ScorerLatencyModel | RewardFunctionModel":
+        """A reward function of ``reward_functions`` by that name, else the scorer runtime ``name``."""
+        if name in self.reward_functions:
+            return self.reward_functions[name]
+        return self.runtime(name, source)
 
     def require_sections(self, source: str = "profile") -> None:
         """Raise unless generation, trainer and contention are present (the simulation needs all three)."""

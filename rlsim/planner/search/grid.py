@@ -32,11 +32,13 @@ def enumerate_placements(search: SearchSpec) -> list[PlacementSpec]:
     seen: set[str] = set()
     out = []
     grid = itertools.product(search.runtimes, search.batchers, search.schedules, search.colocated,
-                             search.scoring_shares, search.replicas_per_node, search.engine_units, search.nodes)
-    for runtime, batcher, schedule, colocated, share, replicas, eng, nodes in grid:
+                             search.scoring_shares, search.replicas_per_node, search.engine_units, search.nodes,
+                             search.tp, search.pp, search.train_nodes)
+    for runtime, batcher, schedule, colocated, share, replicas, eng, nodes, tp, pp, train in grid:
         spec = PlacementSpec(runtime=runtime, batcher=batcher, schedule=schedule, colocated=colocated,
                              scoring_share=0.0 if colocated else share, replicas_per_node=replicas,
-                             engine_units=eng, nodes=nodes)
+                             engine_units=None if tp * pp > 1 else eng, nodes=nodes, tp=tp, pp=pp,
+                             train_nodes=train)
         key = spec.model_dump_json()
         if key not in seen:
             seen.add(key)

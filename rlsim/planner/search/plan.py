@@ -12,7 +12,9 @@ from pathlib import Path
 from typing import Any, Callable
 
 import rlsim
+from rlsim.planner.profile.machine_check import check_cluster
 from rlsim.planner.profile.schema import Profile, load_profile
+from rlsim.planner.profile.sources import provenance_summary
 from rlsim.planner.search.grid import Candidates, candidates, run_search
 from rlsim.planner.sim.evaluate import Evaluation, evaluate
 from rlsim.planner.spec.cluster import PlanConfig
@@ -51,7 +53,8 @@ class PlanOutcome:
             "workload": cfg.workload.model_dump(mode="json"),
             "profile": {"path": str(self.prepared.profile_path), "hardware_kind": prof.hardware_kind,
                         "illustrative": prof.illustrative, "rlsim_version": prof.rlsim_version,
-                        "unmeasured": prof.unmeasured},
+                        "unmeasured": prof.unmeasured, "machine": prof.machine,
+                        "provenance": provenance_summary(prof.provenance, prof.sources)},
             "objective": search.objective if search else "evaluate",
             "target_step_s": cfg.target_step_s,
             "meets_target": self.meets_target,
@@ -93,6 +96,9 @@ def execute(prep: Prepared, on_progress: Callable[[str], None] | None = None) ->
     target = cfg.target_step_s
     meets = None if target is None else chosen.step_time_s <= target
     warnings = []
+    machine = check_cluster(profile, prep.profile_path, cfg.nodes)
+    if machine:
+        warnings.append(machine)
     if profile.illustrative:
         from rlsim.planner.search.report import ILLUSTRATIVE_WARNING
 

@@ -19,7 +19,7 @@ def ranked_table(ranked: list[Evaluation], title: str, limit: int = 15, target: 
     """The best ``limit`` placements, best first, one knob per column."""
     table = Table(title=title, show_lines=False)
     columns = ("#", "runtime", "batcher", "placement", "replicas/node", "schedule", "step s", "rollouts/h",
-               "gen util", "score util", "nodes/GPUs/cores", "bottleneck")
+               "per GPU-h", "gen util", "score util", "nodes/GPUs/cores", "bottleneck")
     for col in columns:
         table.add_column(col, justify="left" if col in ("runtime", "batcher", "placement", "schedule") else "right",
                          no_wrap=True)
@@ -28,9 +28,14 @@ def ranked_table(ranked: list[Evaluation], title: str, limit: int = 15, target: 
         where = "colocated" if spec.colocated else f"split {spec.scoring_share:.0%}"
         if spec.nodes:
             where += f", {spec.nodes} nodes"
+        if spec.tp * spec.pp > 1:
+            where += f", tp{spec.tp}" + (f"pp{spec.pp}" if spec.pp > 1 else "")
+        if spec.train_nodes:
+            where += f", train on {spec.train_nodes} nodes"
         miss = target is not None and ev.step_time_s > target
         table.add_row(str(i), spec.runtime, spec.batcher.label(), where, str(spec.replicas_per_node), spec.schedule,
                       f"{ev.step_time_s:.2f}" + (" miss" if miss else ""), f"{ev.rollouts_per_hour:,.0f}",
+                      f"{ev.rollouts_per_hour / used['gpus']:,.0f}" if used["gpus"] else "-",
                       f"{ev.utilisation['generation']:.0%}", f"{ev.utilisation['scoring']:.0%}",
                       f"{used['nodes']:g}/{used['gpus']:g}/{used['cores']:g}", ev.bottleneck)
     return table

@@ -74,10 +74,11 @@ def _start_iterations(responses: np.ndarray, max_running: int) -> np.ndarray:
     return starts
 
 
-def completion_work_s(batch: EngineBatch, model: GenerationModel, engine_units: float, max_running: int) -> np.ndarray:
+def completion_work_s(batch: EngineBatch, model: GenerationModel, engine_units: float, max_running: int,
+                      tp: int = 1, pp: int = 1) -> np.ndarray:
     """Uncontended seconds from the step's start until each request's last token; ``(engines, per)``.
 
-    Padding slots get 0. Iteration time follows ``model.step_s(n, engine_units)``.
+    Padding slots get 0. Iteration time follows ``model.iteration_s(n, engine_units, tp, pp)``.
     """
     engines, per = batch.responses.shape
     start = _start_iterations(batch.responses, max_running)
@@ -92,8 +93,7 @@ def completion_work_s(batch: EngineBatch, model: GenerationModel, engine_units: 
     it_sorted = np.take_along_axis(iters, order, axis=1)
     running = np.cumsum(np.take_along_axis(deltas, order, axis=1), axis=1)
     seg_iters = np.diff(it_sorted, axis=1, append=it_sorted[:, -1:])
-    base_scale, seq_scale = model.scales(engine_units)
-    step_s = np.where(running > 0, model.base_s * base_scale + model.per_seq_s * running * seq_scale, 0.0)
+    step_s = model.iteration_s(running, engine_units, tp, pp)
     increments = np.take_along_axis(prefill, order, axis=1) + seg_iters * step_s
     at_event = np.cumsum(increments, axis=1) - increments  # time when each event happens
     times = np.empty_like(at_event)

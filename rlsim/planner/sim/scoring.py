@@ -1,4 +1,4 @@
-"""Scorer replicas fed by a batcher, as a discrete-event simulation on ``EventLoop``.
+"""Scorer replicas fed by a batcher, as a discrete-event simulation (a heap of replica free times).
 
 Finished rollouts join one queue in arrival order; whenever a replica is free it takes the next
 batch the batcher will release (a pull model, like a pool of Ray actors handing work to whichever
@@ -21,16 +21,26 @@ the sequential schedule gives each replica one contiguous slice of the step.
 
 from __future__ import annotations
 
+import heapq
+from bisect import bisect_right
 from collections import deque
 from dataclasses import dataclass, field
 from typing import Callable
 
 import numpy as np
 
-from rlsim.planner.sim.events import EventLoop, SpeedProfile
+from rlsim.planner.sim.events import SpeedProfile
 from rlsim.planner.spec.cluster import BatcherSpec
 
 LatencyFn = Callable[[int, int], float]  # (sequences, padded tokens) -> uncontended seconds
+Batch = np.ndarray | slice  # rollout indices of one batch (a slice when they are contiguous)
+
+
+def batch_shape(batch: Batch, tokens: list[int], token_array: np.ndarray) -> tuple[int, int]:
+    """``(sequences, longest)`` of a batch; a slice is read from the plain list (cheaper)."""
+    if isinstance(batch, slice):
+        return batch.stop - batch.start, max(tokens[batch])
+    return len(batch), int(token_array[batch].max())
 
 
 @dataclass
@@ -51,7 +61,7 @@ class ScoringOutcome:
                    busy_starts=[[] for _ in range(replicas)], busy_ends=[[] for _ in range(replicas)],
                    reward_s=np.zeros(rollouts))
 
-    def record(self, replica: int, begin: float, end: float, rollouts: np.ndarray, padded: int) -> None:
+    def record(self, replica: int, begin: float, end: float, rollouts: "np.ndarray | slice", padded: int) -> None:
         """One batch of ``rollouts`` (indices) scored on ``replica`` from ``begin`` to ``end`` seconds."""
         self.batches += 1
         self.padded_tokens += padded
@@ -74,14 +84,17 @@ class BatchSource:
     def __init__(self, arrive: np.ndarray, tokens: np.ndarray, spec: BatcherSpec, closed_s: float) -> None:
         self._arrive = arrive
         self._tokens = tokens
+        # Python lists for the per-batch look-ups: numpy's call overhead dominates at one batch a call.
+        self._arrive_list: list[float] = arrive.tolist()
         self._spec = spec
         self._closed = closed_s
         self._n = len(arrive)
         self._cur = 0
-        self._ready: deque[tuple[np.ndarray, float]] = deque()
+        self._ready: deque[tuple[Batch, float]] = deque()
 
-    def take(self, now: float) -> tuple[np.ndarray, float] | None:
-        """The next batch for a replica free at ``now``: ``(indices, release_s)``; None when done."""
+    def take(self, now: float) -> tuple[Batch, float] | None:
+        """The next batch for a replica free at ``now``: ``(indices, release_s)``; None when done.
+        ``indices``: an index array, or a slice for the contiguous batches of fixed and dynamic."""
         if self._ready:
             return self._ready.popleft()
         if self._cur >= self._n:
@@ -96,24 +109,24 @@ class BatchSource:
 
     def _release(self, last: int) -> float:
         """Release time of a batch whose last member is index ``last - 1``."""
-        return self._closed if last >= self._n else float(self._arrive[last - 1])
+        return self._closed if last >= self._n else self._arrive_list[last - 1]
 
-    def _take_fixed(self) -> tuple[np.ndarray, float]:
+    def _take_fixed(self) -> tuple[Batch, float]:
         size = self._spec.batch_size or 1
         lo, hi = self._cur, min(self._cur + size, self._n)
         self._cur = hi
-        return np.arange(lo, hi), self._release(hi)
+        return slice(lo, hi), self._release(hi)
 
-    def _take_dynamic(self, now: float) -> tuple[np.ndarray, float]:
+    def _take_dynamic(self, now: float) -> tuple[Batch, float]:
         size = self._spec.batch_size or 1
         lo = self._cur
         full_at = self._release(min(lo + size, self._n))
-        release = max(now, min(full_at, float(self._arrive[lo]) + self._spec.max_wait_s, self._closed))
+        release = max(now, min(full_at, self._arrive_list[lo] + self._spec.max_wait_s, self._closed))
         # Everything that has arrived by the release joins, up to the maximum size.
-        hi = min(lo + size, int(np.searchsorted(self._arrive, release, side="right")))
+        hi = min(lo + size, bisect_right(self._arrive_list, release))
         hi = max(hi, lo + 1)
         self._cur = hi
-        return np.arange(lo, hi), release
+        return slice(lo, hi), release
 
     def _fill_window(self) -> None:
         lo, hi = self._cur, min(self._cur + self._spec.window, self._n)
@@ -179,27 +192,27 @@ def simulate_scoring(
     arr, tok = arrive[order], tokens[order]
     closed = float(arr[-1]) if len(arr) else start_s
     source = BatchSource(arr, tok, spec, closed)
-    loop = EventLoop()
     out = ScoringOutcome.empty(replicas, len(arr), int(tok.sum()), start_s)
-
-    def free(replica: int) -> Callable[[float], None]:
-        def action(now: float) -> None:
-            got = source.take(now)
-            if got is None:
-                return
-            idx, release = got
-            begin = max(now, release)
-            padded = int(len(idx) * tok[idx].max())
-            work = latency(len(idx), padded) * float(noise[out.batches % len(noise)])
-            end = speeds[replica_node(replica)].end_time(begin, work) if speeds else begin + work
-            out.record(replica, begin, end, idx, padded)
-            loop.schedule(end, action)
-
-        return action
-
-    for r in range(replicas):
-        loop.schedule(start_s, free(r))
-    loop.run()
+    tok_list, noise_list = tok.tolist(), noise.tolist()
+    node_speed = [speeds[replica_node(r)] for r in range(replicas)] if speeds else None
+    # The event loop of a pull pool, inlined: replicas free up in time order (ties: the one scheduled
+    # first, as EventLoop orders them) and each takes the next batch. One heap entry per batch.
+    free = [(start_s, r, r) for r in range(replicas)]
+    seq = replicas
+    while free:
+        now, _, replica = heapq.heappop(free)
+        got = source.take(now)
+        if got is None:
+            continue
+        idx, release = got
+        begin = now if now > release else release
+        count, longest = batch_shape(idx, tok_list, tok)
+        padded = count * longest
+        work = latency(count, padded) * noise_list[out.batches % len(noise_list)]
+        end = node_speed[replica].end_time(begin, work) if node_speed else begin + work
+        out.record(replica, begin, end, idx, padded)
+        heapq.heappush(free, (end, seq, replica))
+        seq += 1
     rewards = np.empty_like(out.reward_s)
     rewards[order] = out.reward_s
     out.reward_s = rewards

@@ -18,9 +18,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from rlsim.planner.profile.scaling import RewardFunctionModel
 from rlsim.planner.profile.schema import ContentionEntry, Profile, ScorerLatencyModel
 from rlsim.planner.sim.events import SpeedProfile
 from rlsim.planner.sim.generation import EngineBatch, completion_work_s, deal
+from rlsim.planner.sim.reward_pool import service_times, simulate_reward_pool
 from rlsim.planner.sim.scoring import ScoringOutcome, simulate_round_robin, simulate_scoring
 from rlsim.planner.spec.cluster import PlacementSpec
 from rlsim.planner.spec.placement import Resources
@@ -67,6 +69,11 @@ class StepInputs:
         return self.profile.runtime(self.spec.runtime)
 
     @property
+    def function(self) -> RewardFunctionModel | None:
+        """The rule-based reward the placement names, or None when a reward model scores."""
+        return self.profile.reward_functions.get(self.spec.runtime)
+
+    @property
     def contention(self) -> ContentionEntry:
         assert self.profile.contention is not None
         return self.profile.contention.for_runtime(self.spec.runtime)
@@ -78,7 +85,12 @@ def simulate_step(inputs: StepInputs, seed: int, step: int) -> StepResult:
     assert profile.generation is not None and profile.trainer is not None
     prompts, responses = inputs.workload.sample_step(seed, step)
     batch = deal(prompts, responses, res.engines)
-    work = completion_work_s(batch, profile.generation, res.engine_units, res.max_running)
+    work = completion_work_s(batch, profile.generation, res.engine_units, res.max_running, res.tp, res.pp)
+    function = inputs.function
+    if function is not None:  # CPU workers beside GPU engines: no contention between them is modelled
+        finish = _map_generation(work, batch, [SpeedProfile.constant()] * res.nodes, res)
+        outcome = _score_function(inputs, function, batch, finish, seed, step)
+        return _assemble(inputs, batch, finish, finish.max(axis=1), outcome, int(responses.sum()), 1)
     scorer = inputs.scorer
     score_tokens = np.minimum(prompts + responses, spec.max_length or scorer.max_length)
     noise = _noise(inputs, seed, step, len(responses))
@@ -133,7 +145,7 @@ def _score(inputs: StepInputs, batch: EngineBatch, finish: np.ndarray, engine_en
         per = res.engines_per_node
         # An engine generates from the step's start until its last rollout is done.
         speeds = [
-            SpeedProfile.from_load(np.zeros(per), engine_end[n * per:(n + 1) * per], per, slowdown)
+            SpeedProfile.from_ends(engine_end[n * per:(n + 1) * per].tolist(), per, slowdown)
             for n in range(res.nodes)
         ]
     per_node = res.replicas_per_node
@@ -151,12 +163,27 @@ def _score(inputs: StepInputs, batch: EngineBatch, finish: np.ndarray, engine_en
     return simulate_scoring(arrive, tokens, spec.batcher, res.replicas, latency, noise, speeds, node_of, start)
 
 
+def _score_function(inputs: StepInputs, function: RewardFunctionModel, batch: EngineBatch, finish: np.ndarray,
+                    seed: int, step: int) -> ScoringOutcome:
+    """Rule-based rewards on the worker pool, rollouts arriving when generated (or all at the end)."""
+    res = inputs.resources
+    n = int(batch.valid.sum())
+    arrive = np.zeros(n)
+    arrive[batch.index[batch.valid]] = finish[batch.valid]
+    start = 0.0
+    if inputs.spec.schedule == "sequential":
+        start = float(finish.max())
+        arrive[:] = start
+    return simulate_reward_pool(arrive, service_times(function, seed, step, n), res.replicas,
+                                res.replicas_per_node, start)
+
+
 def _generation_speeds(outcome: ScoringOutcome, res: Resources, slowdown: float) -> list[SpeedProfile]:
     speeds = []
     for node in range(res.nodes):
         reps = range(node * res.replicas_per_node, (node + 1) * res.replicas_per_node)
-        starts = np.array([s for r in reps for s in outcome.busy_starts[r]])
-        ends = np.array([e for r in reps for e in outcome.busy_ends[r]])
+        starts = [s for r in reps for s in outcome.busy_starts[r]]
+        ends = [e for r in reps for e in outcome.busy_ends[r]]
         speeds.append(SpeedProfile.from_load(starts, ends, res.replicas_per_node, slowdown))
     return speeds
 
@@ -171,8 +198,9 @@ def _assemble(inputs: StepInputs, batch: EngineBatch, finish: np.ndarray, engine
         "generate": gen_done,
         "score": union_s(outcome),
         "score_tail": rewards_done - gen_done,
-        "update": trainer.update_s(tokens, res.train_units, int(batch.valid.sum())),
-        "sync": trainer.sync_s(tokens),
+        "update": trainer.update_s(tokens, res.train_units, int(batch.valid.sum()),
+                                   float(batch.prompts[batch.valid].sum()), res.train_node_count),
+        "sync": trainer.sync_split_s(tokens) if res.train_nodes else trainer.sync_s(tokens),
         "idle": trainer.step_overhead_s,
     }
     time_s["total"] = sum(time_s[p] for p in CRITICAL_PATH)

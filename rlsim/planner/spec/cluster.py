@@ -22,12 +22,18 @@ class _Cfg(BaseModel):
 
 
 class NodeSpec(_Cfg):
-    """``count`` identical nodes of hardware ``kind``, each with ``cores`` CPU cores and ``gpus`` GPUs."""
+    """``count`` identical nodes of hardware ``kind``, each with ``cores`` CPU cores and ``gpus`` GPUs.
+
+    ``gpu_model`` / ``cpu_model``: what the nodes hold (e.g. ``H100-SXM5-80GB``), compared with the
+    profile's machine fingerprint so that a profile of other hardware is flagged (None: not checked).
+    """
 
     count: int = Field(ge=1)
     cores: int = Field(ge=1)
     gpus: int = Field(default=0, ge=0)
     kind: str
+    gpu_model: str | None = None
+    cpu_model: str | None = None
 
 
 class BatcherSpec(_Cfg):
@@ -75,7 +81,13 @@ class PlacementSpec(_Cfg):
     ``dispatch``: ``pull`` (an idle replica takes the next batch) or ``round_robin`` (rlsim's loop:
     micro-batches of ``batcher.window`` rollouts dealt to replicas in turn). ``train_on``: the units
     the update runs on (``scoring``: the loop's split preset puts the trainer beside the scorers).
-    ``max_length``: reward-model truncation in tokens (None: the profile's).
+    ``max_length``: reward-model truncation in tokens (None: the profile's). ``runtime`` may also
+    name one of the profile's ``reward_functions`` (a rule-based reward on CPU workers): then
+    ``replicas_per_node`` is the number of worker processes per node (the concurrency cap, one core
+    each) taken from the ``scoring_share`` of free host cores. ``tp`` x ``pp``: GPUs per engine with
+    tensor and pipeline parallelism (the profile's ``generation.parallel`` scaling). ``train_nodes``:
+    0 trains on the generation GPUs (colocated pools, a hybrid engine); otherwise that many of the
+    used nodes hold only the data-parallel trainer (split pools) and the rest generate.
     """
 
     schedule: Schedule = "overlapped"
@@ -90,13 +102,25 @@ class PlacementSpec(_Cfg):
     dispatch: Literal["pull", "round_robin"] = "pull"
     train_on: Literal["generation", "scoring"] = "generation"
     max_length: int | None = Field(default=None, ge=1)
+    tp: int = Field(default=1, ge=1)
+    pp: int = Field(default=1, ge=1)
+    train_nodes: int = Field(default=0, ge=0)
+
+    @model_validator(mode="after")
+    def _check(self) -> "PlacementSpec":
+        if self.tp * self.pp > 1 and self.engine_units not in (None, self.tp * self.pp):
+            raise ValueError(f"engine_units {self.engine_units:g} contradicts tp {self.tp} x pp {self.pp}; "
+                             "give one of them (a tp x pp engine holds tp x pp GPUs)")
+        return self
 
     def label(self) -> str:
         where = "colocated" if self.colocated else f"split {self.scoring_share:.0%}"
         nodes = f" {self.nodes}n" if self.nodes else ""
         eng = f" eng{self.engine_units:g}" if self.engine_units else ""
+        par = f" tp{self.tp}" + (f"pp{self.pp}" if self.pp > 1 else "") if self.tp * self.pp > 1 else ""
+        train = f" train{self.train_nodes}n" if self.train_nodes else ""
         return (f"{self.runtime} {self.batcher.label()} x{self.replicas_per_node}/node {where} "
-                f"{self.schedule}{eng}{nodes}")
+                f"{self.schedule}{eng}{par}{train}{nodes}")
 
 
 class SearchSpec(_Cfg):
@@ -115,6 +139,9 @@ class SearchSpec(_Cfg):
     schedules: list[Schedule] = Field(default=["overlapped"], min_length=1)
     engine_units: list[float | None] = Field(default=[None], min_length=1)
     nodes: list[int | None] = Field(default=[None], min_length=1)
+    tp: list[int] = Field(default=[1], min_length=1)
+    pp: list[int] = Field(default=[1], min_length=1)
+    train_nodes: list[int] = Field(default=[0], min_length=1)
     objective: Literal["rollouts_per_hour", "fewest_resources"] = "rollouts_per_hour"
     steps: int = Field(default=3, ge=1)
     max_placements: int = Field(default=1000, ge=1)

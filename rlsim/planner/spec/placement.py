@@ -11,6 +11,7 @@ import math
 from dataclasses import dataclass
 
 from rlsim.errors import RlsimError
+from rlsim.planner.profile.scaling import RewardFunctionModel
 from rlsim.planner.profile.schema import Device, GenerationModel, Profile, ScorerLatencyModel
 from rlsim.planner.spec.cluster import NodeSpec, PlacementSpec
 
@@ -25,7 +26,9 @@ class Resources:
 
     ``shared``: scorers run on the generation engines' units (colocated), so they slow each other
     down while both run. ``train_units``: units the update runs on (the generation units, as in a
-    hybrid engine that trains where it generates, unless ``train_on_scoring``).
+    hybrid engine that trains where it generates, unless ``train_on_scoring``, or ``train_nodes`` nodes
+    of their own: split pools). ``nodes`` counts the generation nodes only. ``tp`` x ``pp``: the GPUs of
+    one engine.
     """
 
     nodes: int
@@ -41,6 +44,14 @@ class Resources:
     gpus_per_node: int
     cores_per_node: int
     train_on_scoring: bool = False
+    tp: int = 1
+    pp: int = 1
+    train_nodes: int = 0
+
+    @property
+    def train_node_count(self) -> int:
+        """Nodes the data-parallel trainer spans (its all-reduce crosses the network when > 1)."""
+        return self.train_nodes or self.nodes
 
     @property
     def engines(self) -> int:
@@ -60,6 +71,8 @@ class Resources:
 
     @property
     def train_units(self) -> float:
+        if self.train_nodes:
+            return float(self.train_nodes * self.gpus_per_node)
         return self.scoring_units if self.train_on_scoring else self.gen_units
 
     def units_used(self) -> dict[str, float]:
@@ -68,19 +81,22 @@ class Resources:
         used[self.gen_device] += self.gen_units
         if not (self.shared and self.scorer_device == self.gen_device):
             used[self.scorer_device] += self.scoring_units
-        return {"nodes": float(self.nodes), "gpus": used["cuda"], "cores": used["cpu"]}
+        used["cuda"] += self.train_nodes * self.gpus_per_node
+        return {"nodes": float(self.nodes + self.train_nodes), "gpus": used["cuda"], "cores": used["cpu"]}
 
 
 def node_units(node: NodeSpec, device: Device) -> int:
     return node.gpus if device == "cuda" else node.cores
 
 
-def check_devices(node: NodeSpec, profile: Profile, runtime: str) -> tuple[GenerationModel, ScorerLatencyModel]:
-    """The profile's generation and runtime models, or an error if the cluster lacks their device."""
+def check_devices(
+    node: NodeSpec, profile: Profile, runtime: str
+) -> tuple[GenerationModel, ScorerLatencyModel | RewardFunctionModel]:
+    """The profile's generation and reward models, or an error if the cluster lacks their device."""
     profile.require_sections()
     gen = profile.generation
     assert gen is not None
-    scorer = profile.runtime(runtime)
+    scorer = profile.reward(runtime)
     for what, device in (("generation", gen.device), (f"runtime {runtime!r}", scorer.device)):
         if device == "cuda" and node.gpus == 0:
             raise PlacementError(
@@ -93,10 +109,12 @@ def check_devices(node: NodeSpec, profile: Profile, runtime: str) -> tuple[Gener
 def resolve(node: NodeSpec, profile: Profile, spec: PlacementSpec) -> Resources:
     """Concrete resources of ``spec`` on ``node`` x ``spec.nodes``; raises ``PlacementError``."""
     gen, scorer = check_devices(node, profile, spec.runtime)
-    nodes = spec.nodes or node.count
-    if nodes > node.count:
-        raise PlacementError(f"placement asks for {nodes} nodes but the cluster has {node.count}; "
+    total_nodes = spec.nodes or node.count
+    if total_nodes > node.count:
+        raise PlacementError(f"placement asks for {total_nodes} nodes but the cluster has {node.count}; "
                              "lower placement.nodes or add nodes")
+    _check_pools(node, gen, spec, total_nodes)
+    nodes = total_nodes - spec.train_nodes
     gen_total = node_units(node, gen.device)
     score_total = node_units(node, scorer.device)
     host_cores = gen.host_cores_per_unit * node.gpus if gen.device == "cuda" else 0.0
@@ -136,11 +154,37 @@ def resolve(node: NodeSpec, profile: Profile, spec: PlacementSpec) -> Resources:
         max_running=max_running, scorer_device=scorer.device, replicas_per_node=spec.replicas_per_node,
         replica_units=replica_units, scoring_units_per_node=scoring_units, shared=spec.colocated,
         gpus_per_node=node.gpus, cores_per_node=node.cores, train_on_scoring=spec.train_on == "scoring",
+        tp=spec.tp, pp=spec.pp, train_nodes=spec.train_nodes,
     )
+
+
+def _check_pools(node: NodeSpec, gen: GenerationModel, spec: PlacementSpec, total_nodes: int) -> None:
+    """Multi-GPU engines need the profile's scaling and must fit a node; split pools need nodes left."""
+    if spec.tp * spec.pp > 1:
+        if gen.device != "cuda" or gen.parallel is None:
+            raise PlacementError(f"tp {spec.tp} x pp {spec.pp} needs a GPU profile with generation.parallel "
+                                 "(tensor/pipeline scaling); use tp = pp = 1 or such a profile")
+        if spec.tp not in gen.parallel.tp_speedup:
+            have = ", ".join(str(t) for t in sorted(gen.parallel.tp_speedup))
+            raise PlacementError(f"the profile gives no tensor-parallel speed-up for tp {spec.tp} (it has: {have}); "
+                                 "pick one of those or add it to generation.parallel.tp_speedup")
+        if spec.pp > gen.parallel.max_pp:
+            raise PlacementError(f"pp {spec.pp} exceeds the profile's max_pp {gen.parallel.max_pp}")
+        if spec.tp * spec.pp > node.gpus:
+            raise PlacementError(f"an engine of tp {spec.tp} x pp {spec.pp} GPUs does not fit a node of "
+                                 f"{node.gpus} GPUs (engines spanning nodes are not modelled); lower tp or pp")
+    if spec.train_nodes:
+        if node.gpus == 0:
+            raise PlacementError("train_nodes (split GPU pools) needs GPU nodes; set train_nodes: 0")
+        if spec.train_nodes >= total_nodes:
+            raise PlacementError(f"train_nodes {spec.train_nodes} leaves no generation node of {total_nodes}; "
+                                 "lower train_nodes or raise nodes")
 
 
 def _engine_units(spec: PlacementSpec, gen: GenerationModel, gen_units: float) -> float:
     """Units per engine: as asked; else the profile's on GPUs, or one engine per CPU node's cores."""
+    if spec.tp * spec.pp > 1:
+        return float(spec.tp * spec.pp)
     if spec.engine_units is not None:
         return spec.engine_units
     if gen.device == "cuda":

@@ -16,6 +16,8 @@ from rich.console import Console
 from rich.table import Table
 
 import rlsim
+from rlsim.fingerprint import machine_fingerprint
+from rlsim.planner.profile.machine_check import check_here
 from rlsim.planner.profile.schema import Profile, load_profile
 from rlsim.planner.runs.loop_runner import LoopRunner
 from rlsim.planner.runs.loop_set import LoopCase, LoopSet, load_loop_set, resolve_cases, resolve_path
@@ -64,6 +66,12 @@ def validate_command(
         "disturbed_above": loop_set.disturbed_above,
         "error_definition": "predicted_step_s / measured_step_s - 1 (medians over the measured steps)",
     }
+    here = machine_fingerprint(_gemm_like(profile))
+    machine = check_here(profile, profile_path, here)
+    meta["machine_warning"] = machine
+    meta["machine"] = here
+    if machine:
+        console.print(f"[yellow]warning:[/yellow] {machine}")
     t0 = time.perf_counter()
     done = 0
 
@@ -83,6 +91,15 @@ def validate_command(
 
     atomic_write_json(json_path, report)
     return report
+
+
+def _gemm_like(profile: Profile) -> dict[str, float]:
+    """This machine's GEMM rates at the thread counts the profile recorded (comparable keys), if any."""
+    from rlsim.fingerprint import measure_gemm
+
+    keys = list((profile.machine or {}).get("gemm_gflops") or {})
+    threads = sorted({int(k.rsplit("_", 1)[1][:-1]) for k in keys if k.startswith("cpu_fp32_n1024_")})
+    return measure_gemm("cpu", threads) if threads else {}
 
 
 def validation_table(report: dict[str, Any]) -> Table:
