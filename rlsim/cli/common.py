@@ -77,7 +77,7 @@ def add_settings_args(parser: argparse.ArgumentParser) -> None:
     g.add_argument("--server-runtime", default="ort", help="runtime the http server wraps (default ort)")
     g.add_argument("--url", default=None, help="http runtime: use this running server instead of starting one")
     g.add_argument("--ort-lib", default=None, help="native runtime: path to libonnxruntime.so")
-    g.add_argument("--http-deadline-s", type=float, default=60.0,
+    g.add_argument("--http-deadline-s", type=positive_float, default=60.0,
                    help="http runtime: seconds one batch may take, retries included (default 60)")
 
 

@@ -15,8 +15,11 @@ import json
 import shutil
 import tempfile
 import time
+import warnings
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Iterator
 
 from rlsim.errors import RlsimError
 from rlsim.models.builtin import _locked
@@ -90,7 +93,7 @@ def _export_plain(spec: RewardModelSpec, path: Path) -> None:
     if model.config.pad_token_id is not None:
         ids[1, 10:] = model.config.pad_token_id
     dynamic = {"input_ids": {0: "batch", 1: "seq"}, "attention_mask": {0: "batch", 1: "seq"}, "logits": {0: "batch"}}
-    with torch.inference_mode():
+    with torch.inference_mode(), quiet_torchscript_export():
         torch.onnx.export(
             _LogitsOnly(model),
             (ids, mask),
@@ -101,6 +104,26 @@ def _export_plain(spec: RewardModelSpec, path: Path) -> None:
             opset_version=OPSET,
             dynamo=False,
         )
+
+
+@contextmanager
+def quiet_torchscript_export() -> Iterator[None]:
+    """Silence what torch and transformers say on every TorchScript ONNX export rlsim makes on purpose.
+
+    rlsim uses the TorchScript exporter (``dynamo=False``): the dynamo exporter needs onnxscript and does not
+    keep the padded attention path. torch warns about that choice (DeprecationWarnings), about how it lowers
+    some operators (UserWarnings such as advanced indexing), and the tracer warns that Python-level branches
+    become constants, which is what the padded dummy batch is for. Every export is checked against eager
+    afterwards (``check_graph_matches``), so none of these is something a user can act on.
+    """
+    import torch
+
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", "You are using the legacy TorchScript-based ONNX export",
+                                DeprecationWarning)
+        warnings.filterwarnings("ignore", module=r"torch\.onnx")
+        warnings.filterwarnings("ignore", category=torch.jit.TracerWarning)
+        yield
 
 
 class _LogitsOnly:

@@ -26,6 +26,7 @@ from pathlib import Path
 from rlsim.errors import RlsimError
 from rlsim.models.builtin import _locked
 from rlsim.paths import cache_dir
+from rlsim.scoring.export import quiet_torchscript_export
 
 EXPORT_VERSION = "v1"
 OPSET = 17
@@ -78,7 +79,7 @@ def _export(policy_dir: Path, path: Path) -> None:
         positions = torch.tensor([[6, 7, 8, 9], [5, 6, 7, 7]], dtype=torch.int64)
         dynamic = {"input_ids": {0: "batch", 1: "seq"}, "attention_mask": {0: "batch", 1: "seq"},
                    "positions": {0: "batch", 1: "resp"}, OUTPUT: {0: "batch", 1: "resp"}}
-        with torch.inference_mode():
+        with torch.inference_mode(), quiet_torchscript_export():
             torch.onnx.export(module, (ids, mask, positions), str(path), input_names=list(INPUTS),
                               output_names=[OUTPUT], dynamic_axes=dynamic, opset_version=OPSET, dynamo=False)
     except RlsimError:

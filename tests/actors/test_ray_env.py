@@ -51,4 +51,5 @@ def test_the_quieted_logger_is_the_one_ray_warns_from() -> None:
     # If Ray moves the warning to another module, this names the module to update.
     module = pytest.importorskip(RAY_AUTH_LOGGER)
     assert module.logger.name == RAY_AUTH_LOGGER
-    assert "Token authentication is enabled" in open(module.__file__, encoding="utf-8").read()
+    with open(module.__file__, encoding="utf-8") as source:
+        assert "Token authentication is enabled" in source.read()

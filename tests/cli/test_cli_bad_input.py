@@ -166,6 +166,8 @@ PLAN = ["plan", "missing.yaml"]
 NUMERIC_FLAGS = [
     *[(prefix, flag, _ints_below(1)) for prefix in (SCORE, ["verify", "--runtimes", "nope"], BENCH, SERVE)
       for flag in ("--threads", "--max-length")],
+    *[(prefix, "--http-deadline-s", _floats_not_above(0.0, inclusive=True))
+      for prefix in (SCORE, ["verify", "--runtimes", "nope"], BENCH, SERVE)],
     (SCORE, "--batch-size", _ints_below(1)),
     (SCORE, "--budget", _ints_below(1)),
     (BENCH, "--batch-sizes", INT_LIST),

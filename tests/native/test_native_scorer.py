@@ -51,7 +51,7 @@ def test_empty_list_scores_to_empty(native: Any, spec: Any) -> None:
 
 def test_unbuilt_engine_gives_one_clear_error(spec: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "rlsim._native", None)
-    with pytest.raises(RlsimError, match="native engine is not built; run `make native`"):
+    with pytest.raises(RlsimError, match=r"runtime 'native' needs rlsim\._native, which is not installed: run `make native`"):
         make_scorer("native", spec)
 
 

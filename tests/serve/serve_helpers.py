@@ -81,6 +81,7 @@ def process_url(proc: subprocess.Popen[bytes], port_file: Path) -> str:
 
 
 def terminate(proc: subprocess.Popen[bytes]) -> None:
+    """Stop the server (SIGTERM, then SIGKILL) and close its pipes (pytest turns a leaked pipe into an error)."""
     if proc.poll() is None:
         proc.send_signal(signal.SIGTERM)
         try:
@@ -88,3 +89,6 @@ def terminate(proc: subprocess.Popen[bytes]) -> None:
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
+    for pipe in (proc.stdin, proc.stdout, proc.stderr):
+        if pipe is not None:
+            pipe.close()
