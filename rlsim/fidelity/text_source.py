@@ -13,6 +13,7 @@ import importlib
 import inspect
 import random
 import re
+import warnings
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -46,11 +47,15 @@ def stdlib_paragraphs() -> tuple[Paragraph, ...]:
     seen: set[str] = set()
     out: list[Paragraph] = []
     for name in MODULES:
-        try:
-            module = importlib.import_module(name)
-        except ImportError:  # a Python built without e.g. sqlite3: fewer texts, same order otherwise
-            continue
-        for doc in _docstrings(module):
+        # Reading every member touches deprecated ones (typing.io, ...): their warnings are not ours to fix.
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", DeprecationWarning)
+            try:
+                module = importlib.import_module(name)
+            except ImportError:  # a Python built without e.g. sqlite3: fewer texts, same order otherwise
+                continue
+            docs = _docstrings(module)
+        for doc in docs:
             for para in doc.split("\n\n"):
                 text = " ".join(para.split())
                 if _is_prose(text) and text not in seen:
