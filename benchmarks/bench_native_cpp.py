@@ -27,19 +27,19 @@ OUT = ROOT / "benchmarks" / "results" / "bench_native_cpp.json"
 SEQ, THREADS, VOCAB = 128, 2, 30000
 
 # One timed pass in a fresh interpreter: warm-up, then `iters` runs; prints seq/s.
-PY_WORKER = r"""
+PY_WORKER = f"VOCAB, SEQ, THREADS = {VOCAB}, {SEQ}, {THREADS}\n" + r"""
 import sys, time, numpy as np
 mode, model, lib, batch, iters = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), int(sys.argv[5])
 rng = np.random.default_rng(0)
-ids = rng.integers(1, %(vocab)d, size=(batch, %(seq)d), dtype=np.int64)
+ids = rng.integers(1, VOCAB, size=(batch, SEQ), dtype=np.int64)
 mask = np.ones_like(ids)
 if mode == "pybind":
     from rlsim import _native
-    eng = _native.Engine(model, lib, intra_op_threads=%(threads)d, inter_op_threads=1, spinning=True)
+    eng = _native.Engine(model, lib, intra_op_threads=THREADS, inter_op_threads=1, spinning=True)
     run = lambda: eng.run(ids, mask)
 else:
     import onnxruntime as ort
-    so = ort.SessionOptions(); so.intra_op_num_threads = %(threads)d; so.inter_op_num_threads = 1
+    so = ort.SessionOptions(); so.intra_op_num_threads = THREADS; so.inter_op_num_threads = 1
     so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
     sess = ort.InferenceSession(model, so, providers=["CPUExecutionProvider"])
     names = {i.name for i in sess.get_inputs()}
@@ -50,7 +50,7 @@ for _ in range(3): run()
 t0 = time.perf_counter()
 for _ in range(iters): run()
 print(batch * iters / (time.perf_counter() - t0))
-""" % {"vocab": VOCAB, "seq": SEQ, "threads": THREADS}
+"""
 
 
 def one_run(mode: str, model: str, lib: str, batch: int, iters: int) -> float:
@@ -100,9 +100,10 @@ def main(argv: list[str]) -> int:
         base = samples[f"cpp/{batch}"]
         rc = ratio_ci(vals, base)
         a, b = cells[key], cells[f"cpp/{batch}"]
+        overlap = ci_overlap(a["ci_low"], a["ci_high"], b["ci_low"], b["ci_high"])
         comparisons.append({"cell": key, "baseline": f"cpp/{batch}", "ratio": rc.ratio, "ratio_ci_low": rc.ci_low,
                             "ratio_ci_high": rc.ci_high, "p_value": mann_whitney_p(vals, base),
-                            "ci_overlap": ci_overlap(a["ci_low"], a["ci_high"], b["ci_low"], b["ci_high"])})  # fmt: skip
+                            "ci_overlap": overlap})  # fmt: skip
     result = {"benchmark": "native_cpp_vs_python", "model": "minilm-rm (fused graph)", "seq": SEQ,
               "threads": THREADS, "repeats": args.repeats, "unit": "sequences/s",
               "ci": "95% t-interval of the mean over fresh-process repeats; ratio CI: Fieller",

@@ -9,8 +9,8 @@ and sends again; on 503 it honours ``Retry-After`` (capped at 1 s), as a polite 
 level: throughput, p50/p99 latency of answered requests, answers by kind (ok, 503, 504, other 4xx,
 5xx) and ``lost`` (sent, never answered). Every reward is checked against the reward of the same
 text scored alone ("wrong_answers"), and the server's own /metrics counts of answers by status must
-equal the clients' ("answered_exactly_once", with ``lost`` == 0). The server and this load generator are pinned to different
-cores when there are at least two, so the clients do not steal the model's CPU.
+equal the clients' ("answered_exactly_once", with ``lost`` == 0). The server and this load generator are
+pinned to different cores when there are at least two, so the clients do not steal the model's CPU.
 
 JSON (benchmarks/results/bench_server_load.json; last stdout line): top-level ``requests_ok``,
 ``rejected_503``, ``errors_5xx``, ``lost`` are totals over the sweep; ``p50_s``/``p99_s`` are at

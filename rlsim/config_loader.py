@@ -6,7 +6,7 @@ listing them with dotted paths, so a user fixes a config in one go and nothing s
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -35,7 +35,10 @@ class _StrictLoader(yaml.SafeLoader):
             key = self.construct_object(key_node)
             if key in seen:
                 raise yaml.constructor.ConstructorError(
-                    None, None, f"duplicate key {key!r} (first at line {seen[key].line + 1}); keep one", key_node.start_mark
+                    None,
+                    None,
+                    f"duplicate key {key!r} (first at line {seen[key].line + 1}); keep one",
+                    key_node.start_mark,
                 )
             seen[key] = key_node.start_mark
         return super().construct_mapping(node, deep=deep)
@@ -140,7 +143,7 @@ def load_config(model: type[M], path: str | Path, overrides: Sequence[str] = ())
     return validate(model, data, source=str(path))
 
 
-def _describe(e: dict[str, Any]) -> str:
+def _describe(e: Mapping[str, Any]) -> str:
     where = ".".join(str(p) for p in e.get("loc", ())) or "(top level)"
     msg = e.get("msg", "invalid")
     if e.get("type") == "extra_forbidden":

@@ -83,7 +83,9 @@ def read_user_text(path: str | os.PathLike[str], what: str = "file", missing_fix
     data = _read_bytes(p, what, missing_fix)
     # The UTF-32-LE mark begins with the UTF-16-LE one; either way it is not UTF-8.
     if data.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
-        raise RlsimError(f"{what} {p} is UTF-16 (it starts with a UTF-16 byte-order mark); rlsim reads UTF-8: {_CONVERT}")
+        raise RlsimError(
+            f"{what} {p} is UTF-16 (it starts with a UTF-16 byte-order mark); rlsim reads UTF-8: {_CONVERT}"
+        )
     skip = len(codecs.BOM_UTF8) if data.startswith(codecs.BOM_UTF8) else 0
     nul = data.find(b"\0", skip)
     try:
@@ -127,7 +129,9 @@ def _read_bytes(p: Path, what: str, missing_fix: str) -> bytes:
     try:
         return p.read_bytes()
     except PermissionError:
-        raise RlsimError(f"{what} {p} cannot be read (permission denied); make it readable (chmod +r) or copy it") from None
+        raise RlsimError(
+            f"{what} {p} cannot be read (permission denied); make it readable (chmod +r) or copy it"
+        ) from None
     except OSError as err:
         raise RlsimError(f"{what} {p} cannot be read ({err.strerror}); check the file and the disk") from None
 
@@ -148,7 +152,9 @@ def check_output_file(path: str | os.PathLike[str], flag: str) -> Path:
     if not folder.is_dir():
         if folder.exists():
             raise RlsimError(f"{flag} {p}: {folder} is a file, not a folder; choose another path")
-        raise RlsimError(f"{flag} {p}: folder {folder} does not exist; create it (mkdir -p {folder}) or write elsewhere")
+        raise RlsimError(
+            f"{flag} {p}: folder {folder} does not exist; create it (mkdir -p {folder}) or write elsewhere"
+        )
     _check_writable(folder, flag, p)
     return p
 

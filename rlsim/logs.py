@@ -3,8 +3,9 @@
 Library modules log to ``logging.getLogger(__name__)``; ``rlsim <command>`` shows rlsim's INFO and above on
 stderr as ``rlsim <package>: [warning: |error: ]message``. ``-v`` adds rlsim's DEBUG lines and lets the
 third-party libraries rlsim quiets speak again: transformers' load reports and progress bars, Ray's start-up
-logs, and vLLM's logs (those land in the Ray workers' log files, as Ray's workers do not log to the driver). The flag travels in an environment variable because the code that loads models runs in
-Ray workers and in the scoring server's process, which inherit the environment but not the CLI's arguments.
+logs, and vLLM's logs (those land in the Ray workers' log files, as Ray's workers do not log to the driver).
+The flag travels in an environment variable because the code that loads models runs in Ray workers and in the
+scoring server's process, which inherit the environment but not the CLI's arguments.
 """
 
 from __future__ import annotations

@@ -152,7 +152,7 @@ def build_workload(spec: WorkloadSpec) -> Workload:
     response_tokens = spec.response.sample(streams[1], n)
     prompts = _fill(streams[2], prompt_tokens)
     responses = _fill(streams[3], response_tokens)
-    texts = [f"{p} {r}" for p, r in zip(prompts, responses)]
+    texts = [f"{p} {r}" for p, r in zip(prompts, responses, strict=True)]
     return Workload(prompts, texts, response_tokens, prompt_tokens, responses)
 
 

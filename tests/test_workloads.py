@@ -30,9 +30,11 @@ def test_same_seed_same_texts_other_seed_other_texts() -> None:
 
 
 def test_texts_have_the_sampled_word_counts() -> None:
-    w = build_workload(WorkloadSpec(count=30, seed=0, prompt=FixedLengths(tokens=7), response=UniformLengths(min=3, max=9)))
+    w = build_workload(
+        WorkloadSpec(count=30, seed=0, prompt=FixedLengths(tokens=7), response=UniformLengths(min=3, max=9))
+    )
     assert len(w) == 30 and w.responses is not None
-    for prompt, response, text, k in zip(w.prompts, w.responses, w.texts, w.response_tokens):
+    for prompt, response, text, k in zip(w.prompts, w.responses, w.texts, w.response_tokens, strict=True):
         assert len(prompt.split()) == 7
         assert len(response.split()) == k
         assert text == f"{prompt} {response}"
@@ -64,7 +66,7 @@ def test_words_are_single_tokens_for_the_reward_tokenizer() -> None:
 
     tok = AutoTokenizer.from_pretrained(str(minilm_source_dir()))
     ids = tok(list(WORDS), add_special_tokens=False)["input_ids"]
-    assert [w for w, i in zip(WORDS, ids) if len(i) != 1] == []
+    assert [w for w, i in zip(WORDS, ids, strict=True) if len(i) != 1] == []
     w = build_workload(WorkloadSpec(count=5, seed=2, response=FixedLengths(tokens=40)))
     # 32 prompt words + 40 response words + [CLS] + [SEP].
     assert [len(x) for x in tok(w.texts)["input_ids"]] == [74] * 5

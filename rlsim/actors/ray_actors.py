@@ -104,9 +104,9 @@ def create_actors(
             "placement.*.num_cpus, or add nodes"
         ) from None
     names = ["rollout"] + [f"scorer-{i}" for i in range(replicas)] + ["trainer"]
-    classes = {"rollout": RolloutActor, "scorer": ScoringActor, "trainer": TrainerActor}
+    classes: dict[str, Any] = {"rollout": RolloutActor, "scorer": ScoringActor, "trainer": TrainerActor}
     handles = []
-    for i, (role, name) in enumerate(zip(roles, names)):
+    for i, (role, name) in enumerate(zip(roles, names, strict=True)):
         p = placements[role]
         options: dict[str, Any] = dict(
             num_cpus=p.num_cpus,

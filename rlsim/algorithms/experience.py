@@ -92,7 +92,7 @@ def make_experience(
         return Experience(old_logprobs=old, advantages=adv, ref_logprobs=ref, returns=ret, values=vals, kl=kl)
     scores = [float(rewards[x.uid]) for x in rollouts]
     if kl is not None and settings.kl_target == "reward":
-        scores = [s - settings.kl_coef * float(kl[x.uid].sum()) for s, x in zip(scores, rollouts)]
+        scores = [s - settings.kl_coef * float(kl[x.uid].sum()) for s, x in zip(scores, rollouts, strict=True)]
     groups = [x.group for x in rollouts]
     if settings.algorithm == "rloo":
         from rlsim.algorithms.rloo import rloo_advantages
@@ -102,7 +102,7 @@ def make_experience(
         from rlsim.algorithms.advantages import group_advantages
 
         seq = group_advantages(groups, scores, settings.normalize_std)
-    adv = {x.uid: np.full(len(x.response_ids), a, dtype=np.float32) for x, a in zip(rollouts, seq)}
+    adv = {x.uid: np.full(len(x.response_ids), a, dtype=np.float32) for x, a in zip(rollouts, seq, strict=True)}
     return Experience(old_logprobs=old, advantages=adv, ref_logprobs=ref, kl=kl)
 
 
@@ -170,4 +170,7 @@ def pad(rows: Sequence[np.ndarray]) -> tuple[torch.Tensor, torch.Tensor]:
 
 def unpad(x: torch.Tensor, uids: Sequence[int], rollouts: Sequence[Rollout]) -> dict[int, np.ndarray]:
     """Rows of ``x`` back to one array per uid, cut to each rollout's response length."""
-    return {u: x[i, : len(r.response_ids)].numpy().astype(np.float32) for i, (u, r) in enumerate(zip(uids, rollouts))}
+    return {
+        u: x[i, : len(r.response_ids)].numpy().astype(np.float32)
+        for i, (u, r) in enumerate(zip(uids, rollouts, strict=True))
+    }

@@ -43,7 +43,13 @@ class BatcherInfo:
     sizing: Literal["size", "budget"] = "size"
 
 
-BATCHERS: Registry[type, BatcherInfo] = Registry("batcher", BatcherInfo)
+class BatcherFactory(Protocol):
+    """What ``@register_batcher`` registers: a class whose ``from_settings`` builds the batcher."""
+
+    def from_settings(self, size: int | None = None, budget: int | None = None) -> Batcher: ...
+
+
+BATCHERS: Registry[BatcherFactory, BatcherInfo] = Registry("batcher", BatcherInfo)
 register_batcher = BATCHERS.register
 
 

@@ -21,6 +21,7 @@ from __future__ import annotations
 import threading
 import time
 from collections import deque
+from functools import partial
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Callable, Generic, Sequence, TypeVar
@@ -133,7 +134,7 @@ class DynamicBatcher(Generic[T, R]):
             self._queued_size += size
             self._stats.submitted_items += 1
             self._cond.notify_all()
-        future.add_done_callback(lambda f, p=pending: self._forget_if_cancelled(f, p))
+        future.add_done_callback(partial(self._forget_if_cancelled, pending=pending))
         return future
 
     def _forget_if_cancelled(self, future: "Future[R]", pending: _Pending[T, R]) -> None:
@@ -243,7 +244,7 @@ class DynamicBatcher(Generic[T, R]):
             else:
                 self._fail(batch, err)
         else:
-            for pending, result in zip(batch, results):
+            for pending, result in zip(batch, results, strict=True):
                 pending.future.set_result(result)
             self._count(batch, size, time.perf_counter() - t0)
 

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import statistics
 import time
+from typing import Any
 
 
-def measure_gemm_gflops(threads: int, n: int = 2048, repeats: int = 5, device: str = "cpu") -> dict[str, object]:
+def measure_gemm_gflops(threads: int, n: int = 2048, repeats: int = 5, device: str = "cpu") -> dict[str, Any]:
     """Time ``repeats`` fp32 ``(n x n) @ (n x n)`` products on ``threads`` threads after one warm-up.
 
     Returns ``{"gflops": median, "samples": [...], "n": n, "threads": threads, "device": device}``;

@@ -98,7 +98,9 @@ class BenchScoringConfig(BaseModel):
         except RlsimError as err:
             raise ValueError(str(err)) from None
         known = batcher_names()
-        problems = [] if cell.batcher in known else [f"baseline batcher {cell.batcher!r} is not one of {', '.join(known)}"]
+        problems = (
+            [] if cell.batcher in known else [f"baseline batcher {cell.batcher!r} is not one of {', '.join(known)}"]
+        )
         problems += check_runtimes([cell.runtime])
         if problems:
             raise ValueError("; ".join(problems))

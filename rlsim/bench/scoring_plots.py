@@ -14,10 +14,10 @@ def throughput_bars(result: dict[str, Any]) -> bytes:
     colours = runtime_colours(list(dict.fromkeys(c["runtime"] for c in cells)))
     fig, ax = subplots(max(6.0, 0.55 * len(cells) + 2), 4.5, constrained=True)
     means = [c["throughput_seq_s"]["mean"] for c in cells]
-    err = [[m - c["throughput_seq_s"]["ci_low"] for m, c in zip(means, cells)],
-           [c["throughput_seq_s"]["ci_high"] - m for m, c in zip(means, cells)]]  # fmt: skip
+    err = [[m - c["throughput_seq_s"]["ci_low"] for m, c in zip(means, cells, strict=True)],
+           [c["throughput_seq_s"]["ci_high"] - m for m, c in zip(means, cells, strict=True)]]  # fmt: skip
     bars = ax.bar(range(len(cells)), means, yerr=err, capsize=3, color=[colours[c["runtime"]] for c in cells])
-    for bar, c in zip(bars, cells):
+    for bar, c in zip(bars, cells, strict=True):
         if c["cell"] == result["baseline"]:
             bar.set_hatch("//")
     ax.set_xticks(range(len(cells)), [c["cell"] for c in cells], rotation=60, ha="right", fontsize=8)
@@ -36,13 +36,15 @@ def throughput_vs_batch(result: dict[str, Any]) -> bytes:
     fig, ax = subplots(7.0, 4.5, constrained=True)
     for runtime in runtimes:
         for batcher, marker in markers.items():
-            pts = sorted((c["mean_batch_size"], c) for c in cells if c["runtime"] == runtime and c["batcher"] == batcher)
+            pts = sorted(
+                (c["mean_batch_size"], c) for c in cells if c["runtime"] == runtime and c["batcher"] == batcher
+            )
             if not pts:
                 continue
             xs = [x for x, _ in pts]
             ys = [c["throughput_seq_s"]["mean"] for _, c in pts]
-            lo = [y - c["throughput_seq_s"]["ci_low"] for y, (_, c) in zip(ys, pts)]
-            hi = [c["throughput_seq_s"]["ci_high"] - y for y, (_, c) in zip(ys, pts)]
+            lo = [y - c["throughput_seq_s"]["ci_low"] for y, (_, c) in zip(ys, pts, strict=True)]
+            hi = [c["throughput_seq_s"]["ci_high"] - y for y, (_, c) in zip(ys, pts, strict=True)]
             ax.errorbar(xs, ys, yerr=[lo, hi], marker=marker, capsize=3, color=colours[runtime],
                         linestyle="-" if batcher != "token-budget" else ":", label=f"{runtime} {batcher}")  # fmt: skip
     ax.set_xscale("log", base=2)

@@ -104,7 +104,9 @@ def samples_csv_text(raw: dict[str, list[dict[str, Any]]]) -> str:
     for label, runs in raw.items():
         for i, r in enumerate(runs):
             seq_s = r["sequences"] / r["wall_s"]
-            writer.writerow([label, i, r["wall_s"], r["sequences"], r["real_tokens"], r["padded_tokens"], seq_s, r["load_s"]])
+            writer.writerow(
+                [label, i, r["wall_s"], r["sequences"], r["real_tokens"], r["padded_tokens"], seq_s, r["load_s"]]
+            )
     return buf.getvalue()
 
 
@@ -142,7 +144,8 @@ def _target_lines(t: dict[str, Any]) -> list[str]:
     lines = [f"Targets (this run): best cell `{t['best_cell_vs_baseline']['cell']}` is "
              f"{t['best_cell_vs_baseline']['ratio']:.2f}x the baseline (>= {t['best_cell_min_ratio']}x: "
              f"{yes(t['best_cell_vs_baseline']['meets_target'])}); largest CI half-width "
-             f"{t['ci_half_width_max_pct']:.1f}% (<= {t['ci_half_width_target_pct']}%: {yes(t['ci_within_target'])})."]  # fmt: skip
+             f"{t['ci_half_width_max_pct']:.1f}% "
+             f"(<= {t['ci_half_width_target_pct']}%: {yes(t['ci_within_target'])})."]  # fmt: skip
     for g in t["best_batcher_vs_fixed"]:
         lines.append(f"- `{g['cell']}` vs `{g['baseline']}`: {ratio_text(g)} "
                      f"(>= {t['best_batcher_min_ratio']}x: {yes(g['meets_target'])}; "

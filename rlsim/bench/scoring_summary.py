@@ -172,8 +172,8 @@ def targets(
             and (c.batcher == "token-budget" or (c.batcher == "sorted" and c.batch_size == fixed.batch_size))
         ]
         if rivals:
-            best = max(rivals, key=mean.__getitem__)
-            entry = compare(best, fixed.label, samples)
+            rival = max(rivals, key=mean.__getitem__)
+            entry = compare(rival, fixed.label, samples)
             gains.append({**entry, "meets_target": entry["ratio"] >= TARGET_BATCHER_GAIN,
                           "ci_low_meets_target": (entry["ratio_ci_low"] or 0.0) >= TARGET_BATCHER_GAIN})  # fmt: skip
     best_cell = max(mean, key=mean.__getitem__)

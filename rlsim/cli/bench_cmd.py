@@ -39,20 +39,35 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     s = kinds.add_parser("scoring", help="runtimes x batchers x batch sizes on a workload",
                          description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
     add_model_arg(s)
-    s.add_argument("--runtimes", default=None, help="comma-separated runtimes or 'all' (default eager,ort; quick: eager)")
-    s.add_argument("--batchers", default=None,
-                   help="comma-separated offline batchers (default: every registered one: fixed,sorted,token-budget)")
+    s.add_argument(
+        "--runtimes", default=None, help="comma-separated runtimes or 'all' (default eager,ort; quick: eager)"
+    )
+    s.add_argument(
+        "--batchers",
+        default=None,
+        help="comma-separated offline batchers (default: every registered one: fixed,sorted,token-budget)",
+    )
     s.add_argument("--batch-sizes", type=int_list, default=None, help="for fixed/sorted (default 8,32,64)")
-    s.add_argument("--budgets", type=int_list, default=None, help="token-budget: padded tokens per batch (default 8192)")
+    s.add_argument(
+        "--budgets", type=int_list, default=None, help="token-budget: padded tokens per batch (default 8192)"
+    )
     s.add_argument("--repeats", type=at_least_two, default=None, help="fresh processes per cell, >= 2 (default 5)")
-    s.add_argument("--warmup", type=non_negative_int, default=None, help="untimed passes over the workload per process (default 1)")
+    s.add_argument(
+        "--warmup", type=non_negative_int, default=None, help="untimed passes over the workload per process (default 1)"
+    )
     s.add_argument("--count", type=positive_int, default=None, help="texts in the workload (default 256; quick: 32)")
     s.add_argument("--seed", type=non_negative_int, default=None, help="workload seed (default 0)")
     s.add_argument("--workload-file", default=None, help="score real texts: .jsonl with 'text', or .txt")
-    s.add_argument("--baseline", default=None, help="cell to compare against (default eager/fixed/32; quick: R/fixed/8)")
-    s.add_argument("--worker-timeout", type=positive_float, default=None, help="seconds one repeat may take (default 1800)")
+    s.add_argument(
+        "--baseline", default=None, help="cell to compare against (default eager/fixed/32; quick: R/fixed/8)"
+    )
+    s.add_argument(
+        "--worker-timeout", type=positive_float, default=None, help="seconds one repeat may take (default 1800)"
+    )
     s.add_argument("--config", default=None, help="YAML with BenchScoringConfig fields; flags override it")
-    s.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="override, e.g. workload.response.mean=300")
+    s.add_argument(
+        "--set", action="append", default=[], metavar="KEY=VALUE", help="override, e.g. workload.response.mean=300"
+    )
     s.add_argument("--quick", action="store_true", help="small grid that finishes in about a minute")
     s.add_argument("--out", default="runs/bench-scoring", help="output folder (default runs/bench-scoring)")
     add_settings_args(s)
@@ -71,7 +86,9 @@ def build_config(args: argparse.Namespace):
     data: dict[str, Any] = load_yaml(args.config) if args.config else {}
     runtimes = args.runtimes or ("eager" if args.quick else None)
     if runtimes:
-        data["runtimes"] = runtime_names() if runtimes == "all" else [r.strip() for r in runtimes.split(",") if r.strip()]
+        data["runtimes"] = (
+            runtime_names() if runtimes == "all" else [r.strip() for r in runtimes.split(",") if r.strip()]
+        )
     data["model"] = args.model
     if args.batchers is not None or "batchers" not in data:
         data["batchers"] = [b.strip() for b in (args.batchers or ",".join(batcher_names())).split(",") if b.strip()]
@@ -81,7 +98,8 @@ def build_config(args: argparse.Namespace):
         data["baseline"] = f"{first}/fixed/8"
     workload = data.setdefault("workload", issue_workload().model_dump(mode="json", exclude_none=True))
     flags = {"batch_sizes": args.batch_sizes, "budgets": args.budgets, "repeats": args.repeats,
-             "warmup_passes": args.warmup, "baseline": args.baseline, "worker_timeout_s": args.worker_timeout}  # fmt: skip
+             "warmup_passes": args.warmup, "baseline": args.baseline,
+             "worker_timeout_s": args.worker_timeout}  # fmt: skip
     data.update({k: v for k, v in flags.items() if v is not None})
     count = args.count if args.count is not None else (QUICK_COUNT if args.quick else None)
     for key, value in (("count", count), ("seed", args.seed), ("path", args.workload_file)):
@@ -119,9 +137,13 @@ def run(args: argparse.Namespace) -> int:
     columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
     with LineProgress(*columns, console=err) as bar:
         task = bar.add_task("starting", total=len(cells) * cfg.repeats + 2)
-        raw, gemm = run_grid(cfg, cells, out, lambda what, done, total: bar.update(task, description=what, completed=done))
+        raw, gemm = run_grid(
+            cfg, cells, out, lambda what, done, total: bar.update(task, description=what, completed=done)
+        )
     result = summarize(cfg, cells, raw, gemm, info)
-    result["machine"] = machine_fingerprint({gemm_key(g["device"], g["n"], g["threads"]): g["gflops"] for g in gemm[:1]})
+    result["machine"] = machine_fingerprint(
+        {gemm_key(g["device"], g["n"], g["threads"]): g["gflops"] for g in gemm[:1]}
+    )
     atomic_write_json(out / "results.json", result)
     paths = write_outputs(result, raw, out)
     out_console = Console()

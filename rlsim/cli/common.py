@@ -70,7 +70,9 @@ def add_model_arg(parser: argparse.ArgumentParser, default: str = "minilm-rm") -
 def add_settings_args(parser: argparse.ArgumentParser) -> None:
     g = parser.add_argument_group("runtime settings")
     g.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
-    g.add_argument("--threads", type=positive_int, default=None, help="torch / ORT intra-op threads (default: all cores)")
+    g.add_argument(
+        "--threads", type=positive_int, default=None, help="torch / ORT intra-op threads (default: all cores)"
+    )
     g.add_argument("--no-spinning", action="store_true", help="stop ORT threads spinning between ops")
     g.add_argument("--max-length", type=positive_int, default=None, help="truncate texts to this many tokens")
     g.add_argument("--truncation", choices=["left", "right"], default="left", help="left keeps the response end")

@@ -32,8 +32,14 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("config", nargs="?", default=None, metavar="CLUSTER.yaml | validate",
                    help="cluster YAML (nodes, profiles, workload, placement, search), or `validate`: run the real "
                         "loop for each config of a validation set and report predicted vs measured step time")
-    p.add_argument("validation", type=Path, nargs="?", default=None, metavar="VALIDATION.yaml",
-                   help="after `validate`: the validation set (default: configs/validate_cpu.yaml of a source checkout)")
+    p.add_argument(
+        "validation",
+        type=Path,
+        nargs="?",
+        default=None,
+        metavar="VALIDATION.yaml",
+        help="after `validate`: the validation set (default: configs/validate_cpu.yaml of a source checkout)",
+    )
     p.add_argument("--validate", nargs="?", const=_DEFAULT, default=None, metavar="VALIDATION",
                    help="deprecated spelling of `rlsim plan validate [VALIDATION.yaml]`")
     p.add_argument("--profile", type=Path, default=None, help="validate: predict from this profile instead")

@@ -133,8 +133,10 @@ def _dry_run(config: "ProfileConfig", base_dir: Path, args: argparse.Namespace) 
         print(f"loop set {path}: {len(cases)} configs x {loop_set.steps} steps ({loop_set.warmup_steps} warm-up)")
         for case in cases:
             cfg = case.config
-            print(f"  {case.name}: {cfg.schedule}, {cfg.workload.prompts_per_step} x {cfg.workload.group_size} rollouts, "
-                  f"policy on {cfg.policy.device}, reward {cfg.reward.runtime} on {cfg.reward.device}")
+            print(
+                f"  {case.name}: {cfg.schedule}, {cfg.workload.prompts_per_step} x {cfg.workload.group_size} rollouts, "
+                f"policy on {cfg.policy.device}, reward {cfg.reward.runtime} on {cfg.reward.device}"
+            )
     print(f"dry run: nothing started; without --dry-run this writes {args.out}")
     return 0
 
@@ -159,11 +161,15 @@ def _provenance(args: argparse.Namespace, scorers_from: "Profile | None") -> lis
     notes = [
         f"measured {datetime.now(timezone.utc).isoformat(timespec='seconds')} on {socket.gethostname()} "
         f"({len(os.sched_getaffinity(0))} cores; load average at the end {load})",
-        "command: rlsim " + " ".join(sys.argv[1:]) if "profile" in sys.argv else f"command: rlsim profile {args.config}",
+        "command: rlsim " + " ".join(sys.argv[1:])
+        if "profile" in sys.argv
+        else f"command: rlsim profile {args.config}",
     ]
     if scorers_from is not None:  # where the re-fitted scorer samples were measured (kept through refits)
         carried = [n for n in scorers_from.notes if n.startswith("scorer samples:")]
-        notes += carried or [f"scorer samples: {n}" for n in scorers_from.notes if n.startswith(("measured 2", "command:"))]
+        notes += carried or [
+            f"scorer samples: {n}" for n in scorers_from.notes if n.startswith(("measured 2", "command:"))
+        ]
     if args.reuse:
         notes.append("--reuse: complete loop runs of the same config already in the runs folder were used as they "
                      "were (made earlier on this machine); the others were run by this command")

@@ -12,7 +12,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("score", help="score a .txt / .jsonl file of texts into a JSONL of rewards")
     add_model_arg(p)
     p.add_argument("--runtime", default="ort", help="scoring runtime (default ort)")
-    p.add_argument("--input", required=True, help=".txt (one text a line; blank lines skipped) or .jsonl with a 'text' field")
+    p.add_argument(
+        "--input", required=True, help=".txt (one text a line; blank lines skipped) or .jsonl with a 'text' field"
+    )
     p.add_argument("--output", required=True, help="output .jsonl: one {'text', 'reward'} line per input")
     p.add_argument("--batcher", default="sorted", help=f"{', '.join(batcher_names())} (default sorted)")
     p.add_argument("--batch-size", type=positive_int, default=32)
@@ -40,7 +42,9 @@ def run(args: argparse.Namespace) -> int:
         rewards, report = score_texts(scorer, texts, batcher)
     finally:
         scorer.close()
-    lines = (json.dumps({"text": t, "reward": float(r)}, ensure_ascii=False) for t, r in zip(texts, rewards))
+    lines = (
+        json.dumps({"text": t, "reward": float(r)}, ensure_ascii=False) for t, r in zip(texts, rewards, strict=True)
+    )
     atomic_write_text(args.output, "".join(line + "\n" for line in lines))
     summary = {
         "output": args.output,

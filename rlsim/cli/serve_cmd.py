@@ -21,14 +21,26 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--port-file", default=None, help="write the bound port here once listening (for port 0)")
     g = p.add_argument_group("batching and limits")
     g.add_argument("--max-batch-size", type=positive_int, default=32, help="sequences per dynamic batch (default 32)")
-    g.add_argument("--sub-batch-size", type=non_negative_int, default=8,
-                   help="score a batch's texts sorted by length in passes of at most this many (default 8; 0: one pass)")
-    g.add_argument("--max-wait-ms", type=non_negative_float, default=2.0, help="longest wait for a fuller batch, ms (default 2)")
-    g.add_argument("--max-queue", type=positive_int, default=512, help="queued sequences before answering 503 (default 512)")
-    g.add_argument("--timeout-s", type=positive_float, default=30.0, help="per-request timeout before 504, s (default 30)")
+    g.add_argument(
+        "--sub-batch-size",
+        type=non_negative_int,
+        default=8,
+        help="score a batch's texts sorted by length in passes of at most this many (default 8; 0: one pass)",
+    )
+    g.add_argument(
+        "--max-wait-ms", type=non_negative_float, default=2.0, help="longest wait for a fuller batch, ms (default 2)"
+    )
+    g.add_argument(
+        "--max-queue", type=positive_int, default=512, help="queued sequences before answering 503 (default 512)"
+    )
+    g.add_argument(
+        "--timeout-s", type=positive_float, default=30.0, help="per-request timeout before 504, s (default 30)"
+    )
     g.add_argument("--max-texts", type=positive_int, default=256, help="inputs per request (default 256)")
     g.add_argument("--max-text-chars", type=positive_int, default=100_000, help="characters per text (default 100000)")
-    g.add_argument("--shutdown-grace-s", type=positive_float, default=30.0, help="time to finish requests on SIGTERM, s")
+    g.add_argument(
+        "--shutdown-grace-s", type=positive_float, default=30.0, help="time to finish requests on SIGTERM, s"
+    )
     g.add_argument("--no-warmup", action="store_true", help="report ready without a warm-up forward pass")
     add_settings_args(p)
     p.add_argument("--parent-pid", type=positive_int, default=None, help=argparse.SUPPRESS)  # set by the http runtime

@@ -147,7 +147,8 @@ class ConditionRunner:
         start = time.time()
         deadline = start + w.budget_s
         gen_events: list[Event] = []
-        handles, wave = [], 0
+        handles: list[Any] = []
+        wave = 0
         while time.time() < deadline:
             wave_step = TIMEBOX_STEP_BASE + 1000 * step + wave
             requests = make_step_requests(w.spec, wave_step, w.prompts, w.group)

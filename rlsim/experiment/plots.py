@@ -37,7 +37,7 @@ def pool_time_png(results: Mapping[str, Any]) -> bytes:
     for activity, colour in ACTIVITY_COLOURS.items():
         heights = [_mean(runtimes[n]["pool_core_s_per_step"].get(activity)) for n in names]
         ax.bar(names, heights, bottom=bottom, color=colour, label=activity, edgecolor="white", linewidth=0.5)
-        bottom = [b + h for b, h in zip(bottom, heights)]
+        bottom = [b + h for b, h in zip(bottom, heights, strict=True)]
     cores = results.get("pool_cores", 1)
     pool = [cores * _mean(runtimes[n]["step_time_s"]) for n in names]
     ax.scatter(names, pool, marker="_", s=900, color="black", zorder=3, label="pool cores x step time")

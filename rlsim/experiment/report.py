@@ -98,7 +98,7 @@ def conclusions(results: Mapping[str, Any]) -> list[str]:
             "core-s per step."
         )
     for name, f in runtimes.items():
-        if name != baseline and baseline in runtimes:
+        if baseline is not None and name != baseline and baseline in runtimes:
             out.append(_runtime_sentence(name, f, baseline))
     for name, reason in results.get("skipped_runtimes", {}).items():
         out.append(f"{name} was not measured: {reason}.")

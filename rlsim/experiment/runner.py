@@ -30,7 +30,15 @@ from rlsim.experiment.conditions import ConditionRunner, Measurement, Workload
 from rlsim.experiment.config import CONDITIONS, ContentionConfig
 from rlsim.experiment.capacity import per_repeat
 from rlsim.experiment.report import conclusions, render_markdown
-from rlsim.experiment.stopping import LoopOutcome, Precision, StopRule, precision_from_rows, projection, run_repeats, stopped_by
+from rlsim.experiment.stopping import (
+    LoopOutcome,
+    Precision,
+    StopRule,
+    precision_from_rows,
+    projection,
+    run_repeats,
+    stopped_by,
+)
 from rlsim.io import atomic_write_json, atomic_write_text
 from rlsim.progress import LineProgress
 

@@ -129,8 +129,10 @@ def projection(precision: Mapping[str, Precision], durations: Sequence[float], t
     if further == 0:
         return f" | freed core-s CI {widths} (target {target_ci:.0%}: met)"
     minutes = further * statistics.fmean(durations) / 60.0 if durations else math.nan
-    return (f" | freed core-s CI {widths} (target {target_ci:.0%}: ~{further} more repeat{'' if further == 1 else 's'}, "
-            f"~{minutes:.0f} min)")
+    return (
+        f" | freed core-s CI {widths} (target {target_ci:.0%}: ~{further} more repeat{'' if further == 1 else 's'}, "
+        f"~{minutes:.0f} min)"
+    )
 
 
 def _pct(x: float | None) -> str:

@@ -77,7 +77,9 @@ def factories(config: RunConfig, placements: dict[str, ResolvedPlacement]) -> di
     """role -> zero-argument factory, safe to send to another process."""
     policy = config.policy.model
     return {
-        "rollout": partial(build_generator, config.policy.backend, policy, generator_settings(config, placements["rollout"])),
+        "rollout": partial(
+            build_generator, config.policy.backend, policy, generator_settings(config, placements["rollout"])
+        ),
         "scorer": partial(build_reward_stage, policy, reward_settings(config, placements["scorer"])),
         "trainer": partial(build_trainer, policy, trainer_settings(config, placements["trainer"])),
     }

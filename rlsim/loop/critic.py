@@ -62,19 +62,21 @@ class CriticModel:
         self._device = prepare_torch(settings.device, "critic.device", settings.threads, settings.seed)
         self._backbone = AutoModel.from_pretrained(str(source_dir), dtype=torch.float32).to(self._device)
         hidden = int(self._backbone.config.hidden_size)
-        self._head = torch.nn.Linear(hidden, 1).to(self._device)
+        head = torch.nn.Linear(hidden, 1).to(self._device)
         # OpenRLHF's value-head init: small weights, so the first values are near 0, not of order 1.
         gen = torch.Generator().manual_seed(settings.seed)
         with torch.no_grad():
-            self._head.weight.copy_(torch.randn(self._head.weight.shape, generator=gen) / (hidden + 1))
-            self._head.bias.zero_()
+            head.weight.copy_(torch.randn(head.weight.shape, generator=gen) / (hidden + 1))
+            head.bias.zero_()
+        self._head: torch.nn.Linear | None = head  # None once closed
         self._backbone.train()
-        params = list(self._backbone.parameters()) + list(self._head.parameters())
+        params = list(self._backbone.parameters()) + list(head.parameters())
         self._params = params
         self._opt = torch.optim.AdamW(params, lr=settings.lr, weight_decay=0.0)
         self._pad = pad_id(self._backbone.config)
 
     def _values(self, b: Packed) -> Any:
+        assert self._head is not None, "the critic is closed"
         return self._head(response_hidden(self._backbone, b)).squeeze(-1).float()
 
     def values(self, rollouts: Sequence[Rollout]) -> dict[int, np.ndarray]:

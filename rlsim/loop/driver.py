@@ -20,7 +20,7 @@ from rlsim.loop.build import factories
 from rlsim.loop.config import RunConfig
 from rlsim.loop.ray_backend import FaultPlan, RayStepBackend
 from rlsim.loop.records import step_record, timeline_rows
-from rlsim.loop.schedules import Progress, run_step
+from rlsim.loop.schedules import Progress, Schedule, run_step
 from rlsim.loop.sync import WeightSync
 from rlsim.placement import ResolvedPlacement, resolve_placement
 from rlsim.rollout.prompts import make_step_requests
@@ -64,8 +64,13 @@ class LoopSession:
             self.actors,
             WeightSync(self.config.trainer.sync, self.config.trainer.simulated_sync_s),
             max_attempts=faults.score_attempts,
-            plan=FaultPlan(tuple(faults.kill_scorer_steps), faults.kill_rollout_step, tuple(faults.kill_http_server_steps),
-                           tuple(faults.stall_http_server_steps), faults.http_stall_s),
+            plan=FaultPlan(
+                tuple(faults.kill_scorer_steps),
+                faults.kill_rollout_step,
+                tuple(faults.kill_http_server_steps),
+                tuple(faults.stall_http_server_steps),
+                faults.http_stall_s,
+            ),
             score_timeout_s=faults.score_timeout_s,
             timeouts=faults.phase_timeouts(),
         )
@@ -74,7 +79,9 @@ class LoopSession:
             self.backend.warmup(warmup_requests(self.config))
         self.startup_s = {"models_and_ray": t1 - t0, "actors": t2 - t1, "warmup": time.perf_counter() - t2}
 
-    def step(self, step: int, schedule: str | None = None, progress: Progress | None = None) -> tuple[StepRecord, list]:
+    def step(
+        self, step: int, schedule: Schedule | None = None, progress: Progress | None = None
+    ) -> tuple[StepRecord, list]:
         """Run step ``step`` (numbered from 1); returns its ``results.json`` record and timeline rows."""
         assert self.backend is not None, "call start() first"
         cfg = self.config

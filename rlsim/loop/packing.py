@@ -46,7 +46,7 @@ class Packed:
         """A ``(n_tokens,)`` tensor back to one float32 array per uid."""
         parts = flat.detach().float().cpu().numpy()
         out, start = {}, 0
-        for u, n in zip(self.uids, self.lengths):
+        for u, n in zip(self.uids, self.lengths, strict=True):
             out[u] = parts[start : start + n].copy()
             start += n
         return out

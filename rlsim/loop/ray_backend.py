@@ -216,9 +216,9 @@ class RayStepBackend:
         refs = [a.cpu_seconds.remote() for a in self.actors.all]
         _, waiting = ray.wait(refs, num_returns=len(refs), timeout=deadline.remaining())
         if waiting:  # an actor still busy with (stuck in) an earlier call cannot answer
-            busy = [name for name, ref in zip(self.actors.names, refs) if ref in waiting]
+            busy = [name for name, ref in zip(self.actors.names, refs, strict=True) if ref in waiting]
             raise deadline.expired(f"the {', '.join(busy)} actor{'s' if len(busy) > 1 else ''}")
-        return {name: self._get(ref, name, deadline) for name, ref in zip(self.actors.names, refs)}
+        return {name: self._get(ref, name, deadline) for name, ref in zip(self.actors.names, refs, strict=True)}
 
     def _get(self, ref: Any, role: str, deadline: Deadline | None, fatal: bool = True) -> Any:
         """``ray.get`` until ``deadline`` (None: ``ref`` is known to be ready) with the worker's own

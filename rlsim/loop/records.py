@@ -18,7 +18,7 @@ PHASES = ("generate", "score", "update", "sync")
 
 def union_length(intervals: Iterable[tuple[float, float]]) -> float:
     """Total length (seconds) covered by the intervals, overlaps counted once."""
-    total, cur_start, cur_end = 0.0, None, None
+    total, cur_start, cur_end = 0.0, 0.0, None
     for start, end in sorted((s, e) for s, e in intervals if e > s):
         if cur_end is None or start > cur_end:
             if cur_end is not None:

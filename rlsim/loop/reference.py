@@ -87,7 +87,7 @@ class OrtReference:
         self.settings = settings
         self.graph_path = export_reference(policy_dir)
         check_reference_graph(self.graph_path)
-        device = "cuda" if settings.device == "cuda" else "cpu"
+        device: Literal["cpu", "cuda"] = "cuda" if settings.device == "cuda" else "cpu"
         self._session = ort_session(self.graph_path, ScorerSettings(device=device, threads=settings.threads))
         config = json.loads((policy_dir / "config.json").read_text())
         self._pad = config.get("pad_token_id") or 0

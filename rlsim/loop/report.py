@@ -32,7 +32,8 @@ def render_markdown(results: RunResults, figures: Sequence[str] = ()) -> str:
         "Times in seconds. Phases overlap under `overlapped`, so each is the wall time during which it ran "
         "somewhere; `idle` is step time when no actor was working (orchestration overhead).",
         "",
-        "| step | total | generate | score | update | sync | idle | overhead | rollouts gen/scored/trained | tokens | sync |",
+        "| step | total | generate | score | update | sync | idle | overhead "
+        "| rollouts gen/scored/trained | tokens | sync |",
         "|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|---|",
     ]
     lines += [_step_row(s) for s in steps]
@@ -88,7 +89,7 @@ def breakdown_png(steps: Sequence[StepRecord]) -> bytes:
     for phase in (*PHASES, "idle"):
         vals = [getattr(s.time_s, phase) for s in steps]
         ax.bar(xs, vals, bottom=bottom, color=COLORS[phase], label=phase, width=0.35, align="edge")
-        bottom = [b + v for b, v in zip(bottom, vals)]
+        bottom = [b + v for b, v in zip(bottom, vals, strict=True)]
     ax.bar([x - 0.35 for x in xs], [s.time_s.total for s in steps], width=0.35, align="edge",
            color="#333333", label="step time")
     ax.set_xticks(xs)

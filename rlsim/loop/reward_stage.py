@@ -79,7 +79,9 @@ class RewardStage:
                 server_runtime=settings.server_runtime,
                 http_deadline_s=settings.http_deadline_s,
             )
-            self._make_scorer = partial(make_scorer, settings.runtime, resolve_reward_model(settings.model), scorer_settings)
+            self._make_scorer = partial(
+                make_scorer, settings.runtime, resolve_reward_model(settings.model), scorer_settings
+            )
             scorer = self._make_scorer()
         self.scorer: Scorer = scorer
         self.server_restarts = 0
@@ -105,7 +107,7 @@ class RewardStage:
                 raise self._in_loop_terms(err, time.monotonic() - t0) from None
             self._restart_scorer(err)
             rewards, _ = score_texts(self.scorer, texts, self._batcher)
-        return {r.uid: float(x) for r, x in zip(rollouts, rewards)}
+        return {r.uid: float(x) for r, x in zip(rollouts, rewards, strict=True)}
 
     def _server_died(self) -> bool:
         return self._make_scorer is not None and isinstance(self.scorer, ServerScorer) and self.scorer.server_exited()

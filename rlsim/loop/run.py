@@ -93,7 +93,9 @@ class RunOutputs:
     def flush(self, figures: list[str] | None = None) -> None:
         atomic_write_json(self.out / "results.json", self.results.dump())
         atomic_write_json(self.out / "timeline.json", {"events": self.rows})
-        atomic_write_json(self.out / "trace.json", run_trace(self.rows, [s.model_dump(mode="json") for s in self.results.steps]))
+        atomic_write_json(
+            self.out / "trace.json", run_trace(self.rows, [s.model_dump(mode="json") for s in self.results.steps])
+        )
         atomic_write_text(self.out / "report.md", render_markdown(self.results, figures or []))
 
     def finish(self) -> None:
@@ -187,7 +189,9 @@ def _steps(
             try:
                 record, rows = session.step(step, progress=note)
             except RlsimError as err:
-                saved = f"steps 1..{step - 1} are saved in {outputs.out}/results.json" if step > 1 else "no step completed"
+                saved = (
+                    f"steps 1..{step - 1} are saved in {outputs.out}/results.json" if step > 1 else "no step completed"
+                )
                 raise RlsimError(f"step {step} failed: {err}\n{saved}; to continue: {hint}") from None
             bar.update(task, completed=total, description=f"step {step}: {record.time_s.total:.1f} s")
             outputs.add_step(record, rows)

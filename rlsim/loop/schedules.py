@@ -110,9 +110,9 @@ def _overlapped(
         handles.append(backend.submit_score(k % backend.num_scorers, batch, k))
         note("generate", len(rollouts), len(requests))
     rewards: dict[int, float] = {}
-    for scored, ev in backend.collect(handles):
+    for scored, evs in backend.collect(handles):
         _merge(rewards, scored)
-        events += ev
+        events += evs
     note("score", len(rewards), len(rollouts))
     return rollouts, rewards, events
 
@@ -145,7 +145,7 @@ def check_accounting(
     if set(rewards) != set(made):
         lost = sorted(set(made) - set(rewards))[:5]
         raise RuntimeError(f"{len(set(made) - set(rewards))} rollouts were not scored (first uids {lost})")
-    for r, req in zip(sorted(rollouts, key=lambda x: x.uid), sorted(requests, key=lambda x: x.uid)):
+    for r, req in zip(sorted(rollouts, key=lambda x: x.uid), sorted(requests, key=lambda x: x.uid), strict=True):
         if len(r.response_ids) != req.response_tokens:
             raise RuntimeError(
                 f"rollout {r.uid} has {len(r.response_ids)} response tokens, {req.response_tokens} were asked for"

@@ -156,6 +156,7 @@ class PolicyTrainer:
         sums = dict.fromkeys(("loss", "policy_loss", "clipped", "approx_kl", "entropy"), 0.0)
         for b in batches:
             new, entropy = response_logprobs(self._model, b, with_entropy=True)
+            assert entropy is not None  # asked for with_entropy
             per_token, clipped = clipped_policy_loss(new, b.extra["old"], b.extra["adv"], self.settings.clip_eps)
             # Dividing by the whole batch's token count makes the accumulated gradient that of one
             # full-batch loss, whatever the micro-batch size.

@@ -51,7 +51,7 @@ def trace_events(
         for lane in sorted(set(lanes)):
             lane_name = track if lane == 0 else f"{track} (overlapping #{lane})"
             out.append({"ph": "M", "name": "thread_name", "pid": pid, "tid": lane, "args": {"name": lane_name}})
-        for span, lane in zip(mine, lanes):
+        for span, lane in zip(mine, lanes, strict=True):
             start = float(span["start"])
             out.append({
                 "ph": "X", "name": str(span["name"]), "cat": str(span.get("cat", span["name"])),

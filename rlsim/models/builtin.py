@@ -17,7 +17,7 @@ import shutil
 import tempfile
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Callable, Iterator
+from typing import Any, Callable, Iterator
 
 from rlsim.errors import RlsimError
 from rlsim.logs import verbose
@@ -29,7 +29,7 @@ SEED = 1234
 # Bump when a builder changes, so stale cached folders are never reused.
 BUILD_VERSION = "v1"
 
-TINY_LLAMA = dict(
+TINY_LLAMA: dict[str, Any] = dict(
     hidden_size=256,
     intermediate_size=1024,
     num_hidden_layers=4,
@@ -79,7 +79,7 @@ def _llama_config(num_labels: int | None):
     from transformers import LlamaConfig
 
     tok = _tokenizer()
-    extra = {"num_labels": num_labels} if num_labels else {}
+    extra: dict[str, Any] = {"num_labels": num_labels} if num_labels else {}
     return LlamaConfig(
         vocab_size=tok.vocab_size,
         pad_token_id=tok.pad_token_id,

@@ -71,7 +71,7 @@ class Generator(Protocol):
     def close(self) -> None: ...
 
 
-GENERATORS: Registry[type] = Registry("generation backend")
+GENERATORS: Registry[type, None] = Registry("generation backend")
 register_generator = GENERATORS.register
 
 

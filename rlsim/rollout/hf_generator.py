@@ -77,7 +77,9 @@ class HfGenerator:
                 pad_token_id=self._pad,
             )
         responses = out[:, width:].tolist()
-        return [Rollout(r.uid, r.group, p, resp[:length]) for r, p, resp in zip(requests, prompts, responses)]
+        return [
+            Rollout(r.uid, r.group, p, resp[:length]) for r, p, resp in zip(requests, prompts, responses, strict=True)
+        ]
 
     def load_weights(self, weights_dir: Path) -> SyncResult:
         from safetensors.torch import load_file

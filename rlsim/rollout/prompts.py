@@ -13,7 +13,7 @@ import numpy as np
 
 from rlsim.errors import RlsimError
 from rlsim.rollout.types import RolloutRequest
-from rlsim.workloads import WorkloadSpec, build_workload, read_texts
+from rlsim.workloads import FixedLengths, LengthDist, WorkloadSpec, build_workload, read_texts
 
 
 def make_step_requests(spec: WorkloadSpec, step: int, num_prompts: int, group_size: int) -> list[RolloutRequest]:
@@ -41,12 +41,16 @@ def max_prompt_tokens(spec: WorkloadSpec) -> int | None:
     """The longest prompt the spec can draw, in tokens (None for a file: known only after tokenizing)."""
     if spec.path is not None:
         return None
-    return int(getattr(spec.prompt, "tokens", None) or spec.prompt.max)
+    return _longest(spec.prompt)
 
 
 def max_response_tokens(spec: WorkloadSpec) -> int:
     """The longest response the spec can draw, in tokens."""
-    return int(getattr(spec.response, "tokens", None) or spec.response.max)
+    return _longest(spec.response)
+
+
+def _longest(dist: LengthDist) -> int:
+    return int(dist.tokens if isinstance(dist, FixedLengths) else dist.max)
 
 
 def encode_prompt(tokenizer: Any, request: RolloutRequest, max_model_len: int) -> list[int]:

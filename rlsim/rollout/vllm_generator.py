@@ -75,6 +75,8 @@ class VllmGenerator:
         return sorted(done, key=lambda r: order[r.uid])
 
     def stream(self, requests: Sequence[RolloutRequest], micro_batch: int) -> Iterator[list[Rollout]]:
+        from vllm.outputs import RequestOutput
+
         pending = self._submit(requests)
         buffer: list[Rollout] = []
         try:
@@ -85,7 +87,11 @@ class VllmGenerator:
                     if not getattr(out, "finished", False) or out.request_id not in pending:
                         continue
                     req = pending.pop(out.request_id)
-                    buffer.append(Rollout(req.uid, req.group, list(out.prompt_token_ids), list(out.outputs[0].token_ids)))
+                    # A generating (not pooling) engine given token ids: prompt_token_ids is always set.
+                    assert isinstance(out, RequestOutput) and out.prompt_token_ids is not None
+                    buffer.append(
+                        Rollout(req.uid, req.group, list(out.prompt_token_ids), list(out.outputs[0].token_ids))
+                    )
                     if len(buffer) >= micro_batch:
                         yield buffer
                         buffer = []

@@ -19,12 +19,15 @@ import warnings
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator
+from typing import TYPE_CHECKING, Any, Iterator
 
 from rlsim.errors import RlsimError
 from rlsim.models.builtin import _locked
 from rlsim.models.reward import RewardModelSpec
 from rlsim.paths import cache_dir
+
+if TYPE_CHECKING:
+    import torch
 
 EXPORT_VERSION = "v1"
 OPSET = 17
@@ -126,22 +129,20 @@ def quiet_torchscript_export() -> Iterator[None]:
         yield
 
 
-class _LogitsOnly:
+def _LogitsOnly(model: Any) -> torch.nn.Module:  # noqa: N802 - builds an nn.Module; torch is imported lazily
     """Wraps a HF model so tracing sees a plain (ids, mask) -> logits function."""
+    import torch
 
-    def __new__(cls, model):  # noqa: D102 - returns an nn.Module, not an instance of this class
-        import torch
+    class Wrapper(torch.nn.Module):
+        def __init__(self, inner: torch.nn.Module) -> None:
+            super().__init__()
+            self.inner = inner
 
-        class Wrapper(torch.nn.Module):
-            def __init__(self, inner: torch.nn.Module) -> None:
-                super().__init__()
-                self.inner = inner
+        def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
+            out = self.inner(input_ids=input_ids, attention_mask=attention_mask)
+            return out[0] if isinstance(out, (tuple, list)) else out.logits
 
-            def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
-                out = self.inner(input_ids=input_ids, attention_mask=attention_mask)
-                return out[0] if isinstance(out, (tuple, list)) else out.logits
-
-        return Wrapper(model)
+    return Wrapper(model)
 
 
 def _optimize(spec: RewardModelSpec, plain: Path, out: Path) -> dict[str, int]:

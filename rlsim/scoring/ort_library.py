@@ -48,7 +48,8 @@ def find_ort_library(user_path: str | os.PathLike[str] | None = None) -> Path:
                     f"release folder (with include/ and lib/) or unset it"
                 )
             return found
-    found = _library_in(_package_capi_dir()) if _package_capi_dir() else None
+    capi = _package_capi_dir()
+    found = _library_in(capi) if capi else None
     if found is None:
         raise RlsimError(
             "no ONNX Runtime library found: `pip install onnxruntime` (its wheel ships "

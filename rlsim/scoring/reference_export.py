@@ -22,6 +22,7 @@ import shutil
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 from rlsim.errors import RlsimError
 from rlsim.models.builtin import _locked
@@ -93,7 +94,7 @@ def _GatheredLogprobs(model):  # noqa: N802 - builds an nn.Module; torch is impo
     import torch
 
     class GatheredLogprobs(torch.nn.Module):
-        def __init__(self, lm: torch.nn.Module) -> None:
+        def __init__(self, lm: Any) -> None:  # a transformers causal LM: base_model, get_output_embeddings
             super().__init__()
             self.backbone = lm.base_model
             self.head = lm.get_output_embeddings()

@@ -163,9 +163,9 @@ class ScoringBackend:
         text_jobs = [(i, j) for i, j in enumerate(jobs) if j.texts is not None]
         row_jobs = [(i, j) for i, j in enumerate(jobs) if j.token_ids is not None]
         if text_jobs:
-            results.update(zip([i for i, _ in text_jobs], self._score_texts([j for _, j in text_jobs])))
+            results.update(zip([i for i, _ in text_jobs], self._score_texts([j for _, j in text_jobs]), strict=True))
         if row_jobs:
-            results.update(zip([i for i, _ in row_jobs], self._score_rows([j for _, j in row_jobs])))
+            results.update(zip([i for i, _ in row_jobs], self._score_rows([j for _, j in row_jobs]), strict=True))
         return [results[i] for i in range(len(jobs))]
 
     def _score_texts(self, jobs: list[ScoreJob]) -> list[JobResult]:
@@ -179,7 +179,7 @@ class ScoringBackend:
         rewards = _checked(rewards, len(flat))
         batch_truncated = self.scorer.stats.truncated - before
         per_job = self._attribute_truncation(jobs, batch_truncated)
-        return [JobResult(r, n) for r, n in zip(_split(rewards, jobs), per_job)]
+        return [JobResult(r, n) for r, n in zip(_split(rewards, jobs), per_job, strict=True)]
 
     def _attribute_truncation(self, jobs: list[ScoreJob], batch_truncated: int) -> list[int]:
         # Cheap in the common case (nothing truncated); only a mixed batch with truncation pays for
@@ -199,7 +199,7 @@ class ScoringBackend:
         for job in jobs:
             per_job.append(int(sum(cut[start : start + job.size])))
             start += job.size
-        return [JobResult(r, n) for r, n in zip(_split(_checked(rewards, len(rows)), jobs), per_job)]
+        return [JobResult(r, n) for r, n in zip(_split(_checked(rewards, len(rows)), jobs), per_job, strict=True)]
 
 
 def _checked(rewards: np.ndarray, n: int) -> np.ndarray:

@@ -39,7 +39,10 @@ class ServerMetrics:
             registry=r,
         )
         self.batch_size = Histogram(
-            "rlsim_serve_batch_size_sequences", "Sequences per dynamic batch (scored in length-sorted passes)", buckets=BATCH_BUCKETS, registry=r
+            "rlsim_serve_batch_size_sequences",
+            "Sequences per dynamic batch (scored in length-sorted passes)",
+            buckets=BATCH_BUCKETS,
+            registry=r,
         )
         self.batch_seconds = Histogram(
             "rlsim_serve_batch_seconds",

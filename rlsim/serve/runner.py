@@ -71,7 +71,8 @@ def make_server(
         access_log=False,
         lifespan="on",
         # After SIGTERM, accepted requests get this long to finish before connections are cut.
-        timeout_graceful_shutdown=settings.shutdown_grace_s,
+        # uvicorn annotates int, but only hands it to asyncio.wait_for, which takes float seconds.
+        timeout_graceful_shutdown=settings.shutdown_grace_s,  # type: ignore[arg-type]
     )
     server = uvicorn.Server(config)
     holder["server"] = server

@@ -9,11 +9,12 @@ from __future__ import annotations
 from typing import Any, Sequence
 
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr, field_validator, model_validator
+from pydantic.config import JsonDict
 
 
 # "Exactly one of texts or token_ids, not null" in the published schema, so a client generated from
 # /openapi.json knows that {} and {"texts": [...], "token_ids": [...]} are refused (pydantic cannot say it).
-EXACTLY_ONE_INPUT = {
+EXACTLY_ONE_INPUT: JsonDict = {
     "oneOf": [
         {"required": ["texts"], "properties": {"texts": {"type": "array"}}},
         {"required": ["token_ids"], "properties": {"token_ids": {"type": "array"}}},

@@ -78,7 +78,7 @@ def test_sorted_batches_hold_neighbouring_lengths() -> None:
     maxima = [max(len(t.split()) for t in b) for b in scorer.batches]
     minima = [min(len(t.split()) for t in b) for b in scorer.batches]
     # Batches come shortest first and never interleave: each batch starts at or above the last one's top.
-    assert all(lo >= prev_hi for lo, prev_hi in zip(minima[1:], maxima[:-1]))
+    assert all(lo >= prev_hi for lo, prev_hi in zip(minima[1:], maxima[:-1], strict=True))
 
 
 @settings(max_examples=60, deadline=None)

@@ -52,7 +52,9 @@ def test_quick_style_run_writes_every_output(tmp_path: Path, capsys, fake_runtim
         assert (out / name).stat().st_size > 0, name
     assert json.loads((out / "results.json").read_text()) == result
 
-    spec = WorkloadSpec.model_validate({k: result["workload"][k] for k in ("count", "seed", "prompt", "response", "path")})
+    spec = WorkloadSpec.model_validate(
+        {k: result["workload"][k] for k in ("count", "seed", "prompt", "response", "path")}
+    )
     texts = build_workload(spec).texts
     lengths = [len(t.split()) + 2 for t in texts]
     raw = json.loads((out / "raw_samples.json").read_text())["cells"]

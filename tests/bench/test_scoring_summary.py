@@ -87,8 +87,10 @@ def test_paired_ratio_with_round_noise_known_answer() -> None:
 
     base = [10.0, 20.0, 40.0]
     raw = {FIXED.label: [run(x, [0.1]) for x in base],
-           SORTED.label: [run(x * math.exp(d), [0.1]) for x, d in zip(base, (0.1, 0.2, 0.3))]}
-    result = summarize(cfg, [FIXED, SORTED], raw, [{"gflops": 100.0}], {"sequences": 100, "mean_tokens": 1, "max_tokens": 1})
+           SORTED.label: [run(x * math.exp(d), [0.1]) for x, d in zip(base, (0.1, 0.2, 0.3), strict=True)]}
+    result = summarize(
+        cfg, [FIXED, SORTED], raw, [{"gflops": 100.0}], {"sequences": 100, "mean_tokens": 1, "max_tokens": 1}
+    )
     (cmp,) = result["comparisons"]
     assert cmp["paired_ratio"] == pytest.approx(math.exp(0.2))
     assert cmp["paired_ratio_ci_low"] == pytest.approx(math.exp(0.2 - 0.248414), rel=1e-5)
@@ -140,7 +142,9 @@ def test_unbounded_ratio_is_null_in_strict_json() -> None:
     # Baseline [1, 10]: mean 5.5, se 4.5, t(0.975, 1) = 12.71 -> zero is well inside its interval, so
     # Fieller's interval for any ratio over it is unbounded.
     raw = {FIXED.label: [run(1, [0.1]), run(10, [0.1])], SORTED.label: [run(20, [0.1]), run(21, [0.1])]}
-    result = summarize(cfg, [FIXED, SORTED], raw, [{"gflops": 100.0}], {"sequences": 100, "mean_tokens": 1, "max_tokens": 1})
+    result = summarize(
+        cfg, [FIXED, SORTED], raw, [{"gflops": 100.0}], {"sequences": 100, "mean_tokens": 1, "max_tokens": 1}
+    )
     (cmp,) = result["comparisons"]
     assert cmp["ratio_ci_low"] is None and cmp["ratio_ci_high"] is None
     json.dumps(result, allow_nan=False)  # raises on inf/nan

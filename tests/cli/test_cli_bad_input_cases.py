@@ -140,13 +140,33 @@ WRITERS = [
     ("verify", "--json", "file", lambda t, o: ["verify", "--runtimes", "ort", "--json", o]),
     ("export", "--out", "dir", lambda t, o: ["export", "--out", o]),
     ("run", "--out", "dir", lambda t, o: ["run", CONFIGS / "default.yaml", "--out", o]),
-    ("experiment", "--out", "dir", lambda t, o: ["experiment", "contention", CONFIGS / "contention_cpu.yaml", "--out", o]),
+    (
+        "experiment",
+        "--out",
+        "dir",
+        lambda t, o: ["experiment", "contention", CONFIGS / "contention_cpu.yaml", "--out", o],
+    ),
     ("bench", "--out", "dir", lambda t, o: ["bench", "scoring", "--quick", "--out", o]),
     ("profile", "--out", "file", lambda t, o: ["profile", CONFIGS / "profiles" / "measure_cpu_2core.yaml", "--out", o]),
-    ("profile", "--summary", "file", lambda t, o: ["profile", CONFIGS / "profiles" / "measure_cpu_2core.yaml",
-                                                   "--out", t / "p.json", "--summary", o]),
-    ("profile", "--runs", "dir", lambda t, o: ["profile", CONFIGS / "profiles" / "measure_cpu_2core.yaml",
-                                               "--out", t / "p.json", "--runs", o]),
+    (
+        "profile",
+        "--summary",
+        "file",
+        lambda t, o: [
+            "profile",
+            CONFIGS / "profiles" / "measure_cpu_2core.yaml",
+            "--out",
+            t / "p.json",
+            "--summary",
+            o,
+        ],
+    ),
+    (
+        "profile",
+        "--runs",
+        "dir",
+        lambda t, o: ["profile", CONFIGS / "profiles" / "measure_cpu_2core.yaml", "--out", t / "p.json", "--runs", o],
+    ),
     ("plan", "--json", "file", lambda t, o: ["plan", CONFIGS / "cluster_example.yaml", "--json", o]),
     ("plan", "--out", "dir", lambda t, o: ["plan", CONFIGS / "cluster_example.yaml", "--out", o]),
     ("serve", "--port-file", "file", lambda t, o: ["serve", "--no-warmup", "--port-file", o]),
@@ -168,7 +188,7 @@ def test_output_of_the_wrong_kind(tmp_path, command, flag, kind, argv):
 
 
 @pytest.mark.parametrize("command,flag,kind,argv", [w for w in WRITERS if w[2] == "file"],
-                         ids=[i for i, w in zip(IDS, WRITERS) if w[2] == "file"])
+                         ids=[i for i, w in zip(IDS, WRITERS, strict=True) if w[2] == "file"])
 def test_output_in_a_missing_folder(tmp_path, command, flag, kind, argv):
     out = tmp_path / "no" / "such" / "out.json"
     refuse(argv(tmp_path, out), [flag, "does not exist", "mkdir -p"], [out])
@@ -229,7 +249,7 @@ def test_issue_case_random_bytes_through_the_entry_point(tmp_path):
 def test_alias_bomb_config_through_the_entry_point(tmp_path):
     cfg = tmp_path / "bomb.yaml"
     rows = ["a: &a [lol, lol, lol, lol, lol, lol, lol, lol, lol, lol]"]
-    rows += [f"{b}: &{b} [{', '.join([f'*{a}'] * 10)}]" for a, b in zip("abcdefgh", "bcdefghi")]
+    rows += [f"{b}: &{b} [{', '.join([f'*{a}'] * 10)}]" for a, b in zip("abcdefgh", "bcdefghi", strict=True)]
     cfg.write_text("\n".join(rows) + "\n")  # 10^9 strings once expanded
     proc = _rlsim("run", cfg, "--out", tmp_path / "run")
     assert proc.returncode == 2, proc.stderr

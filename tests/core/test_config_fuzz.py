@@ -73,8 +73,8 @@ def test_invalid_config_launches_nothing(tmp_path):
     bad = tmp_path / "bad.yaml"
     bad.write_text("steps: zero\nreward: {replicas: 0}\n")
     code = (
-        "import sys; from rlsim.cli.main import main; rc = main(['run', %r]); "
-        "print('LAUNCHED' if ('ray' in sys.modules or 'vllm' in sys.modules) else 'CLEAN'); sys.exit(rc)" % str(bad)
+        f"import sys; from rlsim.cli.main import main; rc = main(['run', {str(bad)!r}]); "
+        "print('LAUNCHED' if ('ray' in sys.modules or 'vllm' in sys.modules) else 'CLEAN'); sys.exit(rc)"
     )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 2, proc.stderr

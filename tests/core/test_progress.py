@@ -37,7 +37,9 @@ def test_terminal_and_disabled_consoles_get_no_plain_lines() -> None:
 def test_long_descriptions_stay_on_one_line() -> None:
     buf = io.StringIO()
     long = "starting scorers: " + ", ".join(["eager", "compile", "ort", "ort-int8", "native", "native-int8", "http"])
-    with LineProgress(TextColumn("{task.description}"), console=Console(file=buf, force_terminal=False, width=40)) as bar:
+    with LineProgress(
+        TextColumn("{task.description}"), console=Console(file=buf, force_terminal=False, width=40)
+    ) as bar:
         bar.add_task("x", total=1)
         bar.update(0, description=long)  # type: ignore[arg-type]
     assert any(line.endswith(long) for line in buf.getvalue().splitlines())

@@ -138,7 +138,7 @@ def _shared_slowdown_rows() -> list[dict]:
     session = [1.0, 1.3, 0.85, 1.15, 0.7]
     noise = [0.01, -0.01, 0.005, 0.0, -0.005]
     out = []
-    for rep, (f, e) in enumerate(zip(session, noise)):
+    for rep, (f, e) in enumerate(zip(session, noise, strict=True)):
         for rt, step, cost in (("eager", 10.0, 3.0), ("fast", 9.0 * (1 + e), 1.5 * (1 - e))):
             out.append(row(rt, "together", rep, {"step_s": step * f, "score_core_s": cost * f,
                                                  "gen_tokens_per_s": 100 / f, "score_rollouts_per_s": 20 / f}))

@@ -116,7 +116,15 @@ def test_cli_refuses_a_bad_target_and_budget_together(tmp_path: Path, capsys: py
     # The flags refuse such numbers themselves (tests/cli); the same values from the file or --set are
     # config errors, reported together before anything starts.
     path = write(tmp_path, "contention: {runtimes: [eager, ort]}\n")
-    argv = ["experiment", "contention", str(path), "--set", "contention.target_ci=0", "--set", "contention.max_minutes=-5"]
+    argv = [
+        "experiment",
+        "contention",
+        str(path),
+        "--set",
+        "contention.target_ci=0",
+        "--set",
+        "contention.max_minutes=-5",
+    ]
     assert main(argv) == 2
     err = capsys.readouterr().err
     assert "contention.target_ci" in err and "contention.max_minutes" in err

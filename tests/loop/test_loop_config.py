@@ -97,7 +97,9 @@ def test_overrides_apply_and_are_validated(tmp_path: Path) -> None:
         load_run_config(path, ["micro_batch=0"])
 
 
-def test_rlsim_run_with_a_bad_config_exits_2_and_starts_nothing(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_rlsim_run_with_a_bad_config_exits_2_and_starts_nothing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     from rlsim.cli.main import main
 
     out = tmp_path / "out"

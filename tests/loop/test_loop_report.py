@@ -52,4 +52,7 @@ def test_outputs_are_rewritten_after_each_step(tmp_path: Path) -> None:
     assert len(json.loads((tmp_path / "timeline.json").read_text())["events"]) == 3
     assert "| 1 |" in (tmp_path / "report.md").read_text()
     assert not list(tmp_path.glob(".*.tmp"))  # atomic writes leave no temporary files
-    assert "12 rollouts generated = scored = trained" in summary_lines(RunResults.model_validate({**saved, "config": {"schedule": "x"}}))[0]
+    assert (
+        "12 rollouts generated = scored = trained"
+        in summary_lines(RunResults.model_validate({**saved, "config": {"schedule": "x"}}))[0]
+    )

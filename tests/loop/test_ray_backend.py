@@ -149,7 +149,11 @@ def test_a_stalled_phase_fails_the_step_naming_the_phase_and_the_setting(by_valu
     from rlsim.loop.deadline import PhaseTimeout, PhaseTimeouts
 
     held = str(tmp_path)
-    makers = {**fakes(), "rollout": partial(FakeGenerator, hold_dir=held), "trainer": partial(FakeTrainer, hold_dir=held)}
+    makers = {
+        **fakes(),
+        "rollout": partial(FakeGenerator, hold_dir=held),
+        "trainer": partial(FakeTrainer, hold_dir=held),
+    }
     actors = start(makers, replicas=1, strategy="PACK")
     cases = [("generate", "rollout"), ("update", "trainer"), ("sync", "rollout")]
     try:

@@ -4,7 +4,14 @@ from __future__ import annotations
 
 import pytest
 
-from rlsim.loop.records import breakdown, busiest_actor_gap, busy_by_actor, overall_overhead, timeline_rows, union_length
+from rlsim.loop.records import (
+    breakdown,
+    busiest_actor_gap,
+    busy_by_actor,
+    overall_overhead,
+    timeline_rows,
+    union_length,
+)
 from rlsim.rollout.types import Event
 from rlsim.run_results import StepRecord
 

@@ -37,13 +37,17 @@ class FakeSession:
         if step == self.fail_at:
             raise RlsimError("the rollout actor died: killed")
         self.ran.append(step)
-        return record(step), [{"step": step, "actor": "rollout", "phase": "generate", "batch": 0, "start": 0.0, "end": 1.0}]
+        return record(step), [
+            {"step": step, "actor": "rollout", "phase": "generate", "batch": 0, "start": 0.0, "end": 1.0}
+        ]
 
 
 def test_a_failed_step_keeps_the_completed_ones_and_names_the_resume_command(tmp_path: Path) -> None:
     config = RunConfig(steps=4)
     with pytest.raises(RlsimError) as err:
-        run_loop(config, tmp_path, show_progress=False, session=FakeSession(config, fail_at=3), resume_hint="RESUME-CMD")
+        run_loop(
+            config, tmp_path, show_progress=False, session=FakeSession(config, fail_at=3), resume_hint="RESUME-CMD"
+        )
     assert "step 3 failed" in str(err.value) and "steps 1..2 are saved" in str(err.value)
     assert "RESUME-CMD" in str(err.value)
     saved = json.loads((tmp_path / "results.json").read_text())

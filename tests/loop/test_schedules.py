@@ -16,7 +16,9 @@ from rlsim.loop.schedules import run_step, split_evenly
 from rlsim.loop.sync import WeightSync
 
 
-def backend(gen: FakeGenerator | None = None, stages: list[FakeStage] | None = None, sync: str = "auto") -> InProcessBackend:
+def backend(
+    gen: FakeGenerator | None = None, stages: list[FakeStage] | None = None, sync: str = "auto"
+) -> InProcessBackend:
     gen = gen or FakeGenerator()
     stages = stages or [FakeStage()]
     rollout = RolloutWorker("rollout", None, lambda: gen, pin=False)

@@ -18,9 +18,21 @@ RECORD = {
     "time_s": {"generate": 4.0, "score": 1.5, "update": 2.0, "sync": 0.5, "idle": 0.1, "total": 8.0},
     "rollouts": {"generated": 8, "scored": 8, "trained": 8},
     "tokens": {"prompt": 80, "generated": 320},
-    "train": {"loss": -0.25, "clip_fraction": 0.125, "approx_kl": 0.01, "grad_norm": 0.75,
-              "reward_mean": 0.3, "reward_std": 0.1, "seconds": 2.0, "sequences": 8, "response_tokens": 320},
-    "overhead_fraction": 0.0125, "cpu_s": {"rollout": 3.0}, "schedule": "sequential", "sync": {"method": "simulated", "seconds": 0.5, "detail": ""},
+    "train": {
+        "loss": -0.25,
+        "clip_fraction": 0.125,
+        "approx_kl": 0.01,
+        "grad_norm": 0.75,
+        "reward_mean": 0.3,
+        "reward_std": 0.1,
+        "seconds": 2.0,
+        "sequences": 8,
+        "response_tokens": 320,
+    },
+    "overhead_fraction": 0.0125,
+    "cpu_s": {"rollout": 3.0},
+    "schedule": "sequential",
+    "sync": {"method": "simulated", "seconds": 0.5, "detail": ""},
 }
 
 

@@ -129,7 +129,7 @@ def test_paired_log_ratio_known_answer() -> None:
     # Per-pair ratios e^0.1, e^0.2, e^0.3: log-ratios mean 0.2, sd 0.1, half-width
     # t(0.975, 2) x 0.1 / sqrt(3) = 4.302653 x 0.057735 = 0.248414 -> exp(0.2 +/- 0.248414).
     b = [10.0, 20.0, 40.0]
-    a = [x * math.exp(d) for x, d in zip(b, (0.1, 0.2, 0.3))]
+    a = [x * math.exp(d) for x, d in zip(b, (0.1, 0.2, 0.3), strict=True)]
     r = paired_log_ratio_ci(a, b)
     assert r.ratio == pytest.approx(math.exp(0.2))
     assert (r.ci_low, r.ci_high) == pytest.approx((math.exp(0.2 - 0.248414), math.exp(0.2 + 0.248414)), rel=1e-5)
@@ -173,7 +173,7 @@ def test_paired_interval_is_narrower_than_unpaired_under_a_shared_slowdown() -> 
     session = [1.0, 1.3, 0.85, 1.15, 0.7]
     noise = [0.01, -0.01, 0.005, 0.0, -0.005]
     base = [10.0 * f for f in session]
-    runtime = [8.0 * f * (1 + e) for f, e in zip(session, noise)]
+    runtime = [8.0 * f * (1 + e) for f, e in zip(session, noise, strict=True)]
     paired = paired_log_ratio_ci(runtime, base)
     unpaired = ratio_ci(runtime, base)
     assert paired.ci_low <= 0.8 <= paired.ci_high

@@ -45,7 +45,9 @@ def reward_graph(
     names = ["input_ids"] + (["attention_mask"] if with_mask else []) + (["token_type_ids"] if token_type_ids else [])
     names += [extra_input] if extra_input else []
     shape = [batch_dim, "seq"]
-    inputs = [helper.make_tensor_value_info(n, id_type if n == "input_ids" else TensorProto.INT64, shape) for n in names]
+    inputs = [
+        helper.make_tensor_value_info(n, id_type if n == "input_ids" else TensorProto.INT64, shape) for n in names
+    ]
     nodes = [helper.make_node("Cast", [n], [f"{n}_f"], to=TensorProto.FLOAT) for n in names]
     masked = "attention_mask_f" if with_mask else "input_ids_f"
     nodes.append(helper.make_node("Mul", ["input_ids_f", masked], ["masked"]))

@@ -82,7 +82,9 @@ def test_fixed_batch_model_names_the_size_it_needs(native: Any, graphs: Path, or
         ({"out_type": 11}, "output 'logits' is float64"),  # 11: TensorProto.DOUBLE
     ],
 )
-def test_mismatched_model_fails_at_load(native: Any, graphs: Path, ort_library: Path, kwargs: dict, message: str) -> None:
+def test_mismatched_model_fails_at_load(
+    native: Any, graphs: Path, ort_library: Path, kwargs: dict, message: str
+) -> None:
     path = reward_graph(graphs / f"bad_{'_'.join(map(str, kwargs))}.onnx", **kwargs)
     with pytest.raises(RuntimeError, match=message):
         native.Engine(path, ort_library)
@@ -127,7 +129,9 @@ def engine_error_in_fresh_process(model: Path, library: Path) -> str:
     return done.stdout.strip()
 
 
-def test_first_engine_of_a_process_fails_cleanly_on_a_missing_model(native: Any, tmp_path: Path, ort_library: Path) -> None:
+def test_first_engine_of_a_process_fails_cleanly_on_a_missing_model(
+    native: Any, tmp_path: Path, ort_library: Path
+) -> None:
     # Before any library is loaded, ONNX Runtime's C++ objects cannot even be destroyed safely:
     # this failure path must not touch them.
     error = engine_error_in_fresh_process(tmp_path / "nope.onnx", ort_library)
@@ -148,7 +152,9 @@ def test_shared_object_that_is_not_onnx_runtime(native: Any, sum_graph: Path) ->
     assert re.match(r"RuntimeError: .* has no OrtGetApiBase symbol", error)
 
 
-def test_second_library_in_one_process_is_refused(native: Any, sum_graph: Path, ort_library: Path, tmp_path: Path) -> None:
+def test_second_library_in_one_process_is_refused(
+    native: Any, sum_graph: Path, ort_library: Path, tmp_path: Path
+) -> None:
     native.Engine(sum_graph, ort_library)  # the first library this process loads
     copy = tmp_path / "libonnxruntime.so.copy"
     shutil.copy(ort_library, copy)
@@ -165,7 +171,9 @@ def test_second_library_in_one_process_is_refused(native: Any, sum_graph: Path, 
         ({"intra_op_threads": -1}, "thread counts must be >= 0"),
     ],
 )
-def test_bad_settings_raise_value_error(native: Any, sum_graph: Path, ort_library: Path, kwargs: dict, message: str) -> None:
+def test_bad_settings_raise_value_error(
+    native: Any, sum_graph: Path, ort_library: Path, kwargs: dict, message: str
+) -> None:
     with pytest.raises(ValueError, match=message):
         native.Engine(sum_graph, ort_library, **kwargs)
 

@@ -44,7 +44,9 @@ def test_token_type_ids_are_fed_as_zeros(native: Any, tiny_bert_token_types: Pat
     engine = native.Engine(tiny_bert_token_types, ort_library, intra_op_threads=1)
     assert engine.input_names == ["input_ids", "attention_mask", "token_type_ids"]
     ids, mask = random_batch(4, 24, seed=3)
-    ref = ort_python(tiny_bert_token_types, {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)})
+    ref = ort_python(
+        tiny_bert_token_types, {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
+    )
     assert np.abs(engine.run(ids, mask) - ref).max() <= 1e-5
 
 
@@ -67,7 +69,8 @@ def test_non_contiguous_inputs_are_read_correctly(tiny_bert_engine: Any, tiny_be
     strided_ids, strided_mask = ids[::2, ::2], mask[::2, ::2]  # views, not C-contiguous
     assert not strided_ids.flags.c_contiguous
     ref = ort_python(
-        tiny_bert, {"input_ids": np.ascontiguousarray(strided_ids), "attention_mask": np.ascontiguousarray(strided_mask)}
+        tiny_bert,
+        {"input_ids": np.ascontiguousarray(strided_ids), "attention_mask": np.ascontiguousarray(strided_mask)},
     )
     assert np.abs(tiny_bert_engine.run(strided_ids, strided_mask) - ref).max() <= 1e-5
 

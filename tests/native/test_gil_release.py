@@ -87,5 +87,5 @@ def test_concurrent_runs_of_different_shapes_get_their_own_results(engine: Any) 
         t.start()
     for t in threads:
         t.join()
-    for exp, runs in zip(expected, got):
+    for exp, runs in zip(expected, got, strict=True):
         assert all(np.array_equal(exp, r) for r in runs)

@@ -33,7 +33,9 @@ def spec(request: pytest.FixtureRequest) -> Any:
 
 
 @pytest.mark.parametrize(("native_name", "ort_name"), [("native", "ort"), ("native-int8", "ort-int8")])
-def test_native_matches_ort_on_the_same_graph(native: Any, spec: Any, texts: list[str], native_name: str, ort_name: str) -> None:
+def test_native_matches_ort_on_the_same_graph(
+    native: Any, spec: Any, texts: list[str], native_name: str, ort_name: str
+) -> None:
     settings = ScorerSettings(threads=2)
     scorer = make_scorer(native_name, spec, settings)
     out = scorer.score_batch(texts)
@@ -51,7 +53,9 @@ def test_empty_list_scores_to_empty(native: Any, spec: Any) -> None:
 
 def test_unbuilt_engine_gives_one_clear_error(spec: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "rlsim._native", None)
-    with pytest.raises(RlsimError, match=r"runtime 'native' needs rlsim\._native, which is not installed: run `make native`"):
+    with pytest.raises(
+        RlsimError, match=r"runtime 'native' needs rlsim\._native, which is not installed: run `make native`"
+    ):
         make_scorer("native", spec)
 
 

@@ -39,7 +39,9 @@ def test_explicit_path_that_does_not_exist(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("var", ["ORT_ROOT", "ONNXRUNTIME_ROOT"])
-def test_release_folder_picks_the_newest_versioned_library(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, var: str) -> None:
+def test_release_folder_picks_the_newest_versioned_library(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, var: str
+) -> None:
     (tmp_path / "lib").mkdir()
     for version in ("1.9.0", "1.10.0"):  # 1.10 is newer, though it sorts first as text
         (tmp_path / "lib" / f"libonnxruntime.so.{version}").touch()

@@ -28,7 +28,9 @@ from planner_cases import EXACT, make_profile
 BASE, PER_SEQ, PREFILL, ALPHA = 0.004, 0.0002, 0.00005, 0.8
 
 
-def config(prompts: int, schedule: str = "sequential", preset: str = "shared", response: int | None = None) -> RunConfig:
+def config(
+    prompts: int, schedule: str = "sequential", preset: str = "shared", response: int | None = None
+) -> RunConfig:
     workload: dict = {"prompts_per_step": prompts, "group_size": 4}
     if response is not None:
         workload["spec"] = {"response": {"kind": "fixed", "tokens": response}}
@@ -129,11 +131,15 @@ def test_trainer_fit_separates_per_sequence_from_per_token_costs_when_lengths_va
 
 def loop_like_profile() -> Profile:
     profile = make_profile()
-    return profile.model_copy(update={
-        "runtimes": {"eager": profile.runtimes["linear"]},
-        "generation": GenerationModel(device="cpu", units=2, base_s=0.004, per_seq_s=0.0002, max_running=256, fit=EXACT),
-        "trainer": TrainerModel(units=2, update_fixed_s=0.3, update_s_per_token=1e-4),
-    })
+    return profile.model_copy(
+        update={
+            "runtimes": {"eager": profile.runtimes["linear"]},
+            "generation": GenerationModel(
+                device="cpu", units=2, base_s=0.004, per_seq_s=0.0002, max_running=256, fit=EXACT
+            ),
+            "trainer": TrainerModel(units=2, update_fixed_s=0.3, update_s_per_token=1e-4),
+        }
+    )
 
 
 def test_scoring_in_the_loop_factor_and_call_overhead_come_back_from_the_scoring_phase() -> None:

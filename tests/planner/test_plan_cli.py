@@ -42,7 +42,9 @@ def test_target_picks_the_fewest_nodes_that_meet_it(tmp_path: Path) -> None:
     config["search"]["nodes"] = [1, 2, 4]
     path = _write(tmp_path, config)
     assert main(["plan", str(path), "--json", str(tmp_path / "p.json")]) == 0
-    by_nodes = {r["placement"]["nodes"]: r["step_time_s"] for r in json.loads((tmp_path / "p.json").read_text())["ranked"]}
+    by_nodes = {
+        r["placement"]["nodes"]: r["step_time_s"] for r in json.loads((tmp_path / "p.json").read_text())["ranked"]
+    }
     target = (by_nodes[2] + by_nodes[4]) / 2  # 4 nodes meet it, 2 do not
     assert by_nodes[1] > by_nodes[2] > by_nodes[4]
     assert main(["plan", str(path), "--target-step-s", str(target), "--json", str(tmp_path / "t.json")]) == 0

@@ -82,7 +82,7 @@ def test_every_rollout_scored_exactly_once_under_contention() -> None:
     assert np.all(out.reward_s >= arrive)
     assert sum(len(s) for s in out.busy_starts) == out.batches == 15
     # Replicas 0 and 1 (node 0) run at half speed before 5 s: a batch started at 0.. takes 0.6 s there.
-    first_node0 = [e - s for r in (0, 1) for s, e in zip(out.busy_starts[r], out.busy_ends[r]) if e <= 5.0]
+    first_node0 = [e - s for r in (0, 1) for s, e in zip(out.busy_starts[r], out.busy_ends[r], strict=True) if e <= 5.0]
     assert first_node0 and all(d == pytest.approx(0.6) for d in first_node0)
 
 

@@ -209,7 +209,7 @@ def test_replayed_lengths_are_the_ones_the_loop_requests(tmp_path: Path) -> None
     case = resolve_cases(*load_loop_set(write_set(tmp_path, TWO)))[1]
     w = case.config.workload
     trace = loop_trace(case.config, [2, 5])
-    for (prompts, responses), step in zip(trace, (2, 5)):
+    for (prompts, responses), step in zip(trace, (2, 5), strict=True):
         requests = make_step_requests(w.spec, step, w.prompts_per_step, w.group_size)
         assert responses == [r.response_tokens for r in requests]
         assert prompts == [32] * len(requests)  # the default workload's fixed 32-token prompts

@@ -48,7 +48,9 @@ def test_reload_swaps_the_weights_in_place_and_back(vllm_generator, tiny_policy:
     folder = WeightsFolder()
     try:
         changed = dict(state)
-        changed["lm_head.weight"] = np.random.default_rng(0).standard_normal(state["lm_head.weight"].shape).astype(np.float32)
+        changed["lm_head.weight"] = (
+            np.random.default_rng(0).standard_normal(state["lm_head.weight"].shape).astype(np.float32)
+        )
         result = vllm_generator.load_weights(folder.write(changed))
         assert result.method == "vllm-reload" and result.seconds > 0
         assert [r.response_ids for r in vllm_generator.generate(probe)] != before

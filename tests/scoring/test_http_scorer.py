@@ -130,12 +130,12 @@ def stub() -> Iterator[tuple[str, Script]]:
         def log_message(self, *args: object) -> None:
             pass
 
-        def _send(self, status: int, body: dict, headers: dict[str, str] = {}) -> None:
+        def _send(self, status: int, body: dict, headers: dict[str, str] | None = None) -> None:
             data = json.dumps(body).encode()
             self.send_response(status)
             self.send_header("content-type", "application/json")
             self.send_header("content-length", str(len(data)))
-            for k, v in headers.items():
+            for k, v in (headers or {}).items():
                 self.send_header(k, v)
             self.end_headers()
             self.wfile.write(data)

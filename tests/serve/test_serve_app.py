@@ -47,7 +47,7 @@ def test_served_rewards_equal_direct_scoring_for_concurrent_clients(start_server
 
     with ThreadPoolExecutor(8) as pool:
         answers = list(pool.map(send, requests))
-    for texts, answer in zip(requests, answers):
+    for texts, answer in zip(requests, answers, strict=True):
         assert answer["rewards"] == direct.score_batch(texts).tolist()
         assert answer["truncated"] == sum(n > direct.max_length for n in direct.token_lengths(texts))
     assert any(answer["truncated"] for answer in answers) and not all(answer["truncated"] for answer in answers)
@@ -87,7 +87,7 @@ def test_a_shared_batch_is_scored_in_length_sorted_sub_batches(start_server) -> 
     assert passes == sorted(passes) and passes[-1] == max(lengths)
     # ... and every request still got its own rewards, in its own order.
     direct = srv.scorer
-    for pair, answer in zip(texts, answers):
+    for pair, answer in zip(texts, answers, strict=True):
         assert answer["rewards"] == direct.score_batch(pair).tolist()
 
 

@@ -186,7 +186,7 @@ def _from_points(config: ProfileConfig, legacy: list[tuple[Path, LoopRun]], meas
     runs = [read_loop_steps(path, config.skip_first) for path, _ in legacy]
     points = list(config.generation_points)
     trainer_units = config.trainer_units
-    for (path, run), steps in zip(legacy, runs):
+    for (path, run), steps in zip(legacy, runs, strict=True):
         try:
             running, units = run.running, run.units
             if running is None or units is None:
@@ -215,7 +215,9 @@ def _from_points(config: ProfileConfig, legacy: list[tuple[Path, LoopRun]], meas
     return generation, trainer
 
 
-def _contention(config: ProfileConfig, base_dir: Path, measured: list[str], unmeasured: list[str]) -> ContentionModel | None:
+def _contention(
+    config: ProfileConfig, base_dir: Path, measured: list[str], unmeasured: list[str]
+) -> ContentionModel | None:
     if not config.contention_results:
         unmeasured.append("contention: no contention_results given (run `rlsim experiment contention`)")
         return None

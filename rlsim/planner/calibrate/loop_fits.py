@@ -94,7 +94,7 @@ def read_calibration_run(path: Path, skip_first: int = 1, disturbed_above: float
     if config.workload.spec.path is not None:
         raise RlsimError(f"{path} ran a file workload; calibrate on synthetic workloads, whose lengths are known")
     trace = loop_trace(config, steps.numbers)
-    if steps.tokens is not None and any(sum(r) != t for (_, r), t in zip(trace, steps.tokens)):
+    if steps.tokens is not None and any(sum(r) != t for (_, r), t in zip(trace, steps.tokens, strict=True)):
         # The replayed lengths must be what ran: a config edited after the run would fit nonsense.
         raise RlsimError(f"{path}: the lengths its config draws do not add up to the tokens it generated; "
                          "it was not written by this config (re-run it)")
@@ -117,14 +117,20 @@ def fit_generation(runs: list[CalibrationRun], device: Device, max_running: int)
     """Fit the engine model to every measured step of the uncontended ``runs`` (see the module doc)."""
     rows, target, units, points = [], [], [], []
     for run in (r for r in runs if not r.contended):
-        for (prompts, responses), gen_s in zip(run.trace, run.steps.time_s["generate"]):
+        for (prompts, responses), gen_s in zip(run.trace, run.steps.time_s["generate"], strict=True):
             rows.append(_engine_features(prompts, responses, max_running))
             target.append(float(gen_s))
             units.append(run.rollout_units)
-        points.append(GenerationPoint(
-            running=float(min(len(run.trace[0][1]), max_running)), units=run.rollout_units,
-            tokens_per_s=float(np.median([sum(r) / g for (_, r), g in zip(run.trace, run.steps.time_s["generate"])])),
-            source=str(run.path)))
+        points.append(
+            GenerationPoint(
+                running=float(min(len(run.trace[0][1]), max_running)),
+                units=run.rollout_units,
+                tokens_per_s=float(
+                    np.median([sum(r) / g for (_, r), g in zip(run.trace, run.steps.time_s["generate"], strict=True)])
+                ),
+                source=str(run.path),
+            )
+        )
     if len({len(r) for r in (run.trace[0][1] for run in runs if not run.contended)}) < 2:
         raise RlsimError("generation needs uncontended (sequential or split) runs at two or more concurrencies; "
                          "add entries with other prompts_per_step x group_size to the calibration set")
@@ -232,7 +238,7 @@ def fit_score_factors(runs: list[CalibrationRun], profile: Profile) -> dict[str,
         if run.contended or runtime not in profile.runtimes:
             continue
         steps = predict_trace(run.config, profile.model_copy(update={"runtimes": plain}), run.trace).steps
-        for predicted, measured in zip(steps, run.steps.time_s["score"]):
+        for predicted, measured in zip(steps, run.steps.time_s["score"], strict=True):
             if predicted.time_s["score"] > 0:
                 calls = _score_calls(run.config, predicted.rollouts)
                 rows.setdefault(runtime, []).append((predicted.time_s["score"], float(calls), float(measured)))

@@ -9,7 +9,13 @@ from __future__ import annotations
 import numpy as np
 
 from rlsim.errors import RlsimError
-from rlsim.planner.calibrate.loop_fits import CalibrationRun, fit_contention, fit_generation, fit_score_factors, fit_trainer
+from rlsim.planner.calibrate.loop_fits import (
+    CalibrationRun,
+    fit_contention,
+    fit_generation,
+    fit_score_factors,
+    fit_trainer,
+)
 from rlsim.planner.profile.schema import (
     ContentionEntry,
     ContentionModel,

@@ -138,7 +138,7 @@ def fit_latency_model(
         max_length=max_length, fit=FitStats(n_samples=0, r2=0.0, residual_rel_std=0.0, residual_rel_max=0.0),
         samples=every,
     )
-    predicted = np.array([model.latency_s(b, p, u) for b, p, u in zip(batch, padded, units)])
+    predicted = np.array([model.latency_s(b, p, u) for b, p, u in zip(batch, padded, units, strict=True)])
     return model.model_copy(update={"fit": fit_stats(latency[keep], predicted[keep])})
 
 
@@ -173,7 +173,7 @@ def fit_generation_model(
         max_running=max_running, host_cores_per_unit=host_cores_per_unit,
         fit=FitStats(n_samples=0, r2=0.0, residual_rel_std=0.0, residual_rel_max=0.0), points=list(points),
     )
-    predicted = np.array([model.step_s(n, u) for n, u in zip(running, units)])
+    predicted = np.array([model.step_s(n, u) for n, u in zip(running, units, strict=True)])
     return model.model_copy(update={"fit": fit_stats(step, predicted)})
 
 

@@ -108,8 +108,7 @@ def deep_merge(base: dict[str, Any], changes: dict[str, Any]) -> dict[str, Any]:
     out = copy.deepcopy(base)
     for key, value in changes.items():
         old = out.get(key)
-        both_maps = isinstance(old, dict) and isinstance(value, dict)
-        if both_maps and value.get("kind", old.get("kind")) == old.get("kind"):
+        if isinstance(old, dict) and isinstance(value, dict) and value.get("kind", old.get("kind")) == old.get("kind"):
             out[key] = deep_merge(out[key], value)
         else:
             out[key] = copy.deepcopy(value)

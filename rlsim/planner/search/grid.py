@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import itertools
 from dataclasses import dataclass
-from typing import Callable
+from typing import Any, Callable, Iterable
 
 from rlsim.errors import RlsimError
 from rlsim.planner.profile.schema import Profile
@@ -31,9 +31,20 @@ def enumerate_placements(search: SearchSpec) -> list[PlacementSpec]:
     """Every distinct placement of the grid, in a fixed order (deterministic)."""
     seen: set[str] = set()
     out = []
-    grid = itertools.product(search.runtimes, search.batchers, search.schedules, search.colocated,
-                             search.scoring_shares, search.replicas_per_node, search.engine_units, search.nodes,
-                             search.tp, search.pp, search.train_nodes)
+    # typeshed types a product of more than 6 iterables as one union for every item; unpacked by name below.
+    grid: Iterable[tuple[Any, ...]] = itertools.product(
+        search.runtimes,
+        search.batchers,
+        search.schedules,
+        search.colocated,
+        search.scoring_shares,
+        search.replicas_per_node,
+        search.engine_units,
+        search.nodes,
+        search.tp,
+        search.pp,
+        search.train_nodes,
+    )
     for runtime, batcher, schedule, colocated, share, replicas, eng, nodes, tp, pp, train in grid:
         spec = PlacementSpec(runtime=runtime, batcher=batcher, schedule=schedule, colocated=colocated,
                              scoring_share=0.0 if colocated else share, replicas_per_node=replicas,

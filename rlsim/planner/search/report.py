@@ -45,8 +45,10 @@ def print_plan(console: Console, chosen: Evaluation, heading: str) -> None:
     """A few lines on the chosen plan: step time, breakdown, bottleneck, utilisation."""
     t = chosen.time_s
     console.print(f"[bold]{heading}[/bold]: {chosen.spec.label()}")
-    console.print(f"  step {chosen.step_time_s:.2f} s (+/- {chosen.step_time_std_s:.2f} over {len(chosen.steps)} steps), "
-                  f"{chosen.rollouts_per_hour:,.0f} rollouts/hour")
+    console.print(
+        f"  step {chosen.step_time_s:.2f} s (+/- {chosen.step_time_std_s:.2f} over {len(chosen.steps)} steps), "
+        f"{chosen.rollouts_per_hour:,.0f} rollouts/hour"
+    )
     console.print("  critical path: " + ", ".join(f"{k} {t[k]:.2f} s" for k in CRITICAL_PATH)
                   + f"  (scorers busy {t['score']:.2f} s in all)")
     console.print(f"  bottleneck: {chosen.bottleneck} - {chosen.bottleneck_detail}")

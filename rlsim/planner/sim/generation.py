@@ -40,7 +40,7 @@ def deal(prompts: np.ndarray, responses: np.ndarray, engines: int) -> EngineBatc
     """Give engine ``e`` the contiguous chunk ``e`` of the rollouts (a group stays together)."""
     n = len(responses)
     per = -(-n // engines)
-    index = np.full(engines * per, -1, dtype=np.int64)
+    index: np.ndarray = np.full(engines * per, -1, dtype=np.int64)
     # Spread the remainder: the first (n % engines) engines take one more, like an even split.
     sizes = np.full(engines, n // engines)
     sizes[: n % engines] += 1

@@ -37,7 +37,7 @@ def simulate_reward_pool(
     ends = np.empty(len(arrive))
     starts_list = out.busy_starts
     ends_list = out.busy_ends
-    for i, at, service in zip(order.tolist(), arrive[order].tolist(), service_s[order].tolist()):
+    for i, at, service in zip(order.tolist(), arrive[order].tolist(), service_s[order].tolist(), strict=True):
         free_at, worker = heapq.heappop(free)
         begin = at if at > free_at else free_at
         end = begin + service

@@ -71,7 +71,13 @@ class ScoringOutcome:
         self.done_s = max(self.done_s, end)
 
     def busy_s(self) -> float:
-        return float(sum(e - s for ss, es in zip(self.busy_starts, self.busy_ends) for s, e in zip(ss, es)))
+        return float(
+            sum(
+                e - s
+                for ss, es in zip(self.busy_starts, self.busy_ends, strict=True)
+                for s, e in zip(ss, es, strict=True)
+            )
+        )
 
 
 class BatchSource:

@@ -41,7 +41,7 @@ def validation_entry(
     """
     steps = predicted.steps
     if predicted_numbers is not None:
-        at = {n: s for n, s in zip(predicted_numbers, predicted.steps)}
+        at = {n: s for n, s in zip(predicted_numbers, predicted.steps, strict=True)}
         steps = [at[n] for n in measured.numbers]
     measured_step = float(np.median(measured.time_s["total"]))
     predicted_totals = [s.time_s["total"] for s in steps]
