@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 
+# Group ids and rewards arrive as lists (from records) or as arrays (from the fidelity metrics).
+Ints = Sequence[int] | np.ndarray
+Floats = Sequence[float] | np.ndarray
 
-def checked_rewards(groups: Sequence[int], rewards: Sequence[float]) -> tuple[np.ndarray, np.ndarray]:
+
+def checked_rewards(groups: Ints, rewards: Floats) -> tuple[np.ndarray, np.ndarray]:
     """``(group ids, rewards as float64)`` after checking they pair up and every reward is finite."""
     if len(groups) != len(rewards):
         raise ValueError(f"{len(groups)} group ids for {len(rewards)} rewards")
@@ -19,7 +23,7 @@ def checked_rewards(groups: Sequence[int], rewards: Sequence[float]) -> tuple[np
 
 
 def group_advantages(
-    groups: Sequence[int], rewards: Sequence[float], normalize_std: bool = True, eps: float = 1e-6
+    groups: Ints, rewards: Floats, normalize_std: bool = True, eps: float = 1e-6
 ) -> np.ndarray:
     """Advantage per sample: ``(r - mean_g) / (std_g + eps)`` over the samples of the same group ``g``.
 
