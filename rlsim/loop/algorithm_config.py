@@ -61,8 +61,26 @@ LOOP_RUNS_REFERENCE_AND_CRITIC = False
 
 
 def algorithm_problems(config: RunConfig) -> list[str]:
-    """Cross-field rules of the algorithm sections; empty when all hold."""
-    return _rules(config) + _loop_support(config)
+    """Cross-field rules of the algorithm sections and of their roles' placement; empty when all hold."""
+    return _rules(config) + _role_problems(config) + _loop_support(config)
+
+
+def _role_problems(config: RunConfig) -> list[str]:
+    """GPU shares need the role on cuda; ``placement.colocate`` names each started role at most once."""
+    from rlsim.placement import colocation_problems
+
+    problems = []
+    for role, device in (("reference", config.reference.device), ("critic", config.critic.device)):
+        if getattr(config.placement, role).gpu > 0 and device != "cuda":
+            problems.append(f"placement.{role}.gpu: a GPU share needs {role}.device: cuda")
+    return problems + colocation_problems(config.placement.colocate, run_roles(config))
+
+
+def run_roles(config: RunConfig) -> tuple[str, ...]:
+    """The roles this config starts (the critic for ppo, the reference when kl.coef > 0)."""
+    from rlsim.placement import active_roles
+
+    return active_roles(config.trainer.algorithm, config.kl.coef)
 
 
 def _loop_support(config: RunConfig) -> list[str]:

@@ -40,6 +40,8 @@ class RunOutputs:
         self.results = RunResults(rlsim_version=rlsim.__version__, config=config.model_dump(mode="json"),
                                   complete=False, steps=[], overhead_fraction=0.0,
                                   faults={"injected": 0, "survived": 0})
+        if config.trainer.algorithm != "grpo":
+            self.results.algorithm = config.trainer.algorithm
         if resume:
             self._load_previous()
         self.flush()
