@@ -55,14 +55,9 @@ class CriticConfig(_Strict):
     device: Literal["cpu", "cuda"] = "cpu"
 
 
-# The Ray loop does not yet start the reference and critic actors (issue 12, next round); until it
-# does, a config that needs them is refused before anything starts rather than failing at step 1.
-LOOP_RUNS_REFERENCE_AND_CRITIC = False
-
-
 def algorithm_problems(config: RunConfig) -> list[str]:
     """Cross-field rules of the algorithm sections and of their roles' placement; empty when all hold."""
-    return _rules(config) + _role_problems(config) + _loop_support(config)
+    return _rules(config) + _role_problems(config)
 
 
 def _role_problems(config: RunConfig) -> list[str]:
@@ -81,18 +76,6 @@ def run_roles(config: RunConfig) -> tuple[str, ...]:
     from rlsim.placement import active_roles
 
     return active_roles(config.trainer.algorithm, config.kl.coef)
-
-
-def _loop_support(config: RunConfig) -> list[str]:
-    if LOOP_RUNS_REFERENCE_AND_CRITIC:
-        return []
-    needs = [role for role, used in (("critic", config.trainer.algorithm == "ppo"), ("reference", config.kl.coef > 0))
-             if used]
-    if not needs:
-        return []
-    return [f"trainer.algorithm / kl.coef: this config needs the {' and '.join(needs)} actor(s), which `rlsim run` "
-            "does not start yet (the algorithms, models and trainer exist; the Ray roles come next); "
-            "use trainer.algorithm grpo or rloo with kl.coef: 0 for now"]
 
 
 def _rules(config: RunConfig) -> list[str]:
