@@ -26,7 +26,8 @@ def render_markdown(results: RunResults, figures: Sequence[str] = ()) -> str:
     lines = [
         "# rlsim run",
         "",
-        f"Schedule `{cfg.get('schedule')}`, policy `{cfg.get('policy', {}).get('model')}` on "
+        ("" if results.algorithm == "grpo" else f"Algorithm `{results.algorithm}`. ")
+        + f"Schedule `{cfg.get('schedule')}`, policy `{cfg.get('policy', {}).get('model')}` on "
         f"`{cfg.get('policy', {}).get('backend')}`, reward `{cfg.get('reward', {}).get('model')}` on "
         f"`{cfg.get('reward', {}).get('runtime')}` x {cfg.get('reward', {}).get('replicas')}, placement "
         f"`{cfg.get('placement', {}).get('preset')}`. {len(steps)} of {cfg.get('steps')} steps done"
