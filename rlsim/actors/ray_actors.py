@@ -123,7 +123,7 @@ def create_actors(
             "placement.*.num_cpus, or add nodes"
         ) from None
     handles = [_start(u, i, group, makers, scorer_restarts) for i, u in enumerate(units)]
-    by_member = {member: h for u, h in zip(units, handles) for _, member in u.members}
+    by_member = {member: h for u, h in zip(units, handles, strict=True) for _, member in u.members}
     actors = ActorSet(by_member["rollout"], [by_member[f"scorer-{i}"] for i in range(replicas)], by_member["trainer"],
                       group, [u.name for u in units], reference=by_member.get("reference"),
                       critic=by_member.get("critic"), handles=handles)

@@ -68,6 +68,11 @@ def _role_problems(config: RunConfig) -> list[str]:
     for role, device in (("reference", config.reference.device), ("critic", config.critic.device)):
         if getattr(config.placement, role).gpu > 0 and device != "cuda":
             problems.append(f"placement.{role}.gpu: a GPU share needs {role}.device: cuda")
+    scorer_group = next((g for g in config.placement.colocate if "scorer" in g), [])
+    stateful = [r for r in scorer_group if r in ("critic", "trainer")]
+    if config.faults.kill_scorer_steps and stateful:
+        problems.append(f"faults.kill_scorer_steps: scorer-0 shares a process with the {stateful[0]}, which Ray "
+                        "does not restart (it holds trained weights); inject the fault without that colocation")
     return problems + colocation_problems(config.placement.colocate, run_roles(config))
 
 

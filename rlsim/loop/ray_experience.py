@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 import ray
 
@@ -113,7 +113,7 @@ class RayExperienceBackend(RayStepBackend):
             events = events + critic_events
         return train, events
 
-    def warmup(self, requests: list[RolloutRequest]) -> None:  # type: ignore[override]
+    def warmup(self, requests: Sequence[RolloutRequest]) -> None:
         """The base warm-up plus one reference and one values call, so step 1 pays no first-call costs."""
         deadline = self._timeouts.start("warmup")
         rollouts, _ = self.generate(requests, deadline)

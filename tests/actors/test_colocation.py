@@ -89,3 +89,11 @@ def test_a_bad_ppo_config_is_one_error_listing_every_problem(tmp_path: Path) -> 
     text = str(err.value)
     assert "scorer is named twice" in text and "unknown role 'judge'" in text
     assert "placement.critic.gpu: a GPU share needs critic.device: cuda" in text
+
+
+def test_a_scorer_kill_is_refused_when_scorer_0_shares_the_critics_process() -> None:
+    from rlsim.loop.config import RunConfig, cross_field_problems
+
+    config = RunConfig.model_validate({"trainer": {"algorithm": "ppo"}, "faults": {"kill_scorer_steps": [2]},
+                                       "placement": {"colocate": [["scorer", "critic"]]}})
+    assert any("shares a process with the critic" in p for p in cross_field_problems(config))

@@ -7,8 +7,8 @@ from functools import partial
 
 import numpy as np
 import pytest
-
 from loop_doubles import FakeCritic, FakeGenerator, FakePpoTrainer, FakeReference, FakeStage, requests
+
 from rlsim.actors.role_workers import ColocatedWorker, CriticWorker, ReferenceWorker
 from rlsim.actors.workers import RolloutWorker, ScoringWorker, TrainerWorker
 from rlsim.loop.local_backend import InProcessExperienceBackend

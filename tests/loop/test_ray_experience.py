@@ -9,10 +9,10 @@ from __future__ import annotations
 from functools import partial
 from pathlib import Path
 
-import pytest
-
 import loop_doubles
+import pytest
 from loop_doubles import FakeCritic, FakeGenerator, FakePpoTrainer, FakeReference, FakeStage, requests
+
 from rlsim.errors import RlsimError
 from rlsim.loop.ppo_step import run_ppo_step
 from rlsim.loop.sync import WeightSync
@@ -59,7 +59,8 @@ def test_colocated_roles_run_in_one_process_each_and_a_step_counts_every_rollout
         # The colocated roles took turns: in one process no two events overlap.
         for pair in (("reference", "scorer-0"), ("critic", "trainer")):
             spans = sorted((e.start, e.end) for e in out.events if e.actor in pair)
-            assert all(a_end <= b_start + 1e-3 for (_, a_end), (b_start, _) in zip(spans, spans[1:])), pair
+            gaps = [b_start - a_end for (_, a_end), (b_start, _) in zip(spans, spans[1:], strict=False)]
+            assert min(gaps) >= -1e-3, pair
     finally:
         actors.close()
 
