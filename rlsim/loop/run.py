@@ -216,8 +216,10 @@ def summary_lines(results: RunResults) -> list[str]:
             for k in ("total", "generate", "score", "update", "sync", "idle")}
     rollouts = sum(s.rollouts.trained or 0 for s in steps)
     sync = steps[-1].sync
+    stages = "generated = scored = " + ("referenced = " if steps[-1].rollouts.referenced is not None else "") \
+        + ("valued = " if steps[-1].rollouts.valued is not None else "") + "trained"
     return [
-        f"{n} steps ({results.config.get('schedule')}), {rollouts} rollouts generated = scored = trained",
+        f"{n} steps ({results.config.get('schedule')}), {rollouts} rollouts {stages}",
         "mean step {total:.2f} s: generate {generate:.2f}, score {score:.2f}, update {update:.2f}, "
         "sync {sync:.2f}, idle {idle:.3f}".format(**mean),
         f"orchestration overhead {100 * results.overhead_fraction:.2f}% of step time; "

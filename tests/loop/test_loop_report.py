@@ -64,5 +64,7 @@ def test_a_ppo_run_adds_the_experience_table_and_a_grpo_run_does_not() -> None:
     text = render_markdown(RunResults(config=RunConfig().model_dump(mode="json"), steps=[ppo]))
     assert "| 1 | 1.50 | 1.25 | 0.50 | 1.00 | 0.75 | 12 | 12 | -0.01 | 0.5 | 0.002 |" in text
     assert "experience roles" not in render_markdown(RunResults(steps=[STEP]))
+    assert "12 rollouts generated = scored = referenced = valued = trained" in summary_lines(
+        RunResults(config={"schedule": "overlapped"}, steps=[ppo]))[0]
     ppo_rows = ROWS + [{"step": 1, "actor": "reference", "phase": "reference", "batch": 0, "start": 2.0, "end": 3.0}]
     assert gantt_png(ppo_rows, 1).startswith(b"\x89PNG")
