@@ -172,18 +172,19 @@ def actor_units(
     singles = [("rollout", "rollout")] + [("scorer", f"scorer-{i}") for i in range(replicas)] + [("trainer", "trainer")]
     singles += [(role, role) for role in EXPERIENCE_ROLES if role in placements]
     name_of = {"scorer": "scorer-0"}
-    groups = []
+    groups: list[tuple[tuple[str, str], ...]] = []
     for group in colocate:
         members = tuple((role, name_of.get(role, role)) for role in group if role in placements)
         if len(members) >= 2:
             groups.append(members)
-    units, emitted = [], set()
+    units: list[ActorUnit] = []
+    emitted: set[tuple[tuple[str, str], ...]] = set()
     for member in singles:
-        group = next((g for g in groups if member in g), None)
-        if group is None:
+        shared = next((g for g in groups if member in g), None)
+        if shared is None:
             units.append(ActorUnit(member[1], (member,), placements[member[0]]))
-        elif group not in emitted:
-            emitted.add(group)
-            name = "+".join(n for _, n in group)
-            units.append(ActorUnit(name, group, group_placement([placements[r] for r, _ in group])))
+        elif shared not in emitted:
+            emitted.add(shared)
+            name = "+".join(n for _, n in shared)
+            units.append(ActorUnit(name, shared, group_placement([placements[r] for r, _ in shared])))
     return units

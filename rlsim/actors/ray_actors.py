@@ -26,7 +26,7 @@ TrainerActor = ray.remote(TrainerWorker)
 ReferenceActor = ray.remote(ReferenceWorker)
 CriticActor = ray.remote(CriticWorker)
 ColocatedActor = ray.remote(ColocatedWorker)
-SINGLE_ACTORS = {"rollout": RolloutActor, "scorer": ScoringActor, "trainer": TrainerActor,
+SINGLE_ACTORS: dict[str, Any] = {"rollout": RolloutActor, "scorer": ScoringActor, "trainer": TrainerActor,
                  "reference": ReferenceActor, "critic": CriticActor}
 # Roles whose process Ray may restart: they hold no state a step changes (the critic and the trainer do).
 RESTARTABLE = {"scorer", "reference"}

@@ -62,7 +62,7 @@ class CriticWorker(_Worker):
 
 
 # role -> the worker class that holds it inside a colocated process.
-ROLE_WORKERS: dict[str, type[_Worker]] = {
+ROLE_WORKERS: dict[str, Callable[..., Any]] = {
     "scorer": ScoringWorker, "trainer": TrainerWorker, "reference": ReferenceWorker, "critic": CriticWorker,
 }
 

@@ -85,9 +85,9 @@ def run_ppo_step(
         flight.send(rollouts, 0, None)
     elif schedule == "overlapped":
         rollouts, events = [], []
-        for k, (batch, ev) in enumerate(backend.stream(requests, micro_batch)):
+        for k, (batch, made) in enumerate(backend.stream(requests, micro_batch)):
             rollouts += batch
-            events.append(ev)
+            events.append(made)
             flight.send(batch, k, k % backend.num_scorers)
             note("generate", len(rollouts), len(requests))
     else:

@@ -74,11 +74,11 @@ class RayExperienceBackend(RayStepBackend):
             try:
                 results.append(self._get(p.ref, p.role, None, fatal=False))
             except ray.exceptions.RayActorError as err:
-                retry = self._resend(p, err)
+                retry = self._resend_call(p, err)
                 pending[retry.ref] = retry
         return results
 
-    def _resend(self, p: PendingCall, err: Exception) -> PendingCall:
+    def _resend_call(self, p: PendingCall, err: Exception) -> PendingCall:
         unavailable = isinstance(err, getattr(ray.exceptions, "ActorUnavailableError", ()))
         attempts = p.attempts + (0 if unavailable else 1)
         waited = time.monotonic() - (p.first_failure or time.monotonic())
