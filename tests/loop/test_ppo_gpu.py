@@ -3,6 +3,7 @@ the device), the reference beside them, real torch updates; generation and scori
 
 Skipped without a GPU. The policy is a small random-init Llama built here (no tokenizer needed: the
 doubles produce token ids), so the test needs torch and transformers, not the MiniLM package.
+Seen passing on one H200 (torch 2.11, transformers 5.17, 2026-11-30) in 16 s.
 """
 
 from __future__ import annotations
