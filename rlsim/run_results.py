@@ -14,9 +14,9 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, ValidationError, model_serializer
 
 from rlsim.errors import RlsimError
 
@@ -25,7 +25,19 @@ class _Record(BaseModel):
     model_config = ConfigDict(extra="allow", validate_assignment=True)
 
 
-class StepTimes(_Record):
+class _OmitsAbsentRoles(_Record):
+    """A record whose ``OPTIONAL`` keys are left out of every dump while None: a GRPO step (no reference,
+    no critic) keeps the keys it has always had, however it is dumped."""
+
+    OPTIONAL: ClassVar[tuple[str, ...]] = ()
+
+    @model_serializer(mode="wrap")
+    def _omit_absent(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        data = handler(self)
+        return {k: v for k, v in data.items() if not (k in self.OPTIONAL and v is None)}
+
+
+class StepTimes(_OmitsAbsentRoles):
     """Seconds within one step: each phase is the union of its events (phases overlap under the
     ``overlapped`` schedule); ``idle`` is step time no actor was working; ``total`` the step's wall time."""
 
@@ -35,14 +47,25 @@ class StepTimes(_Record):
     sync: float
     idle: float
     total: float
+    # Only in steps with a reference or a critic (``update`` is then the union of the last three).
+    OPTIONAL: ClassVar[tuple[str, ...]] = ("reference", "values", "advantages", "update_actor", "update_critic")
+    reference: float | None = None
+    values: float | None = None
+    advantages: float | None = None
+    update_actor: float | None = None
+    update_critic: float | None = None
 
 
-class RolloutCounts(_Record):
-    """Rollouts generated, scored and trained in one step (the loop writes all three)."""
+class RolloutCounts(_OmitsAbsentRoles):
+    """Rollouts generated, scored and trained in one step (the loop writes all three); ``referenced``
+    and ``valued`` (by the reference and the critic) where those roles ran. All are checked equal."""
 
     generated: int
     scored: int | None = None
     trained: int | None = None
+    OPTIONAL: ClassVar[tuple[str, ...]] = ("referenced", "valued")
+    referenced: int | None = None
+    valued: int | None = None
 
 
 class TokenCounts(_Record):
@@ -95,6 +118,8 @@ class RunResults(_Record):
     ``faults``: injected / survived counts and more; ``startup_s``: seconds before step 1, per part."""
 
     rlsim_version: str | None = None
+    # trainer.algorithm: written for rloo and ppo; a GRPO file keeps its earlier keys (and reads as grpo).
+    algorithm: str = "grpo"
     config: dict[str, Any] = Field(default_factory=dict)
     complete: bool = False
     steps: list[StepRecord]

@@ -143,3 +143,75 @@ class StallingStage(FakeStage):
 
         time.sleep(3600)
         return {}
+
+
+def _die_once(flag: str | None) -> None:
+    """The first call in any process that finds no file at ``flag`` creates it and exits the process."""
+    if flag and not os.path.exists(flag):
+        Path(flag).touch()
+        os._exit(1)
+
+
+class FakeReference:
+    """Log-prob of every response token = -(uid % 5 + 1) / 10, so tests can tell whose it is.
+    ``die_once_flag``: see ``_die_once`` (a reference crash mid-step)."""
+
+    def __init__(self, die_once_flag: str | None = None) -> None:
+        self.die_once_flag = die_once_flag
+        self.calls = 0
+
+    def logprobs(self, rollouts: Sequence[Rollout]) -> dict[int, np.ndarray]:
+        self.calls += 1
+        _die_once(self.die_once_flag)
+        return {r.uid: np.full(len(r.response_ids), -(r.uid % 5 + 1) / 10, dtype=np.float32) for r in rollouts}
+
+    def close(self) -> None:
+        pass
+
+
+class FakeCritic:
+    """Values 0.1 per token; ``update`` records its inputs and returns stats with value_loss = mean return.
+    ``die_once_flag``: see ``_die_once``."""
+
+    def __init__(self, die_once_flag: str | None = None) -> None:
+        self.die_once_flag = die_once_flag
+        self.updates: list[list[int]] = []
+
+    def values(self, rollouts: Sequence[Rollout]) -> dict[int, np.ndarray]:
+        _die_once(self.die_once_flag)
+        return {r.uid: np.full(len(r.response_ids), 0.1, dtype=np.float32) for r in rollouts}
+
+    def update(self, rollouts: Sequence[Rollout], returns: dict, old_values: dict):  # -> CriticStats
+        from rlsim.loop.critic import CriticStats
+
+        self.updates.append(sorted(r.uid for r in rollouts))
+        mean = float(np.mean(np.concatenate([returns[r.uid] for r in rollouts])))
+        return CriticStats(value_loss=mean, value_clip_fraction=0.0, grad_norm=0.0,
+                           response_tokens=sum(len(r.response_ids) for r in rollouts), seconds=0.0)
+
+    def close(self) -> None:
+        pass
+
+
+class FakePpoTrainer(FakeTrainer):
+    """The real experience arithmetic (``make_experience``) on behaviour log-probs of -0.2 per token,
+    and an update that only counts; ``algorithm``/``kl_coef`` choose what the experience needs."""
+
+    def __init__(self, algorithm: str = "ppo", kl_coef: float = 0.1, hold_dir: str | None = None) -> None:
+        from rlsim.algorithms.experience import AlgorithmSettings
+
+        super().__init__(hold_dir)
+        self.settings = AlgorithmSettings(algorithm=algorithm, kl_coef=kl_coef, kl_target="reward")  # type: ignore[arg-type]
+
+    def experience(self, rollouts, rewards, ref_logprobs=None, values=None):  # -> Experience
+        from rlsim.algorithms.experience import make_experience
+
+        old = {r.uid: np.full(len(r.response_ids), -0.2, dtype=np.float32) for r in rollouts}
+        return make_experience(self.settings, rollouts, rewards, old, ref_logprobs, values)
+
+    def update(self, rollouts: Sequence[Rollout], exp) -> TrainStats:
+        hold(self.hold_dir, "update")
+        self.seen.append(([r.uid for r in rollouts], {}))
+        n = sum(len(r.response_ids) for r in rollouts)
+        return TrainStats(len(rollouts), n, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, algorithm=self.settings.algorithm,
+                          policy_loss=0.0, kl=exp.kl_mean(), entropy=1.0)

@@ -15,18 +15,28 @@ import ray
 from ray.util.placement_group import placement_group, remove_placement_group
 from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
 
+from rlsim.actors.role_workers import ColocatedWorker, CriticWorker, ReferenceWorker
 from rlsim.actors.workers import RolloutWorker, ScoringWorker, TrainerWorker
 from rlsim.errors import RlsimError
-from rlsim.placement import ResolvedPlacement
+from rlsim.placement import ActorUnit, ResolvedPlacement, actor_units
 
 RolloutActor = ray.remote(RolloutWorker)
 ScoringActor = ray.remote(ScoringWorker)
 TrainerActor = ray.remote(TrainerWorker)
+ReferenceActor = ray.remote(ReferenceWorker)
+CriticActor = ray.remote(CriticWorker)
+ColocatedActor = ray.remote(ColocatedWorker)
+SINGLE_ACTORS: dict[str, Any] = {"rollout": RolloutActor, "scorer": ScoringActor, "trainer": TrainerActor,
+                 "reference": ReferenceActor, "critic": CriticActor}
+# Roles whose process Ray may restart: they hold no state a step changes (the critic and the trainer do).
+RESTARTABLE = {"scorer", "reference"}
 
 
 @dataclass
 class ActorSet:
-    """Handles of the loop's actors. ``names[i]`` labels ``all[i]`` in records."""
+    """Handles of the loop's actors. ``names[i]`` labels ``all[i]`` in records. ``reference`` and
+    ``critic`` are None unless the run needs them; a colocated handle appears under each role it holds
+    (``scorers[0] is reference`` with ``colocate: [[reference, scorer]]``) but once in ``all``."""
 
     rollout: Any
     scorers: list[Any]
@@ -34,10 +44,16 @@ class ActorSet:
     group: Any
     names: list[str] = field(default_factory=list)
     info: list[dict[str, Any]] = field(default_factory=list)
+    reference: Any = None
+    critic: Any = None
+    handles: list[Any] = field(default_factory=list)  # one per process; empty: the three roles' handles
 
     @property
     def all(self) -> list[Any]:
-        return [self.rollout, *self.scorers, self.trainer]
+        return list(self.handles) or [self.rollout, *self.scorers, self.trainer]
+
+    def name_of(self, handle: Any) -> str:
+        return self.names[self.all.index(handle)]
 
     def close(self, timeout_s: float = 30.0) -> None:
         """Let each worker release its engine (vLLM child processes), then kill the actors."""
@@ -88,10 +104,13 @@ def create_actors(
     ready_timeout_s: float,
     start_timeout_s: float,
     scorer_restarts: int = 2,
+    colocate: list[list[str]] | None = None,
 ) -> ActorSet:
-    """Reserve a placement group, start rollout, ``replicas`` scorers and the trainer; wait until all are up."""
-    roles = ["rollout"] + ["scorer"] * replicas + ["trainer"]
-    bundles = [_bundle(placements[r]) for r in roles]
+    """Reserve a placement group, start one actor per unit (``rlsim.placement.actor_units``: rollout,
+    ``replicas`` scorers, trainer, plus the reference and the critic where ``placements`` has them,
+    colocated roles merged); wait until all are up."""
+    units = actor_units(placements, replicas, colocate or [])
+    bundles = [_bundle(u.placement) for u in units]
     _check_fits(bundles)
     group = placement_group(bundles, strategy=strategy)
     try:
@@ -103,23 +122,29 @@ def create_actors(
             f"(cluster: {ray.cluster_resources()}); use PACK/SPREAD instead of a STRICT_ strategy, lower "
             "placement.*.num_cpus, or add nodes"
         ) from None
-    names = ["rollout"] + [f"scorer-{i}" for i in range(replicas)] + ["trainer"]
-    classes: dict[str, Any] = {"rollout": RolloutActor, "scorer": ScoringActor, "trainer": TrainerActor}
-    handles = []
-    for i, (role, name) in enumerate(zip(roles, names, strict=True)):
-        p = placements[role]
-        options: dict[str, Any] = dict(
-            num_cpus=p.num_cpus,
-            num_gpus=p.gpu,
-            scheduling_strategy=PlacementGroupSchedulingStrategy(group, placement_group_bundle_index=i),
-            runtime_env={"env_vars": {"OMP_NUM_THREADS": str(p.threads), "MKL_NUM_THREADS": str(p.threads)}},
-        )
-        if role == "scorer":  # a dead scorer is restarted and its batches re-submitted by the driver
-            options["max_restarts"] = scorer_restarts
-        handles.append(classes[role].options(**options).remote(name, p, makers[role]))
-    actors = ActorSet(handles[0], handles[1:-1], handles[-1], group, names)
+    handles = [_start(u, i, group, makers, scorer_restarts) for i, u in enumerate(units)]
+    by_member = {member: h for u, h in zip(units, handles, strict=True) for _, member in u.members}
+    actors = ActorSet(by_member["rollout"], [by_member[f"scorer-{i}"] for i in range(replicas)], by_member["trainer"],
+                      group, [u.name for u in units], reference=by_member.get("reference"),
+                      critic=by_member.get("critic"), handles=handles)
     actors.info = _wait_started(actors, start_timeout_s)
     return actors
+
+
+def _start(unit: ActorUnit, index: int, group: Any, makers: dict[str, Callable[[], Any]], restarts: int) -> Any:
+    p = unit.placement
+    options: dict[str, Any] = dict(
+        num_cpus=p.num_cpus,
+        num_gpus=p.gpu,
+        scheduling_strategy=PlacementGroupSchedulingStrategy(group, placement_group_bundle_index=index),
+        runtime_env={"env_vars": {"OMP_NUM_THREADS": str(p.threads), "MKL_NUM_THREADS": str(p.threads)}},
+    )
+    if set(unit.roles) <= RESTARTABLE:  # a dead scorer/reference is restarted and its batches re-sent by the driver
+        options["max_restarts"] = restarts
+    if len(unit.members) == 1:
+        return SINGLE_ACTORS[unit.roles[0]].options(**options).remote(unit.name, p, makers[unit.roles[0]])
+    members = {role: (name, makers[role]) for role, name in unit.members}
+    return ColocatedActor.options(**options).remote(unit.name, p, members)
 
 
 def _wait_started(actors: ActorSet, timeout_s: float) -> list[dict[str, Any]]:

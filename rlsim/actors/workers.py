@@ -15,6 +15,8 @@ import time
 from pathlib import Path
 from typing import Any, Callable, Iterator, Sequence
 
+import numpy as np
+
 from rlsim.actors.pinning import pin_process, process_tree_cpu_seconds, set_thread_env
 from rlsim.actors.server_faults import ServerFault, server_fault
 from rlsim.placement import ResolvedPlacement
@@ -149,12 +151,36 @@ class TrainerWorker(_Worker):
     def __init__(self, name: str, placement: ResolvedPlacement | None, make: Callable[[], Any], pin: bool = True):
         super().__init__(name, placement, pin)
         self.trainer = make()
+        self._experience: tuple[list[Rollout], dict[int, float], Any] | None = None
         self._mark_started()
 
     def train(self, rollouts: Sequence[Rollout], rewards: dict[int, float]) -> tuple[dict[str, Any], list[Event]]:
         t0 = time.time()
         stats = self.trainer.train_step(rollouts, rewards)
         return stats.as_dict(), [self._event("update", 0, t0, time.time(), len(rollouts))]
+
+    def experience(
+        self, rollouts: Sequence[Rollout], rewards: dict[int, float], ref_logprobs: Any = None, values: Any = None
+    ) -> tuple[dict[int, Any] | None, list[Event]]:
+        """The advantages phase of a step with a reference or a critic: the experience is kept here for
+        ``update_actor``; returns ppo's returns per uid (the critic's targets; None without a critic)."""
+        t0 = time.time()
+        self._experience = (list(rollouts), rewards, self.trainer.experience(rollouts, rewards, ref_logprobs, values))
+        returns = self._experience[2].returns
+        return returns, [self._event("advantages", 0, t0, time.time(), len(rollouts))]
+
+    def update_actor(self) -> tuple[dict[str, Any], list[Event]]:
+        """The policy update from the experience ``experience`` kept (raises if there is none)."""
+        if self._experience is None:
+            raise RuntimeError("update_actor before experience: the step's advantages were never computed")
+        t0 = time.time()
+        rollouts, rewards, exp = self._experience
+        self._experience = None
+        stats = self.trainer.update(rollouts, exp)
+        scores = [float(rewards[x.uid]) for x in rollouts]
+        stats.reward_mean, stats.reward_std = float(np.mean(scores)), float(np.std(scores))
+        stats.seconds = time.time() - t0
+        return stats.as_dict(), [self._event("update_actor", 0, t0, time.time(), len(rollouts))]
 
     def warmup(self, rollouts: Sequence[Rollout]) -> None:
         self.trainer.warmup(rollouts)

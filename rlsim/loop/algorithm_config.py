@@ -55,26 +55,32 @@ class CriticConfig(_Strict):
     device: Literal["cpu", "cuda"] = "cpu"
 
 
-# The Ray loop does not yet start the reference and critic actors (issue 12, next round); until it
-# does, a config that needs them is refused before anything starts rather than failing at step 1.
-LOOP_RUNS_REFERENCE_AND_CRITIC = False
-
-
 def algorithm_problems(config: RunConfig) -> list[str]:
-    """Cross-field rules of the algorithm sections; empty when all hold."""
-    return _rules(config) + _loop_support(config)
+    """Cross-field rules of the algorithm sections and of their roles' placement; empty when all hold."""
+    return _rules(config) + _role_problems(config)
 
 
-def _loop_support(config: RunConfig) -> list[str]:
-    if LOOP_RUNS_REFERENCE_AND_CRITIC:
-        return []
-    needs = [role for role, used in (("critic", config.trainer.algorithm == "ppo"), ("reference", config.kl.coef > 0))
-             if used]
-    if not needs:
-        return []
-    return [f"trainer.algorithm / kl.coef: this config needs the {' and '.join(needs)} actor(s), which `rlsim run` "
-            "does not start yet (the algorithms, models and trainer exist; the Ray roles come next); "
-            "use trainer.algorithm grpo or rloo with kl.coef: 0 for now"]
+def _role_problems(config: RunConfig) -> list[str]:
+    """GPU shares need the role on cuda; ``placement.colocate`` names each started role at most once."""
+    from rlsim.placement import colocation_problems
+
+    problems = []
+    for role, device in (("reference", config.reference.device), ("critic", config.critic.device)):
+        if getattr(config.placement, role).gpu > 0 and device != "cuda":
+            problems.append(f"placement.{role}.gpu: a GPU share needs {role}.device: cuda")
+    scorer_group = next((g for g in config.placement.colocate if "scorer" in g), [])
+    stateful = [r for r in scorer_group if r in ("critic", "trainer")]
+    if config.faults.kill_scorer_steps and stateful:
+        problems.append(f"faults.kill_scorer_steps: scorer-0 shares a process with the {stateful[0]}, which Ray "
+                        "does not restart (it holds trained weights); inject the fault without that colocation")
+    return problems + colocation_problems(config.placement.colocate, run_roles(config))
+
+
+def run_roles(config: RunConfig) -> tuple[str, ...]:
+    """The roles this config starts (the critic for ppo, the reference when kl.coef > 0)."""
+    from rlsim.placement import active_roles
+
+    return active_roles(config.trainer.algorithm, config.kl.coef)
 
 
 def _rules(config: RunConfig) -> list[str]:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from functools import partial
 from typing import Any, Callable
 
-from rlsim.loop.algorithm_config import algorithm_settings
+from rlsim.loop.algorithm_config import algorithm_settings, critic_settings, reference_settings
 from rlsim.loop.config import RunConfig
 from rlsim.loop.reward_stage import RewardStageSettings
 from rlsim.loop.trainer import TrainerSettings
@@ -73,13 +73,33 @@ def build_trainer(policy: str, settings: TrainerSettings) -> Any:
     return PolicyTrainer(resolve_policy(policy), settings)
 
 
+def build_reference(policy: str, settings: Any) -> Any:
+    from rlsim.loop.reference import make_reference
+    from rlsim.models import resolve_policy
+
+    return make_reference(resolve_policy(policy), settings)
+
+
+def build_critic(source: str, settings: Any) -> Any:
+    from rlsim.loop.critic import CriticModel
+    from rlsim.models import resolve_policy
+
+    return CriticModel(resolve_policy(source), settings)
+
+
 def factories(config: RunConfig, placements: dict[str, ResolvedPlacement]) -> dict[str, Callable[[], Any]]:
-    """role -> zero-argument factory, safe to send to another process."""
+    """role -> zero-argument factory, safe to send to another process; the reference and the critic only
+    where ``placements`` has them (the run needs them)."""
     policy = config.policy.model
-    return {
-        "rollout": partial(
-            build_generator, config.policy.backend, policy, generator_settings(config, placements["rollout"])
-        ),
+    out = {
+        "rollout": partial(build_generator, config.policy.backend, policy, generator_settings(config, placements["rollout"])),
         "scorer": partial(build_reward_stage, policy, reward_settings(config, placements["scorer"])),
         "trainer": partial(build_trainer, policy, trainer_settings(config, placements["trainer"])),
     }
+    if "reference" in placements:
+        out["reference"] = partial(build_reference, policy,
+                                   reference_settings(config, placements["reference"].threads))
+    if "critic" in placements:
+        out["critic"] = partial(build_critic, config.critic.model or policy,
+                                critic_settings(config, placements["critic"].threads))
+    return out

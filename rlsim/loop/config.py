@@ -20,7 +20,7 @@ from rlsim.config_loader import load_config
 from rlsim.errors import ConfigError, RlsimError
 from rlsim.loop.algorithm_config import CriticConfig, KlConfig, ReferenceConfig, algorithm_problems
 from rlsim.loop.deadline import PhaseTimeouts
-from rlsim.placement import ROLES, ActorPlacement, PlacementConfig, resolve_placement
+from rlsim.placement import ALL_ROLES, ActorPlacement, PlacementConfig, resolve_placement
 from rlsim.workloads import LognormalLengths, WorkloadSpec
 
 
@@ -284,7 +284,7 @@ def _placement_problems(config: RunConfig) -> list[str]:
     if local and pool and set(pool) - set(available):
         problems.append(f"placement.pool: cores {sorted(set(pool) - set(available))} are not available here "
                         f"(this machine offers {available})")
-    for role in ROLES:
+    for role in ALL_ROLES:
         p: ActorPlacement = getattr(config.placement, role)
         if local and p.cores and set(p.cores) - set(available):
             problems.append(f"placement.{role}.cores: {sorted(set(p.cores) - set(available))} not available here "

@@ -16,13 +16,16 @@ import ray
 
 from rlsim.actors.ray_actors import ActorSet, create_actors
 from rlsim.actors.ray_session import connect_ray
+from rlsim.loop.algorithm_config import run_roles
 from rlsim.loop.build import factories
 from rlsim.loop.config import RunConfig
+from rlsim.loop.ppo_step import run_ppo_step
 from rlsim.loop.ray_backend import FaultPlan, RayStepBackend
+from rlsim.loop.ray_experience import RayExperienceBackend
 from rlsim.loop.records import step_record, timeline_rows
 from rlsim.loop.schedules import Progress, Schedule, run_step
 from rlsim.loop.sync import WeightSync
-from rlsim.placement import ResolvedPlacement, resolve_placement
+from rlsim.placement import EXPERIENCE_ROLES, ResolvedPlacement, resolve_placement
 from rlsim.rollout.prompts import make_step_requests
 from rlsim.rollout.types import RolloutRequest
 from rlsim.run_results import StepRecord
@@ -38,6 +41,8 @@ class LoopSession:
         self.backend: RayStepBackend | None = None
         self.startup_s: dict[str, float] = {}
         self._started_ray = False
+        # The reference and/or the critic run: the step is rlsim.loop.ppo_step's, not the GRPO one.
+        self.experience_roles = [r for r in run_roles(config) if r in EXPERIENCE_ROLES]
 
     def start(self) -> None:
         """Connect Ray, reserve and start the actors, warm them up; times go to ``startup_s``."""
@@ -49,7 +54,7 @@ class LoopSession:
         self._started_ray = connect_ray(self.config.ray.address, self.config.ray.num_cpus)
         t1 = time.perf_counter()
         pool = self.config.placement.pool or sorted(os.sched_getaffinity(0))
-        self.placements = resolve_placement(self.config.placement, pool)
+        self.placements = resolve_placement(self.config.placement, pool, run_roles(self.config))
         self.actors = create_actors(
             self.placements,
             factories(self.config, self.placements),
@@ -58,9 +63,11 @@ class LoopSession:
             self.config.placement.ready_timeout_s,
             self.config.ray.start_timeout_s,
             scorer_restarts=self.config.faults.scorer_restarts,
+            colocate=self.config.placement.colocate,
         )
         faults = self.config.faults
-        self.backend = RayStepBackend(
+        backend_class = RayExperienceBackend if self.experience_roles else RayStepBackend
+        self.backend = backend_class(
             self.actors,
             WeightSync(self.config.trainer.sync, self.config.trainer.simulated_sync_s),
             max_attempts=faults.score_attempts,
@@ -88,7 +95,8 @@ class LoopSession:
         requests = make_step_requests(cfg.workload.spec, step, cfg.workload.prompts_per_step, cfg.workload.group_size)
         before = self._cpu_seconds()
         self.backend.begin_step(step)
-        outcome = run_step(self.backend, schedule or cfg.schedule, requests, cfg.micro_batch, progress)
+        runner = run_ppo_step if self.experience_roles else run_step
+        outcome = runner(self.backend, schedule or cfg.schedule, requests, cfg.micro_batch, progress)
         after = self._cpu_seconds()
         cpu = cpu_deltas(before, after)
         tokens = {

@@ -49,3 +49,35 @@ class InProcessBackend:
     def cpu_seconds(self) -> dict[str, tuple[int, float]]:
         # One process: every worker would report the same total, so report it once.
         return {"in-process": self.rollout.cpu_seconds()}
+
+
+class InProcessExperienceBackend(InProcessBackend):
+    """``InProcessBackend`` plus the reference and the critic (``rlsim.loop.ppo_step``); either may be
+    None when the algorithm does not use it."""
+
+    def __init__(self, rollout: RolloutWorker, scorers: list[ScoringWorker], trainer: TrainerWorker,
+                 sync: WeightSync, reference: Any = None, critic: Any = None) -> None:
+        super().__init__(rollout, scorers, trainer, sync)
+        self.reference, self.critic = reference, critic
+        self.uses_reference, self.uses_critic = reference is not None, critic is not None
+
+    def submit_reference(self, rollouts: list[Rollout], batch: int) -> Any:
+        return self.reference.ref_logprobs(rollouts, batch)
+
+    def submit_values(self, rollouts: list[Rollout], batch: int) -> Any:
+        return self.critic.values(rollouts, batch)
+
+    def collect_experience(self, handles: list[Any]) -> list[Any]:
+        return list(handles)
+
+    def experience(self, rollouts: list[Rollout], rewards: dict[int, float], ref_logprobs: Any,
+                   values: Any) -> tuple[Any, list[Event]]:
+        return self.trainer.experience(rollouts, rewards, ref_logprobs, values)
+
+    def update(self, rollouts: list[Rollout], returns: Any, values: Any) -> tuple[dict[str, Any], list[Event]]:
+        train, events = self.trainer.update_actor()
+        if self.critic is not None:
+            stats, critic_events = self.critic.update_critic(rollouts, returns, values)
+            train = {**train, "value_loss": stats["value_loss"]}
+            events = events + critic_events
+        return train, events

@@ -14,6 +14,8 @@ from rlsim.rollout.types import Event
 from rlsim.run_results import StepRecord
 
 PHASES = ("generate", "score", "update", "sync")
+# A step with experience roles splits the update: its ``update`` is the union of these events.
+UPDATE_PARTS = ("update", "advantages", "update_actor", "update_critic")
 
 
 def union_length(intervals: Iterable[tuple[float, float]]) -> float:
@@ -35,9 +37,14 @@ def _clipped(events: Sequence[Event], start: float, end: float) -> list[tuple[fl
     return [(max(e.start, start), min(e.end, end)) for e in events]
 
 
-def breakdown(events: Sequence[Event], start: float, end: float) -> dict[str, float]:
-    """Seconds per phase (union of its events), ``idle`` (covered by none) and ``total``, within [start, end]."""
+def breakdown(events: Sequence[Event], start: float, end: float, extra: Sequence[str] = ()) -> dict[str, float]:
+    """Seconds per phase (union of its events), ``idle`` (covered by none) and ``total``, within [start, end].
+    ``extra``: further phases to report (``rlsim.loop.ppo_step.EXPERIENCE_PHASES``); ``update`` then
+    covers every part of the update (``UPDATE_PARTS``)."""
     out = {p: union_length(_clipped([e for e in events if e.phase == p], start, end)) for p in PHASES}
+    if extra:
+        out["update"] = union_length(_clipped([e for e in events if e.phase in UPDATE_PARTS], start, end))
+        out.update({p: union_length(_clipped([e for e in events if e.phase == p], start, end)) for p in extra})
     busy = union_length(_clipped(events, start, end))
     out["idle"] = max(0.0, (end - start) - busy)
     out["total"] = end - start
@@ -88,12 +95,13 @@ def step_record(
     tokens: dict[str, int],
 ) -> StepRecord:
     """The ``results.json`` entry of one step (``rlsim.run_results.StepRecord``)."""
-    times = breakdown(outcome.events, outcome.start, outcome.end)
+    times = breakdown(outcome.events, outcome.start, outcome.end, outcome.phases)
+    counted = ("generated", "scored", "referenced", "valued", "trained")
     return StepRecord(
         step=step,
         schedule=schedule,
         time_s={k: round(v, 6) for k, v in times.items()},
-        rollouts={k: outcome.counts[k] for k in ("generated", "scored", "trained")},
+        rollouts={k: outcome.counts[k] for k in counted if k in outcome.counts},
         cpu_s={k: round(v, 4) for k, v in cpu_s.items()},
         busy_s={k: round(v, 6) for k, v in busy_by_actor(outcome.events, outcome.start, outcome.end).items()},
         tokens=tokens,

@@ -9,11 +9,14 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from rlsim.io import atomic_write_bytes
+from rlsim.loop.ppo_step import EXPERIENCE_PHASES
 from rlsim.loop.records import PHASES
 from rlsim.run_results import RunResults, StepRecord
 from rlsim.metrics.plots import png_bytes, pyplot
 
-COLORS = {"generate": "#4C72B0", "score": "#DD8452", "update": "#55A868", "sync": "#C44E52", "idle": "#BBBBBB"}
+COLORS = {"generate": "#4C72B0", "score": "#DD8452", "update": "#55A868", "sync": "#C44E52", "idle": "#BBBBBB",
+          "reference": "#8172B3", "values": "#937860", "advantages": "#DA8BC3", "update_actor": "#55A868",
+          "update_critic": "#8C8C3C"}
 
 
 def render_markdown(results: RunResults, figures: Sequence[str] = ()) -> str:
@@ -23,7 +26,8 @@ def render_markdown(results: RunResults, figures: Sequence[str] = ()) -> str:
     lines = [
         "# rlsim run",
         "",
-        f"Schedule `{cfg.get('schedule')}`, policy `{cfg.get('policy', {}).get('model')}` on "
+        ("" if results.algorithm == "grpo" else f"Algorithm `{results.algorithm}`. ")
+        + f"Schedule `{cfg.get('schedule')}`, policy `{cfg.get('policy', {}).get('model')}` on "
         f"`{cfg.get('policy', {}).get('backend')}`, reward `{cfg.get('reward', {}).get('model')}` on "
         f"`{cfg.get('reward', {}).get('runtime')}` x {cfg.get('reward', {}).get('replicas')}, placement "
         f"`{cfg.get('placement', {}).get('preset')}`. {len(steps)} of {cfg.get('steps')} steps done"
@@ -37,6 +41,7 @@ def render_markdown(results: RunResults, figures: Sequence[str] = ()) -> str:
         "|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|---|",
     ]
     lines += [_step_row(s) for s in steps]
+    lines += _experience_rows(steps)
     lines += ["", "CPU seconds per actor and step (process accounting, children included):", ""]
     actors = sorted({a for s in steps for a in s.cpu_s})
     lines.append("| step | " + " | ".join(actors) + " |")
@@ -62,6 +67,22 @@ def _step_row(s: StepRecord) -> str:
             f"{s.sync.method if s.sync else '-'} |")
 
 
+def _experience_rows(steps: Sequence[StepRecord]) -> list[str]:
+    """With a reference or critic: their phases per step and the counts they add (none for GRPO)."""
+    rows = [s for s in steps if s.time_s.advantages is not None]
+    if not rows:
+        return []
+    lines = ["", "The experience roles (seconds; `update` above is the union of the last three):", "",
+             "| step | " + " | ".join(EXPERIENCE_PHASES) + " | referenced | valued | policy loss | value loss | kl |",
+             "|---:|" + "---:|" * (len(EXPERIENCE_PHASES) + 5)]
+    for s in rows:
+        times = " | ".join(f"{getattr(s.time_s, p) or 0:.2f}" for p in EXPERIENCE_PHASES)
+        train = [s.train.get(k) for k in ("policy_loss", "value_loss", "kl")]
+        stats = " | ".join("-" if v is None else f"{v:.4g}" for v in train)
+        lines.append(f"| {s.step} | {times} | {s.rollouts.referenced or '-'} | {s.rollouts.valued or '-'} | {stats} |")
+    return lines
+
+
 def gantt_png(rows: Sequence[dict[str, Any]], step: int) -> bytes:
     """A Gantt chart of ``step``'s events (timeline rows), one lane per actor, coloured by phase."""
     plt = pyplot()
@@ -75,8 +96,10 @@ def gantt_png(rows: Sequence[dict[str, Any]], step: int) -> bytes:
     ax.invert_yaxis()
     ax.set_xlabel("seconds since step start")
     ax.set_title(f"step {step}: work per actor")
-    handles = [plt.Rectangle((0, 0), 1, 1, color=COLORS[p]) for p in PHASES]
-    ax.legend(handles, PHASES, loc="upper center", bbox_to_anchor=(0.5, -0.35), ncol=4, frameon=False)
+    seen = {r["phase"] for r in events}
+    shown = [p for p in COLORS if p in seen or p in PHASES and not seen & set(EXPERIENCE_PHASES)]
+    handles = [plt.Rectangle((0, 0), 1, 1, color=COLORS[p]) for p in shown]
+    ax.legend(handles, shown, loc="upper center", bbox_to_anchor=(0.5, -0.35), ncol=5, frameon=False)
     return png_bytes(fig, tight=True)
 
 
@@ -111,4 +134,4 @@ def write_figures(out: Path, results: RunResults, rows: Sequence[dict[str, Any]]
 
 
 def _actor_order(name: str) -> tuple[int, str]:
-    return ({"rollout": 0, "trainer": 2}.get(name, 1), name)
+    return ({"rollout": 0, "trainer": 3, "critic": 2, "critic+trainer": 3}.get(name, 1), name)

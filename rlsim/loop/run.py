@@ -40,6 +40,8 @@ class RunOutputs:
         self.results = RunResults(rlsim_version=rlsim.__version__, config=config.model_dump(mode="json"),
                                   complete=False, steps=[], overhead_fraction=0.0,
                                   faults={"injected": 0, "survived": 0})
+        if config.trainer.algorithm != "grpo":
+            self.results.algorithm = config.trainer.algorithm
         if resume:
             self._load_previous()
         self.flush()
@@ -218,8 +220,10 @@ def summary_lines(results: RunResults) -> list[str]:
             for k in ("total", "generate", "score", "update", "sync", "idle")}
     rollouts = sum(s.rollouts.trained or 0 for s in steps)
     sync = steps[-1].sync
+    stages = "generated = scored = " + ("referenced = " if steps[-1].rollouts.referenced is not None else "") \
+        + ("valued = " if steps[-1].rollouts.valued is not None else "") + "trained"
     return [
-        f"{n} steps ({results.config.get('schedule')}), {rollouts} rollouts generated = scored = trained",
+        f"{n} steps ({results.config.get('schedule')}), {rollouts} rollouts {stages}",
         "mean step {total:.2f} s: generate {generate:.2f}, score {score:.2f}, update {update:.2f}, "
         "sync {sync:.2f}, idle {idle:.3f}".format(**mean),
         f"orchestration overhead {100 * results.overhead_fraction:.2f}% of step time; "

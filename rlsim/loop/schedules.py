@@ -52,6 +52,7 @@ class StepOutcome:
     start: float
     end: float
     counts: dict[str, int] = field(default_factory=dict)
+    phases: tuple[str, ...] = ()  # phases recorded beside the standard four (rlsim.loop.ppo_step)
 
 
 def run_step(

@@ -105,20 +105,26 @@ class PolicyTrainer:
         when ``kl.coef`` > 0) and ``values`` (needed for ppo) come per uid from the reference and the
         critic; ``critic`` (a ``CriticModel``), when given, is updated with this step's returns."""
         t0 = time.perf_counter()
-        missing = [r.uid for r in rollouts if r.uid not in rewards]
-        if missing:
-            raise RuntimeError(f"{len(missing)} rollouts have no reward (first uids {missing[:5]}); none may be lost")
-        try:
-            exp = make_experience(self.settings.algorithm, rollouts, rewards, self.policy_logprobs(rollouts),
-                                  ref_logprobs, values)
-        except ValueError as err:
-            raise RuntimeError(f"the {self.settings.algorithm.algorithm} experience is incomplete: {err}") from err
+        exp = self.experience(rollouts, rewards, ref_logprobs, values)
         stats = self.update(rollouts, exp)
         stats.reward_mean, stats.reward_std = _mean_std([float(rewards[x.uid]) for x in rollouts])
         if critic is not None and exp.returns is not None and exp.values is not None:
             stats.value_loss = critic.update(rollouts, exp.returns, exp.values).value_loss
         stats.seconds = time.perf_counter() - t0
         return stats
+
+    def experience(self, rollouts: Sequence[Rollout], rewards: Mapping[int, float],
+                   ref_logprobs: PerToken | None = None, values: PerToken | None = None) -> Experience:
+        """The behaviour log-probs under this copy, then the advantages (and ppo's returns); raises
+        ``RuntimeError`` naming what is missing (a reward, the reference's log-probs, the critic's values)."""
+        missing = [r.uid for r in rollouts if r.uid not in rewards]
+        if missing:
+            raise RuntimeError(f"{len(missing)} rollouts have no reward (first uids {missing[:5]}); none may be lost")
+        try:
+            return make_experience(self.settings.algorithm, rollouts, rewards, self.policy_logprobs(rollouts),
+                                   ref_logprobs, values)
+        except ValueError as err:
+            raise RuntimeError(f"the {self.settings.algorithm.algorithm} experience is incomplete: {err}") from err
 
     def update(self, rollouts: Sequence[Rollout], exp: Experience) -> TrainStats:
         """The actor update alone, from a complete ``Experience`` (rewards are not seen here)."""

@@ -24,6 +24,9 @@ from rlsim.bench.flops import shape_of_model
 
 # verl's section names for rlsim's phases.
 TIMING = {"generate": "gen", "score": "reward", "update": "update_actor", "sync": "update_weights", "total": "step"}
+# A step with a reference or critic (PPO) has verl's own sections; its actor update is ``update_actor`` there.
+EXPERIENCE_TIMING = {"reference": "ref", "values": "values", "advantages": "adv", "update_actor": "update_actor",
+                     "update_critic": "update_critic"}
 ACTOR = {"loss": "actor/pg_loss", "clip_fraction": "actor/pg_clipfrac", "approx_kl": "actor/ppo_kl",
          "grad_norm": "actor/grad_norm"}
 
@@ -67,6 +70,9 @@ def verl_metrics(record: Mapping[str, Any], flops: UpdateFlops | None = None, n_
     for phase, name in TIMING.items():
         if phase in times:
             out[f"timing_s/{name}"] = float(times[phase])
+    for phase, name in EXPERIENCE_TIMING.items():
+        if times.get(phase) is not None:
+            out[f"timing_s/{name}"] = float(times[phase])
     tokens = record.get("tokens", {})
     prompt, response = int(tokens.get("prompt", 0)), int(tokens.get("generated", 0))
     n = int(record.get("rollouts", {}).get("generated", 0))
@@ -89,6 +95,9 @@ def verl_metrics(record: Mapping[str, Any], flops: UpdateFlops | None = None, n_
 
 def _train_metrics(train: Mapping[str, Any], flops: UpdateFlops | None, tokens: int) -> dict[str, float]:
     out = {name: float(train[key]) for key, name in ACTOR.items() if key in train}
+    for key, name in (("value_loss", "critic/vf_loss"), ("entropy", "actor/entropy")):
+        if train.get(key) is not None:
+            out[name] = float(train[key])
     if "reward_mean" in train:
         out["critic/rewards/mean"] = out["critic/score/mean"] = float(train["reward_mean"])
     seconds = float(train.get("seconds") or 0.0)

@@ -52,7 +52,19 @@ def test_outputs_are_rewritten_after_each_step(tmp_path: Path) -> None:
     assert len(json.loads((tmp_path / "timeline.json").read_text())["events"]) == 3
     assert "| 1 |" in (tmp_path / "report.md").read_text()
     assert not list(tmp_path.glob(".*.tmp"))  # atomic writes leave no temporary files
-    assert (
-        "12 rollouts generated = scored = trained"
-        in summary_lines(RunResults.model_validate({**saved, "config": {"schedule": "x"}}))[0]
-    )
+    assert "12 rollouts generated = scored = trained" in summary_lines(RunResults.model_validate({**saved, "config": {"schedule": "x"}}))[0]
+
+
+def test_a_ppo_run_adds_the_experience_table_and_a_grpo_run_does_not() -> None:
+    ppo = STEP.model_copy(deep=True)
+    ppo.time_s.reference, ppo.time_s.values, ppo.time_s.advantages = 1.5, 1.25, 0.5
+    ppo.time_s.update_actor, ppo.time_s.update_critic = 1.0, 0.75
+    ppo.rollouts.referenced = ppo.rollouts.valued = 12
+    ppo.train = {"policy_loss": -0.01, "value_loss": 0.5, "kl": 0.002}
+    text = render_markdown(RunResults(config=RunConfig().model_dump(mode="json"), steps=[ppo]))
+    assert "| 1 | 1.50 | 1.25 | 0.50 | 1.00 | 0.75 | 12 | 12 | -0.01 | 0.5 | 0.002 |" in text
+    assert "experience roles" not in render_markdown(RunResults(steps=[STEP]))
+    assert "12 rollouts generated = scored = referenced = valued = trained" in summary_lines(
+        RunResults(config={"schedule": "overlapped"}, steps=[ppo]))[0]
+    ppo_rows = ROWS + [{"step": 1, "actor": "reference", "phase": "reference", "batch": 0, "start": 2.0, "end": 3.0}]
+    assert gantt_png(ppo_rows, 1).startswith(b"\x89PNG")

@@ -49,6 +49,16 @@ def test_step_record_maps_to_verls_names() -> None:
     assert all(isinstance(v, float) or isinstance(v, int) for v in m.values())
 
 
+def test_a_ppo_step_maps_its_experience_phases_and_critic_loss_to_verls_names() -> None:
+    times = {**RECORD["time_s"], "update": 2.5, "reference": 0.75, "values": 1.25, "advantages": 0.25,
+             "update_actor": 2.0, "update_critic": 1.5}
+    m = verl_metrics({**RECORD, "time_s": times, "train": {**RECORD["train"], "value_loss": 0.5, "entropy": 9.5}})
+    assert (m["timing_s/ref"], m["timing_s/values"], m["timing_s/adv"]) == (0.75, 1.25, 0.25)
+    assert m["timing_s/update_actor"] == 2.0 and m["timing_s/update_critic"] == 1.5  # not the union (2.5)
+    assert m["critic/vf_loss"] == 0.5 and m["actor/entropy"] == 9.5
+    assert "timing_s/ref" not in verl_metrics(RECORD) and "critic/vf_loss" not in verl_metrics(RECORD)
+
+
 def test_mfu_is_update_flops_over_measured_peak() -> None:
     # 1 GFLOP forward per token, 1 epoch: old log-probs (1 forward) + forward and backward (3) = 4 GFLOP/token.
     flops = UpdateFlops(forward_per_token=1e9, epochs=1, peak_flops=1e12)
