@@ -51,7 +51,7 @@ class FidelityCorpus:
     def digest(self) -> str:
         """First 12 hex digits of a SHA-256 over texts and groups: names the exact corpus in results."""
         h = hashlib.sha256()
-        for text, g in zip(self.texts, self.groups.tolist()):
+        for text, g in zip(self.texts, self.groups.tolist(), strict=True):
             h.update(f"{g}\x00{text}\x00".encode())
         return h.hexdigest()[:12]
 

@@ -91,8 +91,10 @@ def factories(config: RunConfig, placements: dict[str, ResolvedPlacement]) -> di
     """role -> zero-argument factory, safe to send to another process; the reference and the critic only
     where ``placements`` has them (the run needs them)."""
     policy = config.policy.model
-    out = {
-        "rollout": partial(build_generator, config.policy.backend, policy, generator_settings(config, placements["rollout"])),
+    out: dict[str, Callable[[], Any]] = {
+        "rollout": partial(
+            build_generator, config.policy.backend, policy, generator_settings(config, placements["rollout"])
+        ),
         "scorer": partial(build_reward_stage, policy, reward_settings(config, placements["scorer"])),
         "trainer": partial(build_trainer, policy, trainer_settings(config, placements["trainer"])),
     }

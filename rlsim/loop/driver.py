@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 import resource
 import time
-from typing import Any
+from typing import Any, cast
 
 import ray
 
@@ -19,7 +19,7 @@ from rlsim.actors.ray_session import connect_ray
 from rlsim.loop.algorithm_config import run_roles
 from rlsim.loop.build import factories
 from rlsim.loop.config import RunConfig
-from rlsim.loop.ppo_step import run_ppo_step
+from rlsim.loop.ppo_step import ExperienceBackend, run_ppo_step
 from rlsim.loop.ray_backend import FaultPlan, RayStepBackend
 from rlsim.loop.ray_experience import RayExperienceBackend
 from rlsim.loop.records import step_record, timeline_rows
@@ -95,8 +95,11 @@ class LoopSession:
         requests = make_step_requests(cfg.workload.spec, step, cfg.workload.prompts_per_step, cfg.workload.group_size)
         before = self._cpu_seconds()
         self.backend.begin_step(step)
-        runner = run_ppo_step if self.experience_roles else run_step
-        outcome = runner(self.backend, schedule or cfg.schedule, requests, cfg.micro_batch, progress)
+        if self.experience_roles:  # the reference or the critic runs (PPO, KL): start() made an experience backend
+            backend = cast(ExperienceBackend, self.backend)
+            outcome = run_ppo_step(backend, schedule or cfg.schedule, requests, cfg.micro_batch, progress)
+        else:
+            outcome = run_step(self.backend, schedule or cfg.schedule, requests, cfg.micro_batch, progress)
         after = self._cpu_seconds()
         cpu = cpu_deltas(before, after)
         tokens = {

@@ -52,7 +52,8 @@ def test_outputs_are_rewritten_after_each_step(tmp_path: Path) -> None:
     assert len(json.loads((tmp_path / "timeline.json").read_text())["events"]) == 3
     assert "| 1 |" in (tmp_path / "report.md").read_text()
     assert not list(tmp_path.glob(".*.tmp"))  # atomic writes leave no temporary files
-    assert "12 rollouts generated = scored = trained" in summary_lines(RunResults.model_validate({**saved, "config": {"schedule": "x"}}))[0]
+    other = RunResults.model_validate({**saved, "config": {"schedule": "x"}})
+    assert "12 rollouts generated = scored = trained" in summary_lines(other)[0]
 
 
 def test_a_ppo_run_adds_the_experience_table_and_a_grpo_run_does_not() -> None:
