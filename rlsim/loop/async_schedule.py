@@ -92,6 +92,7 @@ class AsyncStepOutcome:
 class _Job:
     kind: str  # generate, score, train, sync
     version: int = 0
+    index: int = 0  # generate: the batch's number; train: the update's (labels the timeline events)
     seq: int = 0  # submission order: calls that finish together are handled in the order they were sent
     rollouts: list[Rollout] = field(default_factory=list)
 
@@ -106,6 +107,7 @@ class AsyncPipeline:
         self.buffer = StalenessBuffer(settings.group_size, settings.prompts_per_step, settings.max_staleness,
                                       self.ledger)
         self.version = 0  # updates done
+        self.trained_tokens = 0  # response tokens handed to the trainer
         self.loaded = 0  # last version sent to the engine
         self.events: list[Event] = []
         self.queue_log: list[tuple[float, int]] = []
@@ -150,8 +152,10 @@ class AsyncPipeline:
             if batch is not None:
                 rollouts = [r for g in batch for r in g.rollouts]
                 self.ledger.mark_trained([r.uid for r in rollouts], self.version)
+                self.trained_tokens += sum(len(r.response_ids) for r in rollouts)
                 rewards = {u: v for g in batch for u, v in g.rewards.items()}
-                self._submit(self.backend.submit_train(rollouts, rewards), _Job("train", self.version, rollouts=rollouts))
+                job = _Job("train", self.version, rollouts=rollouts, index=self._trains)
+                self._submit(self.backend.submit_train(rollouts, rewards), job)
                 self._training, self._trains = batch, self._trains + 1
         if not any(j.kind == "generate" for j in self._jobs.values()) and self._want_more():
             starved = not any(j.kind in ("score", "train") for j in self._jobs.values())
@@ -180,7 +184,7 @@ class AsyncPipeline:
                     for r in self._make(k)]
         self._gen_batches += 1
         self._submitted_groups += s.prompts_per_step
-        self._submit(self.backend.submit_generate(requests), _Job("generate", self.loaded))
+        self._submit(self.backend.submit_generate(requests), _Job("generate", self.loaded, index=k))
 
     def _submit(self, handle: Any, job: _Job) -> None:
         self._seq += 1
@@ -202,7 +206,7 @@ class AsyncPipeline:
     # ---- completions ------------------------------------------------------------------------------
     def _on_generate(self, job: _Job, result: tuple[list[Rollout], list[Event]]) -> None:
         rollouts, events = result
-        self._record(events)
+        self._record(events, job.index)
         self.ledger.generated(rollouts, job.version)
         self._window["generated"] += len(rollouts)
         groups: dict[int, list[Rollout]] = {}
@@ -226,7 +230,7 @@ class AsyncPipeline:
 
     def _on_train(self, job: _Job, result: tuple[dict[str, Any], list[Event]]) -> None:
         stats, events = result
-        self._record(events)
+        self._record(events, job.index)
         if int(stats.get("sequences", -1)) != len(job.rollouts):
             raise RuntimeError(f"trainer used {stats.get('sequences')} rollouts of {len(job.rollouts)} sent")
         assert self._training is not None
@@ -259,7 +263,9 @@ class AsyncPipeline:
             self._handle_next()
         self._note_queue()
 
-    def _record(self, events: list[Event]) -> None:
+    def _record(self, events: list[Event], index: int | None = None) -> None:
+        for e in events:  # a generate call's batch number, an update's number: what the Gantt labels
+            e.batch = e.batch if index is None else index
         self.events += events
         self._window["events"] += events
 

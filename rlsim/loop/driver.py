@@ -38,6 +38,7 @@ class LoopSession:
         self.backend: RayStepBackend | None = None
         self.startup_s: dict[str, float] = {}
         self._started_ray = False
+        self.async_run: Any = None  # schedule async: its AsyncRun (rlsim.loop.async_session), made at step 1
 
     def start(self) -> None:
         """Connect Ray, reserve and start the actors, warm them up; times go to ``startup_s``."""
@@ -78,6 +79,10 @@ class LoopSession:
         """Run step ``step`` (numbered from 1); returns its ``results.json`` record and timeline rows."""
         assert self.backend is not None, "call start() first"
         cfg = self.config
+        if (schedule or cfg.schedule) == "async":
+            from rlsim.loop.async_session import async_step
+
+            return async_step(self, step, progress)
         requests = make_step_requests(cfg.workload.spec, step, cfg.workload.prompts_per_step, cfg.workload.group_size)
         before = self._cpu_seconds()
         self.backend.begin_step(step)

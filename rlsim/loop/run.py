@@ -97,7 +97,9 @@ class RunOutputs:
         atomic_write_text(self.out / "report.md", render_markdown(self.results, figures or []))
 
     def finish(self) -> None:
-        self.flush(write_figures(self.out, self.results, self.rows))
+        from rlsim.loop.async_records import write_async_figures
+
+        self.flush(write_figures(self.out, self.results, self.rows) + write_async_figures(self.out, self.rows))
 
 
 def run_loop(
@@ -191,6 +193,9 @@ def _steps(
                 raise RlsimError(f"step {step} failed: {err}\n{saved}; to continue: {hint}") from None
             bar.update(task, completed=total, description=f"step {step}: {record.time_s.total:.1f} s")
             outputs.add_step(record, rows)
+            async_run = getattr(session, "async_run", None)  # schedule async: run-wide records after every step
+            if async_run is not None:
+                outputs.update(**async_run.summary())
             bar.advance(steps_task)
 
 
