@@ -80,9 +80,10 @@ class StepRecord(_Record):
     metrics: dict[str, float] = Field(default_factory=dict)  # verl's names (rlsim.metrics.framework_names)
     # schedule async only: the policy version this update made, its rollouts per staleness
     # ({"0": n, "1": n, ...}: versions behind the trainer) and the rollouts dropped as stale during the step.
-    policy_version: int | None = None
-    staleness: dict[str, int] | None = None
-    dropped_stale: int | None = None
+    # Left out of the file when unset, so the other schedules' records keep their layout.
+    policy_version: int | None = Field(None, exclude_if=lambda v: v is None)
+    staleness: dict[str, int] | None = Field(None, exclude_if=lambda v: v is None)
+    dropped_stale: int | None = Field(None, exclude_if=lambda v: v is None)
 
 
 class AsyncRecord(_Record):
