@@ -219,8 +219,11 @@ def summary_lines(results: RunResults) -> list[str]:
             for k in ("total", "generate", "score", "update", "sync", "idle")}
     rollouts = sum(s.rollouts.trained or 0 for s in steps)
     sync = steps[-1].sync
+    t = results.rollouts_total
+    counted = (f"{t.generated} rollouts generated = {t.trained} trained + {t.dropped_stale} dropped as stale + "
+               f"{t.unfinished_at_end} unfinished" if t else f"{rollouts} rollouts generated = scored = trained")
     return [
-        f"{n} steps ({results.config.get('schedule')}), {rollouts} rollouts generated = scored = trained",
+        f"{n} steps ({results.config.get('schedule')}), {counted}",
         "mean step {total:.2f} s: generate {generate:.2f}, score {score:.2f}, update {update:.2f}, "
         "sync {sync:.2f}, idle {idle:.3f}".format(**mean),
         f"orchestration overhead {100 * results.overhead_fraction:.2f}% of step time; "
