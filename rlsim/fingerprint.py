@@ -20,6 +20,7 @@ import shutil
 import socket
 import subprocess
 import sys
+from pathlib import Path
 from typing import Any
 
 # The CPU flags that change which kernels run (bf16/int8 paths, vector width); the rest are noise.
@@ -131,7 +132,7 @@ def mismatch_warning(what: str, diffs: list[str], gpu: bool) -> str | None:
 def _cpu_info() -> dict[str, str]:
     """The first processor's fields of /proc/cpuinfo (Linux); {} elsewhere."""
     try:
-        text = open("/proc/cpuinfo", encoding="utf-8").read()
+        text = Path("/proc/cpuinfo").read_text(encoding="utf-8")  # closes the file (an open() left to GC warns)
     except OSError:
         return {}
     info: dict[str, str] = {}
