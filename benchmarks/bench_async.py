@@ -72,7 +72,7 @@ def summarise(rows: list[dict]) -> dict:
     for placement in ("shared", "split"):
         mine = [r for r in rows if r["placement"] == placement]
         per = {s: [r["rollouts_trained_per_hour"] for r in mine if r["schedule"] == s] for s in ("overlapped", "async")}
-        ratios = [a / o for a, o in zip(per["async"], per["overlapped"])]
+        ratios = [a / o for a, o in zip(per["async"], per["overlapped"], strict=True)]
         entry = {"ratio_async_over_overlapped": [round(x, 3) for x in ratios], "per_hour": per}
         if len(ratios) >= 2:
             est = mean_ci(ratios)

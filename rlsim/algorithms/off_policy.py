@@ -17,8 +17,8 @@ On-policy tokens (``mu == pi_prox``) get ``w_t == 1`` up to the two engines' num
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from typing import Sequence
 
 import numpy as np
 

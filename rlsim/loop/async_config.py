@@ -60,9 +60,9 @@ def async_problems(config: Any) -> list[str]:
 
 def _behaviour_logprob_problem(backend: str) -> str | None:
     """Async training corrects for the lag with the behaviour log-probs: the generator must report them."""
-    from rlsim.rollout.generator import GENERATORS, make_generator  # noqa: F401  (the registry is filled lazily)
     import rlsim.rollout.hf_generator  # noqa: F401
     import rlsim.rollout.vllm_generator  # noqa: F401
+    from rlsim.rollout.generator import GENERATORS, make_generator  # noqa: F401  (the registry is filled lazily)
 
     name = backend
     if backend == "auto":

@@ -6,8 +6,9 @@ Used by the property tests (test doubles with random stage timings inside the re
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
-from typing import Any, Sequence
+from typing import Any
 
 from rlsim.actors.workers import RolloutWorker, ScoringWorker, TrainerWorker
 from rlsim.loop.sync import WeightSync

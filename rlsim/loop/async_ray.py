@@ -8,7 +8,8 @@ fails the async run (the sequential and overlapped schedules resend its batches)
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import ray
 

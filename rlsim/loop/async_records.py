@@ -7,8 +7,9 @@ wall time (first generate call to the end of the last step so far) in which that
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 from rlsim.io import atomic_write_bytes
 from rlsim.loop.async_schedule import AsyncPipeline, AsyncStepOutcome

@@ -20,8 +20,9 @@ trained once, dropped as stale once, or unfinished at the end (``Ledger``).
 from __future__ import annotations
 
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, Callable, Protocol, Sequence
+from typing import Any, Protocol
 
 from rlsim.errors import RlsimError
 from rlsim.loop.schedules import Progress

@@ -10,14 +10,14 @@ from __future__ import annotations
 import itertools
 import time
 from collections import Counter
+from collections.abc import Sequence
 from functools import partial
-from typing import Sequence
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-
 from loop_doubles import FakeGenerator, FakeStage, FakeTrainer, requests
+
 from rlsim.actors.workers import RolloutWorker, ScoringWorker, TrainerWorker
 from rlsim.loop.async_local import ThreadedAsyncBackend
 from rlsim.loop.async_schedule import AsyncPipeline, AsyncSettings
