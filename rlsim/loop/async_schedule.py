@@ -138,7 +138,8 @@ class AsyncPipeline:
             self._launch()
             self._handle_next()
             if progress:
-                progress("update" if self._training else "generate", len(self.ledger.versions), self.settings.batch)
+                done = min(self._window["generated"], self.settings.batch)  # rollouts of this step so far
+                progress("update" if self._training else "generate", done, self.settings.batch)
         outcome = self._done.pop(0)
         self._returned += 1
         if outcome.version == self.settings.steps:
