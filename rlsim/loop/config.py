@@ -207,7 +207,7 @@ class RunConfig(_Strict):
     """One ``rlsim run``: ``steps`` GRPO steps with the ``schedule`` (``sequential``, ``overlapped`` or ``async``:
     generation runs ahead of training within ``async.max_staleness``, rlsim.loop.async_schedule)."""
 
-    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+    model_config = ConfigDict(extra="forbid", populate_by_name=True, serialize_by_alias=True)
 
     steps: int = Field(3, ge=1)
     seed: int = 0

@@ -68,5 +68,7 @@ def test_async_settings_are_ignored_by_the_other_schedules() -> None:
 
 def test_a_config_dump_loads_back() -> None:
     config = RunConfig.model_validate({"schedule": "async", "async": {"max_staleness": 3}})
-    again = RunConfig.model_validate(config.model_dump(mode="json"))
+    dumped = config.model_dump(mode="json")
+    assert dumped["async"]["max_staleness"] == 3  # results.json records it under the YAML key
+    again = RunConfig.model_validate(dumped)
     assert again.async_.max_staleness == 3
