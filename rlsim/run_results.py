@@ -101,6 +101,41 @@ class StepRecord(_Record):
     sync: SyncRecord | None = None
     train: dict[str, Any] = Field(default_factory=dict)
     metrics: dict[str, float] = Field(default_factory=dict)  # verl's names (rlsim.metrics.framework_names)
+    # schedule async only: the policy version this update made, its rollouts per staleness
+    # ({"0": n, "1": n, ...}: versions behind the trainer) and the rollouts dropped as stale during the step.
+    # Left out of the file when unset, so the other schedules' records keep their layout.
+    policy_version: int | None = Field(None, exclude_if=lambda v: v is None)
+    staleness: dict[str, int] | None = Field(None, exclude_if=lambda v: v is None)
+    dropped_stale: int | None = Field(None, exclude_if=lambda v: v is None)
+
+
+class AsyncRecord(_Record):
+    """``schedule: async`` over the whole run so far. Fractions of the run's wall time (first generate call
+    to the last step's end) during which the trainer (update, weight export) or the rollout worker
+    (generation, weight load) did no work; ``weight_sync_pause_s``: seconds the engine spent loading
+    weights instead of generating; ``queue_length``: [seconds since the run's start, scored rollouts
+    waiting] at each change."""
+
+    max_staleness: int
+    staleness_histogram: dict[str, int]
+    trainer_idle_fraction: float
+    rollout_idle_fraction: float
+    rollouts_trained_per_hour: float
+    tokens_trained_per_hour: float | None = None
+    wall_s: float | None = None
+    weight_sync_pause_s: float | None = None
+    queue_size: int | None = None
+    queue_length: list[tuple[float, int]] = Field(default_factory=list)
+
+
+class RolloutTotals(_Record):
+    """Every rollout generated in the run has one fate: ``generated == trained + dropped_stale +
+    unfinished_at_end`` (unfinished: still queued or in flight when the last step ended)."""
+
+    generated: int
+    trained: int
+    dropped_stale: int
+    unfinished_at_end: int
 
 
 class PlacementRecord(_Record):
@@ -115,7 +150,10 @@ class PlacementRecord(_Record):
 class RunResults(_Record):
     """A whole run. ``config``: the run's config as recorded (a ``RunConfig`` dump; kept as written, since
     a file may predate settings added since: ``RunConfig.model_validate`` it where the loop is at hand).
-    ``faults``: injected / survived counts and more; ``startup_s``: seconds before step 1, per part."""
+    ``faults``: injected / survived counts and more; ``startup_s``: seconds before step 1, per part.
+    ``async`` (``async_`` in Python, a keyword) and ``rollouts_total``: schedule async only."""
+
+    model_config = ConfigDict(extra="allow", validate_assignment=True, populate_by_name=True, serialize_by_alias=True)
 
     rlsim_version: str | None = None
     # trainer.algorithm: written for rloo and ppo; a GRPO file keeps its earlier keys (and reads as grpo).
@@ -135,6 +173,8 @@ class RunResults(_Record):
     overhead_fraction_after_step1: float | None = None
     gemm_peak_gflops: float | None = None  # the GEMM rate behind perf/mfu/actor, measured at start
     gemm_peak_threads: int | None = None
+    async_: AsyncRecord | None = Field(None, alias="async")  # schedule: async only
+    rollouts_total: RolloutTotals | None = None
 
     def dump(self) -> dict[str, Any]:
         """The JSON object to write: the keys that were set (or read), in the file's layout."""

@@ -24,6 +24,7 @@ def generator_settings(config: RunConfig, placement: ResolvedPlacement) -> Gener
         device=p.device, dtype=p.dtype, max_model_len=p.max_model_len, enforce_eager=p.enforce_eager,
         kv_cache_gib=p.kv_cache_gib, gpu_memory_fraction=placement.gpu or 0.5, seed=config.seed,
         temperature=p.temperature, top_p=p.top_p, cores=placement.cores, threads=placement.threads,
+        behaviour_logprobs=config.schedule == "async",
     )
 
 
@@ -41,6 +42,7 @@ def trainer_settings(config: RunConfig, placement: ResolvedPlacement) -> Trainer
     return TrainerSettings(
         lr=t.lr, clip_eps=t.clip_eps, epochs=t.epochs, micro_batch=t.micro_batch, max_grad_norm=t.max_grad_norm,
         device=t.device, threads=placement.threads, seed=config.seed, algorithm=algorithm_settings(config),
+        is_cap=config.async_.is_cap if config.schedule == "async" else None,
     )
 
 

@@ -18,6 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from rlsim.config_loader import load_config
 from rlsim.errors import ConfigError, RlsimError
+from rlsim.loop.async_config import AsyncConfig, async_problems
 from rlsim.loop.algorithm_config import CriticConfig, KlConfig, ReferenceConfig, algorithm_problems
 from rlsim.loop.deadline import PhaseTimeouts
 from rlsim.placement import ALL_ROLES, ActorPlacement, PlacementConfig, resolve_placement
@@ -203,11 +204,14 @@ class FaultsConfig(_Strict):
 
 
 class RunConfig(_Strict):
-    """One ``rlsim run``: ``steps`` GRPO steps with the ``schedule`` (``sequential`` or ``overlapped``)."""
+    """One ``rlsim run``: ``steps`` GRPO steps with the ``schedule`` (``sequential``, ``overlapped`` or ``async``:
+    generation runs ahead of training within ``async.max_staleness``, rlsim.loop.async_schedule)."""
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True, serialize_by_alias=True)
 
     steps: int = Field(3, ge=1)
     seed: int = 0
-    schedule: Literal["sequential", "overlapped"] = "overlapped"
+    schedule: Literal["sequential", "overlapped", "async"] = "overlapped"
     micro_batch: int = Field(8, ge=1, description="overlapped: rollouts per micro-batch streamed to the scorers")
     warmup: bool = True
     policy: PolicyConfig = Field(default_factory=PolicyConfig)
@@ -220,6 +224,7 @@ class RunConfig(_Strict):
     placement: PlacementConfig = Field(default_factory=PlacementConfig)
     ray: RayConfig = Field(default_factory=RayConfig)
     faults: FaultsConfig = Field(default_factory=FaultsConfig)
+    async_: AsyncConfig = Field(default_factory=AsyncConfig, alias="async")
 
 
 def load_run_config(path: str | Path, overrides: Sequence[str] = ()) -> RunConfig:
@@ -254,6 +259,7 @@ def cross_field_problems(config: RunConfig) -> list[str]:
         problems.append("faults.kill_scorer_steps: a killed scorer needs faults.scorer_restarts >= 1 to come back")
     problems += _fault_problems(config)
     problems += algorithm_problems(config)
+    problems += async_problems(config)
     problems += _placement_problems(config)
     return problems
 

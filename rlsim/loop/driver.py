@@ -43,6 +43,7 @@ class LoopSession:
         self._started_ray = False
         # The reference and/or the critic run: the step is rlsim.loop.ppo_step's, not the GRPO one.
         self.experience_roles = [r for r in run_roles(config) if r in EXPERIENCE_ROLES]
+        self.async_run: Any = None  # schedule async: its AsyncRun (rlsim.loop.async_session), made at step 1
 
     def start(self) -> None:
         """Connect Ray, reserve and start the actors, warm them up; times go to ``startup_s``."""
@@ -92,6 +93,10 @@ class LoopSession:
         """Run step ``step`` (numbered from 1); returns its ``results.json`` record and timeline rows."""
         assert self.backend is not None, "call start() first"
         cfg = self.config
+        if (schedule or cfg.schedule) == "async":
+            from rlsim.loop.async_session import async_step
+
+            return async_step(self, step, progress)
         requests = make_step_requests(cfg.workload.spec, step, cfg.workload.prompts_per_step, cfg.workload.group_size)
         before = self._cpu_seconds()
         self.backend.begin_step(step)

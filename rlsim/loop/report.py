@@ -48,6 +48,10 @@ def render_markdown(results: RunResults, figures: Sequence[str] = ()) -> str:
     lines.append("|---:|" + "---:|" * len(actors))
     for s in steps:
         lines.append(f"| {s.step} | " + " | ".join(f"{s.cpu_s.get(a, 0):.2f}" for a in actors) + " |")
+    if results.async_ is not None:
+        from rlsim.loop.async_records import async_markdown
+
+        lines += async_markdown(results)
     lines += ["", f"Overall orchestration overhead (idle / step time): {100 * results.overhead_fraction:.2f}%."]
     startup = results.startup_s
     if startup:

@@ -101,7 +101,9 @@ class RunOutputs:
         atomic_write_text(self.out / "report.md", render_markdown(self.results, figures or []))
 
     def finish(self) -> None:
-        self.flush(write_figures(self.out, self.results, self.rows))
+        from rlsim.loop.async_records import write_async_figures
+
+        self.flush(write_figures(self.out, self.results, self.rows) + write_async_figures(self.out, self.rows))
 
 
 def run_loop(
@@ -197,6 +199,9 @@ def _steps(
                 raise RlsimError(f"step {step} failed: {err}\n{saved}; to continue: {hint}") from None
             bar.update(task, completed=total, description=f"step {step}: {record.time_s.total:.1f} s")
             outputs.add_step(record, rows)
+            async_run = getattr(session, "async_run", None)  # schedule async: run-wide records after every step
+            if async_run is not None:
+                outputs.update(**async_run.summary())
             bar.advance(steps_task)
 
 
@@ -220,10 +225,13 @@ def summary_lines(results: RunResults) -> list[str]:
             for k in ("total", "generate", "score", "update", "sync", "idle")}
     rollouts = sum(s.rollouts.trained or 0 for s in steps)
     sync = steps[-1].sync
+    t = results.rollouts_total
     stages = "generated = scored = " + ("referenced = " if steps[-1].rollouts.referenced is not None else "") \
         + ("valued = " if steps[-1].rollouts.valued is not None else "") + "trained"
+    counted = (f"{t.generated} rollouts generated = {t.trained} trained + {t.dropped_stale} dropped as stale + "
+               f"{t.unfinished_at_end} unfinished" if t else f"{rollouts} rollouts {stages}")
     return [
-        f"{n} steps ({results.config.get('schedule')}), {rollouts} rollouts {stages}",
+        f"{n} steps ({results.config.get('schedule')}), {counted}",
         "mean step {total:.2f} s: generate {generate:.2f}, score {score:.2f}, update {update:.2f}, "
         "sync {sync:.2f}, idle {idle:.3f}".format(**mean),
         f"orchestration overhead {100 * results.overhead_fraction:.2f}% of step time; "

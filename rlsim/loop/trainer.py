@@ -42,6 +42,7 @@ class TrainerSettings:
     threads: int | None = None
     seed: int = 0
     algorithm: AlgorithmSettings = field(default_factory=AlgorithmSettings)
+    is_cap: float | None = None  # async: truncated importance weight vs the behaviour policy (algorithms.off_policy)
 
 
 @dataclass
@@ -65,6 +66,9 @@ class TrainStats:
     value_loss: float | None = None
     kl: float | None = None
     entropy: float | None = None
+    is_weight_mean: float | None = None  # async only (rlsim.algorithms.off_policy.OffPolicyStats)
+    is_truncated_fraction: float | None = None
+    is_ratio_mean: float | None = None
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -106,7 +110,15 @@ class PolicyTrainer:
         critic; ``critic`` (a ``CriticModel``), when given, is updated with this step's returns."""
         t0 = time.perf_counter()
         exp = self.experience(rollouts, rewards, ref_logprobs, values)
+        off = None
+        if self.settings.is_cap is not None:
+            from rlsim.algorithms.off_policy import correct_off_policy
+
+            exp, off = correct_off_policy(exp, rollouts, self.settings.is_cap)
         stats = self.update(rollouts, exp)
+        if off is not None:
+            stats.is_weight_mean, stats.is_truncated_fraction = off.is_weight_mean, off.is_truncated_fraction
+            stats.is_ratio_mean = off.is_ratio_mean
         stats.reward_mean, stats.reward_std = _mean_std([float(rewards[x.uid]) for x in rollouts])
         if critic is not None and exp.returns is not None and exp.values is not None:
             stats.value_loss = critic.update(rollouts, exp.returns, exp.values).value_loss

@@ -20,7 +20,8 @@ class GeneratorSettings:
     """Engine and sampling knobs; a backend ignores what does not apply to it.
 
     ``cores``: CPU ids the engine's compute threads are bound to (empty: leave binding to the
-    process affinity). ``threads``: compute threads (None: one per core). ``kv_cache_gib``: vLLM's
+    process affinity). ``threads``: compute threads (None: one per core). ``behaviour_logprobs``: each
+    rollout carries the sampled tokens' log-probs (what the async schedule's off-policy correction needs). ``kv_cache_gib``: vLLM's
     CPU KV cache in GiB. ``gpu_memory_fraction``: vLLM's share of GPU memory on ``device: cuda``.
     """
 
@@ -35,6 +36,7 @@ class GeneratorSettings:
     top_p: float = 1.0
     cores: tuple[int, ...] = ()
     threads: int | None = None
+    behaviour_logprobs: bool = False
     extra_engine_args: dict[str, object] = field(default_factory=dict)
 
     def bound_cores(self) -> list[int]:
@@ -71,7 +73,15 @@ class Generator(Protocol):
     def close(self) -> None: ...
 
 
-GENERATORS: Registry[type, None] = Registry("generation backend")
+@dataclass(frozen=True)
+class GeneratorInfo:
+    """What a generation backend can do. ``behaviour_logprobs``: it can return each sampled token's log-prob
+    under the weights that sampled it (``GeneratorSettings.behaviour_logprobs``)."""
+
+    behaviour_logprobs: bool = False
+
+
+GENERATORS: Registry[type, GeneratorInfo] = Registry("generation backend", GeneratorInfo)
 register_generator = GENERATORS.register
 
 

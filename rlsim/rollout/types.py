@@ -25,12 +25,14 @@ class RolloutRequest:
 
 @dataclass
 class Rollout:
-    """A generated sample: token ids of prompt and response (policy tokenizer)."""
+    """A generated sample: token ids of prompt and response (policy tokenizer). ``behaviour_logprobs``:
+    each response token's log-prob under the weights that sampled it, when the generator was asked for them."""
 
     uid: int
     group: int
     prompt_ids: list[int]
     response_ids: list[int]
+    behaviour_logprobs: list[float] | None = None
 
     @property
     def num_tokens(self) -> int:

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any, Iterator, Sequence
 
 from rlsim.errors import RlsimError
-from rlsim.rollout.generator import GeneratorSettings, SyncResult, register_generator
+from rlsim.rollout.generator import GeneratorInfo, GeneratorSettings, SyncResult, register_generator
 from rlsim.rollout.prompts import encode_prompt
 from rlsim.rollout.types import Rollout, RolloutRequest
 
@@ -38,7 +38,7 @@ def configure_vllm_env(settings: GeneratorSettings) -> None:
     os.environ.setdefault("VLLM_LOGGING_LEVEL", "WARNING")
 
 
-@register_generator("vllm")
+@register_generator("vllm", GeneratorInfo(behaviour_logprobs=True))
 class VllmGenerator:
     """A ``vllm.LLM`` engine; every request gets ``min_tokens == max_tokens`` = its response length."""
 
@@ -75,8 +75,6 @@ class VllmGenerator:
         return sorted(done, key=lambda r: order[r.uid])
 
     def stream(self, requests: Sequence[RolloutRequest], micro_batch: int) -> Iterator[list[Rollout]]:
-        from vllm.outputs import RequestOutput
-
         pending = self._submit(requests)
         buffer: list[Rollout] = []
         try:
@@ -87,11 +85,7 @@ class VllmGenerator:
                     if not getattr(out, "finished", False) or out.request_id not in pending:
                         continue
                     req = pending.pop(out.request_id)
-                    # A generating (not pooling) engine given token ids: prompt_token_ids is always set.
-                    assert isinstance(out, RequestOutput) and out.prompt_token_ids is not None
-                    buffer.append(
-                        Rollout(req.uid, req.group, list(out.prompt_token_ids), list(out.outputs[0].token_ids))
-                    )
+                    buffer.append(self._rollout(req, out))
                     if len(buffer) >= micro_batch:
                         yield buffer
                         buffer = []
@@ -100,6 +94,19 @@ class VllmGenerator:
         finally:
             if pending:  # the consumer stopped early: do not leave requests running in the engine
                 self._engine.abort_request(list(pending))
+
+    def _rollout(self, req: RolloutRequest, out: Any) -> Rollout:
+        from vllm.outputs import RequestOutput
+
+        # A generating (not pooling) engine given token ids: prompt_token_ids is always set.
+        assert isinstance(out, RequestOutput) and out.prompt_token_ids is not None
+        sample = out.outputs[0]
+        tokens = list(sample.token_ids)
+        rollout = Rollout(req.uid, req.group, list(out.prompt_token_ids), tokens)
+        if self.settings.behaviour_logprobs:
+            # logprobs=0 asks for the sampled token's own log-prob at each position (a dict per position).
+            rollout.behaviour_logprobs = [float(pos[tok].logprob) for pos, tok in zip(sample.logprobs, tokens, strict=True)]
+        return rollout
 
     def _submit(self, requests: Sequence[RolloutRequest]) -> dict[str, RolloutRequest]:
         pending: dict[str, RolloutRequest] = {}
@@ -122,6 +129,7 @@ class VllmGenerator:
             temperature=self.settings.temperature,
             top_p=self.settings.top_p,
             detokenize=False,
+            logprobs=0 if self.settings.behaviour_logprobs else None,
         )
 
     def load_weights(self, weights_dir: Path) -> SyncResult:

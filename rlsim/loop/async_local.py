@@ -1,0 +1,63 @@
+"""The async schedule's backend without Ray: each worker gets one thread (a Ray actor also runs one call
+at a time), so generation, scoring and training really overlap in this process.
+
+Used by the property tests (test doubles with random stage timings inside the real workers).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from typing import Any
+
+from rlsim.actors.workers import RolloutWorker, ScoringWorker, TrainerWorker
+from rlsim.loop.sync import WeightSync
+from rlsim.rollout.types import Rollout, RolloutRequest
+
+
+class ThreadedAsyncBackend:
+    """``AsyncBackend`` over in-process workers; handles are ``concurrent.futures.Future``."""
+
+    def __init__(self, rollout: RolloutWorker, scorers: list[ScoringWorker], trainer: TrainerWorker,
+                 sync: WeightSync) -> None:
+        if not scorers:
+            raise ValueError("at least one scoring worker is needed")
+        self.rollout, self.scorers, self.trainer, self._sync = rollout, scorers, trainer, sync
+        self.num_scorers = len(scorers)
+        self._pools = {name: ThreadPoolExecutor(1, thread_name_prefix=name)
+                       for name in ["rollout", "trainer"] + [f"scorer-{i}" for i in range(len(scorers))]}
+
+    def submit_generate(self, requests: Sequence[RolloutRequest]) -> Future:
+        return self._pools["rollout"].submit(self.rollout.generate, list(requests))
+
+    def submit_score(self, replica: int, rollouts: list[Rollout], batch: int) -> Future:
+        return self._pools[f"scorer-{replica}"].submit(self.scorers[replica].score, rollouts, batch)
+
+    def submit_train(self, rollouts: list[Rollout], rewards: dict[int, float]) -> Future:
+        return self._pools["trainer"].submit(self.trainer.train, rollouts, rewards)
+
+    def submit_sync(self) -> Future:
+        """Export now (ahead of any later update on the trainer's thread), load after the rollout worker's
+        current call: the same order a Ray actor's queue gives."""
+        if self._sync.mode == "simulated":
+            return self._pools["rollout"].submit(self.rollout.simulate_sync, self._sync.simulated_s,
+                                                 "trainer.sync: simulated")
+        exported = self._pools["trainer"].submit(self.trainer.export_weights)
+
+        def load() -> Any:
+            state, export_event = exported.result()
+            result, events = self.rollout.load_weights(state)
+            return result, [export_event] + events
+
+        return self._pools["rollout"].submit(load)
+
+    def wait(self, handles: list[Future], timeout: float | None) -> list[Future]:
+        done, _ = wait(handles, timeout=timeout, return_when=FIRST_COMPLETED)
+        return list(done)
+
+    def result(self, handle: Future) -> Any:
+        return handle.result()
+
+    def close(self) -> None:
+        for pool in self._pools.values():
+            pool.shutdown(wait=True, cancel_futures=True)

@@ -1,0 +1,69 @@
+"""The async schedule's backend on Ray: the ``LoopSession``'s actors, called without blocking.
+
+Each actor runs one call at a time in the order the driver sent them, which is what the pipeline's
+version tags rely on. Results come through ``RayStepBackend._get`` (a worker's own error re-raised as
+is, a dead actor as an ``RlsimError``). Scorer restarts are not retried here: a scorer that dies
+fails the async run (the sequential and overlapped schedules resend its batches).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import ray
+
+from rlsim.loop.ray_backend import RayStepBackend
+from rlsim.loop.sync import WeightSync
+from rlsim.rollout.types import Rollout, RolloutRequest
+
+
+class RayAsyncBackend:
+    """``AsyncBackend`` over a started session's ``RayStepBackend``; handles are ``ObjectRef``s."""
+
+    def __init__(self, step_backend: RayStepBackend, sync: WeightSync) -> None:
+        self._b, self._sync = step_backend, sync
+        self._actors = step_backend.actors
+        self.num_scorers = step_backend.num_scorers
+        self._roles: dict[Any, str] = {}
+        self._export_events: dict[Any, Any] = {}
+
+    def _sent(self, ref: Any, role: str) -> Any:
+        self._roles[ref] = role
+        return ref
+
+    def submit_generate(self, requests: Sequence[RolloutRequest]) -> Any:
+        return self._sent(self._actors.rollout.generate.remote(list(requests)), "rollout")
+
+    def submit_score(self, replica: int, rollouts: list[Rollout], batch: int) -> Any:
+        return self._sent(self._actors.scorers[replica].score.remote(rollouts, batch), f"scorer-{replica}")
+
+    def submit_train(self, rollouts: list[Rollout], rewards: dict[int, float]) -> Any:
+        return self._sent(self._actors.trainer.train.remote(rollouts, rewards), "trainer")
+
+    def submit_sync(self) -> Any:
+        """Export now (queued on the trainer ahead of any later update); the rollout actor loads the
+        weights after its current call, straight from the object store."""
+        sync = self._sync
+        if sync.mode == "simulated":
+            return self._sent(self._actors.rollout.simulate_sync.remote(sync.simulated_s, "trainer.sync: simulated"),
+                              "rollout")
+        state_ref, event_ref = self._actors.trainer.export_weights.options(num_returns=2).remote()
+        ref = self._sent(self._actors.rollout.load_weights.remote(state_ref), "rollout")
+        self._export_events[ref] = event_ref
+        return ref
+
+    def wait(self, handles: list[Any], timeout: float | None) -> list[Any]:
+        ready, _ = ray.wait(handles, num_returns=1, timeout=timeout)
+        return list(ready)
+
+    def result(self, handle: Any) -> Any:
+        out = self._b._get(handle, self._roles.pop(handle), None)
+        event_ref = self._export_events.pop(handle, None)
+        if event_ref is not None:
+            sync, events = out
+            return sync, [self._b._get(event_ref, "trainer", None)] + events
+        return out
+
+    def close(self) -> None:
+        pass

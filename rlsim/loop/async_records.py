@@ -1,0 +1,113 @@
+"""What an async run adds to ``results.json`` and ``report.md``: the top-level ``async`` and
+``rollouts_total`` records, each update's step record, and a Gantt chart of the whole run.
+
+Idle fractions follow verl's ``trainer/idle_ratio`` and ``rollouter/idle_ratio``: the share of the run's
+wall time (first generate call to the end of the last step so far) in which that worker ran nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from rlsim.io import atomic_write_bytes
+from rlsim.loop.async_schedule import AsyncPipeline, AsyncStepOutcome
+from rlsim.loop.records import _clipped, step_record, timeline_rows, union_length
+from rlsim.run_results import AsyncRecord, RolloutTotals, RunResults, StepRecord
+
+
+def async_step_record(step: int, outcome: AsyncStepOutcome, cpu_s: dict[str, float], run_start: float
+                      ) -> tuple[StepRecord, list[dict[str, Any]]]:
+    """The step's ``results.json`` record and its timeline rows; each row also carries ``run_start``
+    (seconds from the run's start to this step's), so the whole run can be drawn on one time axis."""
+    tokens = {"prompt": sum(len(r.prompt_ids) for r in outcome.rollouts),
+              "generated": sum(len(r.response_ids) for r in outcome.rollouts)}
+    record = step_record(step, "async", outcome, cpu_s, tokens)
+    record.policy_version = outcome.version
+    record.staleness = outcome.staleness
+    record.dropped_stale = outcome.dropped_stale
+    rows = timeline_rows(step, outcome.events, outcome.start)
+    for row in rows:
+        row["run_start"] = round(outcome.start - run_start, 6)
+    return record, rows
+
+
+def async_summary(pipeline: AsyncPipeline, now: float) -> dict[str, Any]:
+    """``{"async_": AsyncRecord, "rollouts_total": RolloutTotals}`` for the run up to ``now`` (seconds)."""
+    start = pipeline.start if pipeline.start is not None else now
+    wall = max(now - start, 1e-9)
+    events = pipeline.events
+
+    def idle(actor_prefix: str) -> float:
+        mine = [e for e in events if e.actor.startswith(actor_prefix)]
+        return round(1.0 - union_length(_clipped(mine, start, now)) / wall, 6)
+
+    trained = pipeline.ledger.totals()["trained"]
+    tokens = pipeline.trained_tokens
+    pause = sum(e.duration for e in events if e.actor == "rollout" and e.phase == "sync")
+    record = AsyncRecord(
+        max_staleness=pipeline.settings.max_staleness,
+        staleness_histogram=pipeline.ledger.histogram(),
+        trainer_idle_fraction=idle("trainer"),
+        rollout_idle_fraction=idle("rollout"),
+        rollouts_trained_per_hour=round(trained / wall * 3600, 3),
+        tokens_trained_per_hour=round(tokens / wall * 3600, 1),
+        wall_s=round(wall, 4),
+        weight_sync_pause_s=round(pause, 4),
+        queue_size=pipeline.settings.queue_size,
+        queue_length=list(pipeline.queue_log),
+    )
+    return {"async_": record, "rollouts_total": RolloutTotals(**pipeline.ledger.totals())}
+
+
+def run_gantt_png(rows: Sequence[dict[str, Any]]) -> bytes:
+    """Every event of the run on one axis, one lane per actor; generate bars are labelled ``g<batch>``
+    and updates ``u<update>``, so generation of batch k+1 can be seen running under update k."""
+    from rlsim.loop.report import COLORS, PHASES, _actor_order
+    from rlsim.metrics.plots import png_bytes, pyplot
+
+    plt = pyplot()
+    actors = sorted({r["actor"] for r in rows}, key=_actor_order)
+    fig, ax = plt.subplots(figsize=(12, 1 + 0.6 * max(1, len(actors))))
+    for lane, actor in enumerate(actors):
+        for r in (r for r in rows if r["actor"] == actor):
+            left = r["run_start"] + r["start"]
+            ax.barh(lane, r["end"] - r["start"], left=left, color=COLORS.get(r["phase"], "k"), edgecolor="white")
+            if r["phase"] in ("generate", "update") and actor in ("rollout", "trainer"):
+                label = f"{'g' if r['phase'] == 'generate' else 'u'}{r['batch']}"
+                ax.text(left + (r["end"] - r["start"]) / 2, lane, label, ha="center", va="center", fontsize=7)
+    ax.set_yticks(range(len(actors)), actors)
+    ax.invert_yaxis()
+    ax.set_xlabel("seconds since the run's first step started")
+    ax.set_title("async run: generation of batch k+1 (g) under update k (u)")
+    handles = [plt.Rectangle((0, 0), 1, 1, color=COLORS[p]) for p in PHASES]
+    ax.legend(handles, PHASES, loc="upper center", bbox_to_anchor=(0.5, -0.35), ncol=4, frameon=False)
+    return png_bytes(fig, tight=True)
+
+
+def write_async_figures(out: Path, rows: Sequence[dict[str, Any]]) -> list[str]:
+    """``async_gantt.png`` of the whole run (rows of an async run carry ``run_start``)."""
+    rows = [r for r in rows if "run_start" in r]
+    if not rows:
+        return []
+    atomic_write_bytes(out / "async_gantt.png", run_gantt_png(rows))
+    return ["async_gantt.png"]
+
+
+def async_markdown(results: RunResults) -> list[str]:
+    """The async run's lines in ``report.md``: staleness, idle fractions, throughput, every rollout's fate."""
+    a, t = results.async_, results.rollouts_total
+    if a is None or t is None:
+        return []
+    hist = ", ".join(f"{n} at staleness {k}" for k, n in a.staleness_histogram.items()) or "none"
+    return [
+        "",
+        f"Async (max_staleness {a.max_staleness}, queue {a.queue_size} rollouts): trained rollouts {hist}; "
+        f"{a.rollouts_trained_per_hour:.0f} rollouts trained per hour; trainer idle "
+        f"{100 * a.trainer_idle_fraction:.1f}%, rollout worker idle {100 * a.rollout_idle_fraction:.1f}% of "
+        f"{a.wall_s or 0:.1f} s; the engine paused {a.weight_sync_pause_s or 0:.2f} s for weight loads.",
+        f"Rollouts: {t.generated} generated = {t.trained} trained + {t.dropped_stale} dropped as stale + "
+        f"{t.unfinished_at_end} unfinished at the end. Per-step times count events by the step in which they "
+        "finished; CPU seconds per step are not probed under async.",
+    ]

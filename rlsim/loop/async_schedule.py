@@ -1,0 +1,281 @@
+"""The ``async`` schedule: generation, scoring and training as concurrent pipelines within a staleness bound.
+
+Policy version ``v`` is the number of updates done. The rollout worker generates one batch of prompts
+per call, tagged with the last version sent to it (its calls run in the order they were sent, so the
+tag is exact); each finished batch goes to the scoring replicas in calls of whole groups; scored groups
+wait in a ``StalenessBuffer``; the trainer takes the oldest complete groups within ``max_staleness``
+(older ones are dropped and counted). After each update the weights are exported at once (ahead of
+any later update) and loaded into the engine after its current generate call: the engine pauses for
+the reload between calls (vLLM here cannot swap weights between its own engine steps), and the pause
+is in the timeline as the rollout worker's ``sync`` event.
+
+Generation may start batch ``i`` (counted net of dropped groups) once version ``i - max_staleness`` has
+been sent to the engine and the buffer plus scoring in flight leave room for one more batch within
+``queue_size`` (AReaL's ``max_head_offpolicyness`` and OpenRLHF's ``async_queue_size`` in one rule).
+It stops once enough has been generated for the run's updates. A step ends when its update and the
+weight sync after it are done; the pipeline keeps running in between. Every generated rollout ends
+trained once, dropped as stale once, or unfinished at the end (``Ledger``).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any, Protocol
+
+from rlsim.errors import RlsimError
+from rlsim.loop.schedules import Progress
+from rlsim.loop.staleness import Ledger, ScoredGroup, StalenessBuffer
+from rlsim.rollout.generator import SyncResult
+from rlsim.rollout.types import Event, Rollout, RolloutRequest
+
+MakeRequests = Callable[[int], Sequence[RolloutRequest]]
+
+
+class AsyncBackend(Protocol):
+    """Non-blocking calls to the workers. Each ``submit_*`` returns a handle; ``wait`` returns the handles
+    done (at least one, or none after ``timeout`` seconds); ``result`` gives what the worker returned."""
+
+    num_scorers: int
+
+    def submit_generate(self, requests: Sequence[RolloutRequest]) -> Any: ...
+
+    def submit_score(self, replica: int, rollouts: list[Rollout], batch: int) -> Any: ...
+
+    def submit_train(self, rollouts: list[Rollout], rewards: dict[int, float]) -> Any: ...
+
+    def submit_sync(self) -> Any: ...
+
+    def wait(self, handles: list[Any], timeout: float | None) -> list[Any]: ...
+
+    def result(self, handle: Any) -> Any: ...
+
+
+@dataclass(frozen=True)
+class AsyncSettings:
+    """``steps``: updates in the run; ``micro_batch``: rollouts per scoring call (rounded to whole groups);
+    ``stall_s``: longest wait for any call to finish before the run fails (seconds)."""
+
+    prompts_per_step: int
+    group_size: int
+    max_staleness: int
+    queue_size: int
+    steps: int
+    micro_batch: int = 8
+    stall_s: float = 1800.0
+
+    @property
+    def batch(self) -> int:
+        return self.prompts_per_step * self.group_size
+
+
+@dataclass
+class AsyncStepOutcome:
+    """One update's step, shaped like ``StepOutcome`` for ``records.step_record``. ``events``: those that
+    came back within [start, end); ``counts``: rollouts generated / scored in that window and trained by
+    this update; ``staleness``: this batch's rollouts per staleness; ``version``: the version it made."""
+
+    rollouts: list[Rollout]
+    rewards: dict[int, float]
+    train: dict[str, Any]
+    sync: SyncResult
+    events: list[Event]
+    start: float
+    end: float
+    counts: dict[str, int]
+    staleness: dict[str, int]
+    version: int
+    dropped_stale: int
+
+
+@dataclass
+class _Job:
+    kind: str  # generate, score, train, sync
+    version: int = 0
+    index: int = 0  # generate: the batch's number; train: the update's (labels the timeline events)
+    seq: int = 0  # submission order: calls that finish together are handled in the order they were sent
+    rollouts: list[Rollout] = field(default_factory=list)
+
+
+class AsyncPipeline:
+    """Runs the async schedule on ``backend``; ``next_step()`` returns each update's outcome in turn."""
+
+    def __init__(self, backend: AsyncBackend, settings: AsyncSettings, make_requests: MakeRequests,
+                 clock: Callable[[], float] = time.time) -> None:
+        self.backend, self.settings, self._make, self._clock = backend, settings, make_requests, clock
+        self.ledger = Ledger()
+        self.buffer = StalenessBuffer(settings.group_size, settings.prompts_per_step, settings.max_staleness,
+                                      self.ledger)
+        self.version = 0  # updates done
+        self.trained_tokens = 0  # response tokens handed to the trainer
+        self.loaded = 0  # last version sent to the engine
+        self.events: list[Event] = []
+        self.queue_log: list[tuple[float, int]] = []
+        self.start: float | None = None
+        self.end: float | None = None
+        self._jobs: dict[Any, _Job] = {}
+        self._gen_batches = 0
+        self._submitted_groups = 0
+        self._trains = 0
+        self._training: list[ScoredGroup] | None = None
+        self._trained: list[tuple[list[ScoredGroup], dict[str, Any], int]] = []  # awaiting their sync
+        self._done: list[AsyncStepOutcome] = []
+        self._returned = 0
+        self._seq = 0
+        self._score_calls = 0
+        self._window: dict[str, Any] = self._new_window(0.0)
+
+    # ---- the event loop -------------------------------------------------------------------------
+    def next_step(self, progress: Progress | None = None) -> AsyncStepOutcome:
+        """Run until the next update and its weight sync are done; after the last, drain the pipeline."""
+        if self.start is None:
+            self.start = self._clock()
+            self._window = self._new_window(self.start)
+        if self._returned >= self.settings.steps:
+            raise RlsimError(f"the async run has done its {self.settings.steps} steps")
+        while not self._done:
+            self._launch()
+            self._handle_next()
+            if progress:
+                done = min(self._window["generated"], self.settings.batch)  # rollouts of this step so far
+                progress("update" if self._training else "generate", done, self.settings.batch)
+        outcome = self._done.pop(0)
+        self._returned += 1
+        if outcome.version == self.settings.steps:
+            self._drain()
+            self.end = outcome.end
+        return outcome
+
+    def _launch(self) -> None:
+        s = self.settings
+        if self._training is None and self._trains < s.steps:
+            batch = self.buffer.take_batch(self.version)
+            if batch is not None:
+                rollouts = [r for g in batch for r in g.rollouts]
+                self.ledger.mark_trained([r.uid for r in rollouts], self.version)
+                self.trained_tokens += sum(len(r.response_ids) for r in rollouts)
+                rewards = {u: v for g in batch for u, v in g.rewards.items()}
+                job = _Job("train", self.version, rollouts=rollouts, index=self._trains)
+                self._submit(self.backend.submit_train(rollouts, rewards), job)
+                self._training, self._trains = batch, self._trains + 1
+        if not any(j.kind == "generate" for j in self._jobs.values()) and self._want_more():
+            starved = not any(j.kind in ("score", "train") for j in self._jobs.values())
+            if self._ahead_ok() or starved:
+                self._generate()
+        self._note_queue()
+
+    def _net_groups(self) -> int:
+        """Groups generated or in flight that may still be trained (dropped ones do not count)."""
+        dropped = len(self.ledger.dropped) // self.settings.group_size
+        return self._submitted_groups - dropped
+
+    def _want_more(self) -> bool:
+        return self._net_groups() < self.settings.steps * self.settings.prompts_per_step
+
+    def _ahead_ok(self) -> bool:
+        s = self.settings
+        if self._net_groups() > (self.loaded + s.max_staleness) * s.prompts_per_step:
+            return False
+        scoring = sum(len(j.rollouts) for j in self._jobs.values() if j.kind == "score")
+        return self.buffer.queued + scoring + s.batch <= s.queue_size
+
+    def _generate(self) -> None:
+        s, k = self.settings, self._gen_batches
+        requests = [replace(r, uid=k * s.batch + r.uid, group=k * s.prompts_per_step + r.group)
+                    for r in self._make(k)]
+        self._gen_batches += 1
+        self._submitted_groups += s.prompts_per_step
+        self._submit(self.backend.submit_generate(requests), _Job("generate", self.loaded, index=k))
+
+    def _submit(self, handle: Any, job: _Job) -> None:
+        self._seq += 1
+        job.seq = self._seq
+        self._jobs[handle] = job
+
+    def _handle_next(self) -> None:
+        if not self._jobs:
+            raise RuntimeError("the async pipeline has nothing in flight and no step to finish; this is a bug")
+        done = self.backend.wait(list(self._jobs), timeout=self.settings.stall_s)
+        if not done:
+            kinds = sorted({j.kind for j in self._jobs.values()})
+            raise RlsimError(f"no call finished within {self.settings.stall_s:g} s (waiting on {', '.join(kinds)}); "
+                             "a worker stalls; raise faults.generate_timeout_s if it is just slow")
+        for handle in sorted(done, key=lambda h: self._jobs[h].seq):
+            job = self._jobs.pop(handle)
+            getattr(self, f"_on_{job.kind}")(job, self.backend.result(handle))
+
+    # ---- completions ------------------------------------------------------------------------------
+    def _on_generate(self, job: _Job, result: tuple[list[Rollout], list[Event]]) -> None:
+        rollouts, events = result
+        self._record(events, job.index)
+        self.ledger.generated(rollouts, job.version)
+        self._window["generated"] += len(rollouts)
+        groups: dict[int, list[Rollout]] = {}
+        for r in rollouts:
+            groups.setdefault(r.group, []).append(r)
+        per_call = max(1, self.settings.micro_batch // self.settings.group_size)
+        chunks = [sum(list(groups.values())[i : i + per_call], []) for i in range(0, len(groups), per_call)]
+        for chunk in chunks:  # round robin over the replicas, across batches
+            replica = self._score_calls % self.backend.num_scorers
+            self._score_calls += 1
+            self._submit(self.backend.submit_score(replica, chunk, self._score_calls),
+                         _Job("score", job.version, rollouts=chunk))
+
+    def _on_score(self, job: _Job, result: tuple[dict[int, float], list[Event]]) -> None:
+        rewards, events = result
+        self._record(events)
+        if set(rewards) != {r.uid for r in job.rollouts}:
+            raise RuntimeError(f"a scoring call returned {len(rewards)} rewards for {len(job.rollouts)} rollouts")
+        self.buffer.add(job.rollouts, rewards)
+        self._window["scored"] += len(rewards)
+
+    def _on_train(self, job: _Job, result: tuple[dict[str, Any], list[Event]]) -> None:
+        stats, events = result
+        self._record(events, job.index)
+        if int(stats.get("sequences", -1)) != len(job.rollouts):
+            raise RuntimeError(f"trainer used {stats.get('sequences')} rollouts of {len(job.rollouts)} sent")
+        assert self._training is not None
+        self.version += 1
+        self._trained.append((self._training, stats, job.version))
+        self._training = None
+        self._submit(self.backend.submit_sync(), _Job("sync", self.version))
+        self.loaded = self.version
+
+    def _on_sync(self, job: _Job, result: tuple[SyncResult, list[Event]]) -> None:
+        sync, events = result
+        self._record(events)
+        batch, stats, trained_at = self._trained.pop(0)
+        now = self._clock()
+        rollouts = [r for g in batch for r in g.rollouts]
+        staleness: dict[str, int] = {}
+        for g in batch:
+            key = str(trained_at - g.version)
+            staleness[key] = staleness.get(key, 0) + len(g.rollouts)
+        w = self._window
+        self._done.append(AsyncStepOutcome(
+            rollouts, {u: v for g in batch for u, v in g.rewards.items()}, stats, sync, w["events"], w["start"], now,
+            {"generated": w["generated"], "scored": w["scored"], "trained": len(rollouts)},
+            dict(sorted(staleness.items())), job.version, len(self.ledger.dropped) - w["dropped_before"]))
+        self._window = self._new_window(now)
+
+    def _drain(self) -> None:
+        """Let calls still in flight finish (their rollouts end unfinished) so no worker is left busy."""
+        while self._jobs:
+            self._handle_next()
+        self._note_queue()
+
+    def _record(self, events: list[Event], index: int | None = None) -> None:
+        for e in events:  # a generate call's batch number, an update's number: what the Gantt labels
+            e.batch = e.batch if index is None else index
+        self.events += events
+        self._window["events"] += events
+
+    def _new_window(self, start: float) -> dict[str, Any]:
+        return {"start": start, "events": [], "generated": 0, "scored": 0,
+                "dropped_before": len(self.ledger.dropped)}
+
+    def _note_queue(self) -> None:
+        t = self._clock() - (self.start or 0.0)
+        if not self.queue_log or self.queue_log[-1][1] != self.buffer.queued:
+            self.queue_log.append((round(t, 4), self.buffer.queued))

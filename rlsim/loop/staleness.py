@@ -1,0 +1,113 @@
+"""The async schedule's buffer of scored rollouts and its ledger: which policy version made each rollout,
+and what became of it.
+
+Rollouts enter by complete group (a GRPO group compares samples of one prompt, so it is never split
+across training batches). ``take_batch`` first drops every group older than the staleness bound, then
+hands out the oldest complete groups as one batch. The ledger gives every generated rollout exactly one
+fate: trained, dropped as stale, or unfinished at the end of the run (in flight or still queued).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+
+from rlsim.rollout.types import Rollout
+
+
+@dataclass
+class ScoredGroup:
+    """One prompt's ``group_size`` scored rollouts; ``version``: the policy version that generated them."""
+
+    group: int
+    version: int
+    rollouts: list[Rollout]
+    rewards: dict[int, float]
+
+
+@dataclass
+class Ledger:
+    """Every generated rollout's behaviour version (by uid) and its fate once it has one."""
+
+    versions: dict[int, int] = field(default_factory=dict)
+    trained: dict[int, int] = field(default_factory=dict)  # uid -> staleness when trained
+    dropped: set[int] = field(default_factory=set)
+
+    def generated(self, rollouts: list[Rollout], version: int) -> None:
+        doubled = [r.uid for r in rollouts if r.uid in self.versions]
+        if doubled:
+            raise RuntimeError(f"rollouts {doubled[:5]} were generated twice")
+        self.versions.update((r.uid, version) for r in rollouts)
+
+    def mark_trained(self, uids: list[int], trainer_version: int) -> None:
+        self._once(uids)
+        self.trained.update((u, trainer_version - self.versions[u]) for u in uids)
+
+    def mark_dropped(self, uids: list[int]) -> None:
+        self._once(uids)
+        self.dropped.update(uids)
+
+    def _once(self, uids: list[int]) -> None:
+        unknown = [u for u in uids if u not in self.versions]
+        settled = [u for u in uids if u in self.trained or u in self.dropped]
+        if unknown or settled:
+            raise RuntimeError(f"rollout fates out of order: never generated {unknown[:5]}, "
+                               f"already settled {settled[:5]}")
+
+    def totals(self) -> dict[str, int]:
+        """``generated == trained + dropped_stale + unfinished_at_end`` by construction; checked anyway."""
+        out = {"generated": len(self.versions), "trained": len(self.trained), "dropped_stale": len(self.dropped)}
+        out["unfinished_at_end"] = out["generated"] - out["trained"] - out["dropped_stale"]
+        assert out["unfinished_at_end"] >= 0
+        return out
+
+    def histogram(self) -> dict[str, int]:
+        """Trained rollouts per staleness (policy versions behind the trainer), ``{"0": n, "1": n, ...}``."""
+        return {str(k): v for k, v in sorted(Counter(self.trained.values()).items())}
+
+
+class StalenessBuffer:
+    """Scored rollouts waiting for the trainer. ``group_size``: rollouts per group; ``groups_per_batch``:
+    groups per training batch; ``max_staleness``: policy versions a trained rollout may lag."""
+
+    def __init__(self, group_size: int, groups_per_batch: int, max_staleness: int, ledger: Ledger) -> None:
+        self.group_size, self.groups_per_batch, self.max_staleness = group_size, groups_per_batch, max_staleness
+        self.ledger = ledger
+        self._partial: dict[int, ScoredGroup] = {}
+        self._ready: list[ScoredGroup] = []
+
+    @property
+    def queued(self) -> int:
+        """Scored rollouts waiting (complete groups and parts of groups)."""
+        return sum(len(g.rollouts) for g in self._ready) + sum(len(g.rollouts) for g in self._partial.values())
+
+    def add(self, rollouts: list[Rollout], rewards: dict[int, float]) -> None:
+        """Scored rollouts (any subset of groups); a group becomes ready once all its members are in."""
+        for r in rollouts:
+            version = self.ledger.versions[r.uid]
+            g = self._partial.setdefault(r.group, ScoredGroup(r.group, version, [], {}))
+            if version != g.version:
+                raise RuntimeError(f"group {r.group} mixes policy versions {g.version} and {version}")
+            g.rollouts.append(r)
+            g.rewards[r.uid] = rewards[r.uid]
+            if len(g.rollouts) == self.group_size:
+                self._ready.append(self._partial.pop(r.group))
+
+    def drop_stale(self, trainer_version: int) -> list[ScoredGroup]:
+        """Remove (and mark dropped) every group a trainer at ``trainer_version`` may no longer use."""
+        stale = [g for g in self._ready if trainer_version - g.version > self.max_staleness]
+        stale += [g for g in self._partial.values() if trainer_version - g.version > self.max_staleness]
+        for g in stale:
+            self.ledger.mark_dropped([r.uid for r in g.rollouts])
+        self._ready = [g for g in self._ready if g not in stale]
+        self._partial = {k: g for k, g in self._partial.items() if g not in stale}
+        return stale
+
+    def take_batch(self, trainer_version: int) -> list[ScoredGroup] | None:
+        """Drop stale groups, then the oldest ``groups_per_batch`` complete groups, or None if too few wait."""
+        self.drop_stale(trainer_version)
+        if len(self._ready) < self.groups_per_batch:
+            return None
+        self._ready.sort(key=lambda g: (g.version, g.group))
+        batch, self._ready = self._ready[: self.groups_per_batch], self._ready[self.groups_per_batch :]
+        return batch

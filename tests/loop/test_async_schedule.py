@@ -1,0 +1,165 @@
+"""The async schedule in-process, on real threads, with test doubles whose stage times are drawn at random.
+
+The doubles keep their own truth, independent of the pipeline's bookkeeping: the generator counts the
+weight loads it received (its engine version) and tags each rollout with it; the trainer counts its
+updates and records which rollouts each update used. From those the test checks the schedule's promises.
+"""
+
+from __future__ import annotations
+
+import itertools
+import time
+from collections import Counter
+from collections.abc import Sequence
+from functools import partial
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from loop_doubles import FakeGenerator, FakeStage, FakeTrainer, requests
+
+from rlsim.actors.workers import RolloutWorker, ScoringWorker, TrainerWorker
+from rlsim.loop.async_local import ThreadedAsyncBackend
+from rlsim.loop.async_schedule import AsyncPipeline, AsyncSettings
+from rlsim.loop.records import union_length
+from rlsim.loop.sync import WeightSync
+from rlsim.rollout.types import Rollout, RolloutRequest
+
+
+class TimedGenerator(FakeGenerator):
+    def __init__(self, delays: Sequence[float]) -> None:
+        super().__init__()
+        self._delays = itertools.cycle(delays)
+        self.engine_version = 0
+        self.made: dict[int, int] = {}  # uid -> engine version that generated it
+
+    def generate(self, reqs: Sequence[RolloutRequest]) -> list[Rollout]:
+        time.sleep(next(self._delays))
+        out = super().generate(reqs)
+        self.made.update((r.uid, self.engine_version) for r in out)
+        return out
+
+    def load_weights(self, weights_dir):  # type: ignore[no-untyped-def]
+        result = super().load_weights(weights_dir)
+        self.engine_version += 1
+        return result
+
+
+class TimedStage(FakeStage):
+    def __init__(self, delays: Sequence[float]) -> None:
+        super().__init__()
+        self._delays = itertools.cycle(delays)
+
+    def score(self, rollouts: Sequence[Rollout]) -> dict[int, float]:
+        time.sleep(next(self._delays))
+        return super().score(rollouts)
+
+
+class TimedTrainer(FakeTrainer):
+    def __init__(self, delays: Sequence[float]) -> None:
+        super().__init__()
+        self._delays = itertools.cycle(delays)
+
+    def train_step(self, rollouts, rewards):  # type: ignore[no-untyped-def]
+        time.sleep(next(self._delays))
+        return super().train_step(rollouts, rewards)
+
+
+def run(gen: TimedGenerator, stages: list[FakeStage], trainer: FakeTrainer, s: AsyncSettings
+        ) -> tuple[AsyncPipeline, list]:
+    backend = ThreadedAsyncBackend(
+        RolloutWorker("rollout", None, lambda: gen, pin=False),
+        [ScoringWorker(f"scorer-{i}", None, partial(lambda x: x, st_), pin=False) for i, st_ in enumerate(stages)],
+        TrainerWorker("trainer", None, lambda: trainer, pin=False), WeightSync("reload", 0.0))
+    pipeline = AsyncPipeline(backend, s, lambda k: requests(s.prompts_per_step, s.group_size))
+    try:
+        outcomes = [pipeline.next_step() for _ in range(s.steps)]
+    finally:
+        backend.close()
+    return pipeline, outcomes
+
+
+delays = st.lists(st.floats(0.0, 0.004), min_size=1, max_size=4)
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(prompts=st.integers(1, 3), group=st.integers(2, 3), staleness=st.integers(0, 2), extra=st.integers(0, 2),
+       steps=st.integers(1, 4), scorers=st.integers(1, 2), micro=st.integers(1, 6),
+       gen_d=delays, score_d=delays, train_d=delays)
+def test_no_stale_training_every_rollout_one_fate_groups_whole(
+    prompts: int, group: int, staleness: int, extra: int, steps: int, scorers: int, micro: int,
+    gen_d: list[float], score_d: list[float], train_d: list[float],
+) -> None:
+    s = AsyncSettings(prompts, group, staleness, (staleness + 1 + extra) * prompts * group, steps, micro, stall_s=30)
+    gen, trainer = TimedGenerator(gen_d), TimedTrainer(train_d)
+    pipeline, outcomes = run(gen, [TimedStage(score_d) for _ in range(scorers)], trainer, s)
+
+    assert len(trainer.seen) == steps and [o.version for o in outcomes] == list(range(1, steps + 1))
+    trained: list[int] = []
+    for update, (uids, _) in enumerate(trainer.seen):  # update = versions the trainer had made before it
+        assert len(uids) == prompts * group
+        assert all(update - gen.made[u] <= staleness for u in uids), "a rollout older than the bound was trained"
+        assert set(Counter(u // group for u in uids).values()) == {group}, "a group was split"
+        trained += uids
+    assert len(trained) == len(set(trained)), "a rollout was trained twice"
+    totals = pipeline.ledger.totals()
+    assert totals["generated"] == len(gen.made)
+    assert totals["trained"] == len(trained) == steps * prompts * group
+    assert set(trained).isdisjoint(pipeline.ledger.dropped)
+    assert totals["generated"] == totals["trained"] + totals["dropped_stale"] + totals["unfinished_at_end"]
+    true_staleness = Counter(str(update - gen.made[u]) for update, (uids, _) in enumerate(trainer.seen) for u in uids)
+    assert pipeline.ledger.histogram() == dict(sorted(true_staleness.items()))
+    assert sum(sum(o.staleness.values()) for o in outcomes) == len(trained)
+    assert gen.engine_version == steps  # one weight load per update, none lost
+
+
+def overlap(events: list, a: str, b: str) -> float:
+    """Seconds during which some ``a`` event and some ``b`` event ran at once."""
+    spans_a = [(e.start, e.end) for e in events if e.phase == a]
+    spans_b = [(e.start, e.end) for e in events if e.phase == b]
+    both = [(max(x[0], y[0]), min(x[1], y[1])) for x in spans_a for y in spans_b]
+    return union_length(both)
+
+
+@pytest.mark.parametrize("staleness", [0, 1])
+def test_one_step_off_policy_generates_the_next_batch_while_the_update_runs(staleness: int) -> None:
+    s = AsyncSettings(2, 2, staleness, (staleness + 1) * 4, steps=3, micro_batch=4)
+    pipeline, outcomes = run(TimedGenerator([0.05]), [TimedStage([0.0])], TimedTrainer([0.1]), s)
+    shared = overlap(pipeline.events, "generate", "update")
+    if staleness == 0:  # on-policy: the next batch needs the weights of this update
+        assert shared == 0.0
+        assert pipeline.ledger.histogram() == {"0": 12}
+    else:  # generation of step k+1 (50 ms) fits inside update k (100 ms), twice in three steps
+        assert shared > 0.08
+        assert pipeline.ledger.histogram() == {"0": 4, "1": 8}
+    assert pipeline.ledger.totals() == {"generated": 12, "trained": 12, "dropped_stale": 0, "unfinished_at_end": 0}
+
+
+class StuckGroupStage(FakeStage):
+    """Scores the first call holding ``group`` after ``delay_s``; every other call at once."""
+
+    def __init__(self, group: int, delay_s: float) -> None:
+        super().__init__()
+        self.group, self.delay_s = group, delay_s
+
+    def score(self, rollouts: Sequence[Rollout]) -> dict[int, float]:
+        if any(r.group == self.group for r in rollouts):
+            time.sleep(self.delay_s)
+        return super().score(rollouts)
+
+
+def test_a_group_held_up_past_the_bound_is_dropped_counted_and_never_trained() -> None:
+    # 3 groups of 2 per batch, one group per scoring call, round robin over 3 replicas: groups 1, 4, 7
+    # go to scorer-1, which holds group 1 for 0.5 s. The trainer fills two batches from the other
+    # groups meanwhile (versions 0 and 1), so at version 2 groups 1 and 4 (version 0) are two behind.
+    s = AsyncSettings(3, 2, max_staleness=1, queue_size=18, steps=4, micro_batch=2)
+    stages = [FakeStage(), StuckGroupStage(1, 0.5), FakeStage()]
+    gen, trainer = TimedGenerator([0.01]), TimedTrainer([0.01])
+    pipeline, outcomes = run(gen, stages, trainer, s)
+    totals = pipeline.ledger.totals()
+    assert pipeline.ledger.dropped == {2, 3, 8, 9}  # groups 1 and 4: uids 2g and 2g + 1
+    assert totals["dropped_stale"] == sum(o.dropped_stale for o in outcomes) >= 4
+    assert totals["generated"] == totals["trained"] + totals["dropped_stale"] + totals["unfinished_at_end"]
+    trained = [u for uids, _ in trainer.seen for u in uids]
+    assert pipeline.ledger.dropped.isdisjoint(trained) and len(trained) == 4 * 6
+    assert all(update - gen.made[u] <= 1 for update, (uids, _) in enumerate(trainer.seen) for u in uids)
