@@ -20,7 +20,6 @@ import shutil
 import socket
 import subprocess
 import sys
-from pathlib import Path
 from typing import Any
 
 # The CPU flags that change which kernels run (bf16/int8 paths, vector width); the rest are noise.

@@ -87,6 +87,7 @@ class AsyncStepOutcome:
     staleness: dict[str, int]
     version: int
     dropped_stale: int
+    phases: tuple[str, ...] = ()  # no phases beside the standard four (rlsim.loop.ppo_step adds some)
 
 
 @dataclass

@@ -93,7 +93,8 @@ class LoopSession:
         """Run step ``step`` (numbered from 1); returns its ``results.json`` record and timeline rows."""
         assert self.backend is not None, "call start() first"
         cfg = self.config
-        if (schedule or cfg.schedule) == "async":
+        chosen = schedule or cfg.schedule
+        if chosen == "async":
             from rlsim.loop.async_session import async_step
 
             return async_step(self, step, progress)
@@ -102,16 +103,16 @@ class LoopSession:
         self.backend.begin_step(step)
         if self.experience_roles:  # the reference or the critic runs (PPO, KL): start() made an experience backend
             backend = cast(ExperienceBackend, self.backend)
-            outcome = run_ppo_step(backend, schedule or cfg.schedule, requests, cfg.micro_batch, progress)
+            outcome = run_ppo_step(backend, chosen, requests, cfg.micro_batch, progress)
         else:
-            outcome = run_step(self.backend, schedule or cfg.schedule, requests, cfg.micro_batch, progress)
+            outcome = run_step(self.backend, chosen, requests, cfg.micro_batch, progress)
         after = self._cpu_seconds()
         cpu = cpu_deltas(before, after)
         tokens = {
             "prompt": sum(len(r.prompt_ids) for r in outcome.rollouts),
             "generated": sum(len(r.response_ids) for r in outcome.rollouts),
         }
-        record = step_record(step, schedule or cfg.schedule, outcome, cpu, tokens)
+        record = step_record(step, chosen, outcome, cpu, tokens)
         return record, timeline_rows(step, outcome.events, outcome.start)
 
     def _cpu_seconds(self) -> dict[str, tuple[int, float]]:

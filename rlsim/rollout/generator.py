@@ -21,8 +21,9 @@ class GeneratorSettings:
 
     ``cores``: CPU ids the engine's compute threads are bound to (empty: leave binding to the
     process affinity). ``threads``: compute threads (None: one per core). ``behaviour_logprobs``: each
-    rollout carries the sampled tokens' log-probs (what the async schedule's off-policy correction needs). ``kv_cache_gib``: vLLM's
-    CPU KV cache in GiB. ``gpu_memory_fraction``: vLLM's share of GPU memory on ``device: cuda``.
+    rollout carries the sampled tokens' log-probs (the async schedule's off-policy correction needs them).
+    ``kv_cache_gib``: vLLM's CPU KV cache in GiB. ``gpu_memory_fraction``: vLLM's share of GPU memory on
+    ``device: cuda``.
     """
 
     device: Literal["cpu", "cuda"] = "cpu"

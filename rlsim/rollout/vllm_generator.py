@@ -105,7 +105,12 @@ class VllmGenerator:
         rollout = Rollout(req.uid, req.group, list(out.prompt_token_ids), tokens)
         if self.settings.behaviour_logprobs:
             # logprobs=0 asks for the sampled token's own log-prob at each position (a dict per position).
-            rollout.behaviour_logprobs = [float(pos[tok].logprob) for pos, tok in zip(sample.logprobs, tokens, strict=True)]
+            positions = sample.logprobs
+            if positions is None or any(pos is None for pos in positions):
+                raise RuntimeError("vLLM returned no log-probs although asked for them (logprobs=0); this is a bug")
+            rollout.behaviour_logprobs = [
+                float(pos[tok].logprob) for pos, tok in zip(positions, tokens, strict=True)  # type: ignore[index]
+            ]
         return rollout
 
     def _submit(self, requests: Sequence[RolloutRequest]) -> dict[str, RolloutRequest]:
