@@ -1,10 +1,11 @@
-"""The ``http`` runtime: score over real HTTP against ``rlsim serve`` on loopback.
+"""The ``http`` runtime: score over real HTTP against ``rlsim serve`` on loopback, or any reward server.
 
 Either it starts ``python -m rlsim serve`` wrapping ``settings.server_runtime`` on a free loopback
 port (the server tokenizes, batches and runs the model), or it uses a running server at
-``settings.url``. Requests go through one keep-alive ``httpx`` connection pool. Connection errors,
-503 (queue full, loading) and 504 (timed out) are retried with exponential backoff until a
-deadline, then an ``RlsimError`` says what failed; scoring is idempotent, so a retry is safe.
+``settings.url``, speaking ``settings.http_protocol`` (rlsim's ``/score``, OpenRLHF's ``/get_reward`` or
+vLLM's ``/classify``: ``rlsim.scoring.http_protocols``). Requests go through one keep-alive ``httpx``
+connection pool. Connection errors, 503 (queue full, loading) and 504 (timed out) are retried with
+exponential backoff until a deadline, then an ``RlsimError`` says what failed; scoring is idempotent, so a retry is safe.
 
 No orphan servers: ``close()`` stops the child (SIGTERM, then SIGKILL), an ``atexit`` hook stops
 any left at interpreter exit, and the child watches its parent and exits when the parent dies.
@@ -29,6 +30,7 @@ import numpy as np
 
 from rlsim.errors import RlsimError
 from rlsim.scoring.base import SCORERS, RuntimeInfo, ScorerSettings, ScorerStats, register_scorer
+from rlsim.scoring.http_protocols import PROTOCOLS
 from rlsim.scoring.needs import HTTP
 from rlsim.scoring.tokenizing import check_texts, load_reward_tokenizer
 
@@ -67,6 +69,8 @@ class HttpScorer:
         self._lock = threading.Lock()
         self._client: Any = None
         self._tokenizer: Any = None
+        self._protocol = PROTOCOLS[settings.http_protocol]
+        self._served_model: str | None = None  # vllm-classify: the id GET /v1/models lists
         try:
             url = settings.url.rstrip("/") if settings.url else self._start_server()
             self.url = url
@@ -118,6 +122,36 @@ class HttpScorer:
         return self._workdir / "server.log"
 
     def _wait_ready(self) -> int:
+        """Wait until the server can score; returns its ``max_texts`` per request (unlimited if it does not say).
+
+        ``rlsim serve`` (started here, or at ``url`` with the rlsim protocol) says so on ``/health``; a vLLM
+        server is ready once ``/v1/models`` lists the model; an OpenRLHF reward server has no probe, so the
+        first batch's retries cover its start.
+        """
+        external = self._proc is None and self._protocol.name != "rlsim"
+        max_texts = 1 << 30 if external else self._poll_health()
+        if self._protocol.name == "vllm-classify":
+            self._served_model = self._poll_models()
+        return max_texts
+
+    def _poll_models(self) -> str:
+        import httpx
+
+        deadline = time.monotonic() + self.start_timeout_s
+        while True:
+            self._check_alive("before listing its models")
+            try:
+                r = self._client.get("/v1/models", timeout=5.0)
+                if r.status_code == 200 and r.json().get("data"):
+                    return str(r.json()["data"][0]["id"])
+                last = f"/v1/models answered HTTP {r.status_code}"
+            except (httpx.TransportError, ValueError, KeyError, TypeError) as err:
+                last = f"{type(err).__name__}: {err}"
+            if time.monotonic() > deadline:
+                raise self._not_ready(last)
+            time.sleep(0.2)
+
+    def _poll_health(self) -> int:
         """Poll ``/health`` until ready; returns the server's ``max_texts`` per request."""
         import httpx
 
@@ -192,9 +226,11 @@ class HttpScorer:
         rewards: list[float] = []
         truncated = 0
         for start in range(0, len(texts), self._max_texts):
-            body = self._post({"texts": list(texts[start : start + self._max_texts])})
-            rewards += body["rewards"]
-            truncated += int(body.get("truncated", 0))
+            chunk = texts[start : start + self._max_texts]
+            body = self._post(self._protocol.request(chunk, self._served_model))
+            got, cut = self._protocol.rewards(body, len(chunk), self.url)
+            rewards += got
+            truncated += cut
         with self._lock:
             self.stats.batches += 1
             self.stats.sequences += len(texts)
@@ -214,12 +250,16 @@ class HttpScorer:
             wait_hint = 0.0
             try:
                 timeout = httpx.Timeout(remaining, connect=min(5.0, remaining))
-                r = self._client.post("/score", content=data, headers=headers, timeout=timeout)
+                r = self._client.post(self._protocol.path, content=data, headers=headers, timeout=timeout)
             except httpx.TransportError as err:
                 last = f"{type(err).__name__}: {err or 'no details'}"
             else:
                 if r.status_code == 200:
-                    return r.json()
+                    try:
+                        return r.json()
+                    except ValueError:
+                        raise RlsimError(f"the server at {self.url} answered {self._protocol.path} with a body "
+                                         "that is not JSON; check --url and --http-protocol") from None
                 detail = _detail(r)
                 if r.status_code not in (503, 504):
                     raise RlsimError(
