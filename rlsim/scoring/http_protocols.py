@@ -3,8 +3,10 @@
 - ``rlsim``: ``POST /score`` ``{"texts": [...]}`` -> ``{"rewards": [...], "truncated": n}`` (``rlsim serve``).
 - ``openrlhf``: OpenRLHF's remote reward model, ``POST /get_reward`` ``{"query": [...]}`` -> ``{"rewards": [...]}``.
 - ``vllm-classify``: vLLM's classification API, ``POST /classify`` ``{"model", "input": [...], "use_activation":
-  false}`` -> ``data[i].probs`` (one label: the raw reward, since the sigmoid is switched off); the model name
-  comes from ``GET /v1/models``, which is also how readiness is seen on a vLLM server.
+  false, "truncate_prompt_tokens", "truncation_side"}`` -> ``data[i].probs`` (one label: the raw reward, since
+  the sigmoid is switched off; texts cut to the client's ``max_length`` on its ``truncation`` side, where vLLM
+  would refuse a text longer than the model's context); the model name comes from ``GET /v1/models``, which is
+  also how readiness is seen on a vLLM server.
 
 Bodies are read with the same pydantic models ``rlsim serve`` writes them with (``rlsim.serve.protocol_schemas``),
 which the serve tests check against the installed vLLM's own classes. ``rlsim serve`` answers all three, so
@@ -45,12 +47,18 @@ class WireProtocol:
     name: str
     path: str
 
-    def request(self, texts: Sequence[str], model: str | None) -> dict[str, Any]:
+    def request(self, texts: Sequence[str], model: str | None, max_length: int | None = None,
+                truncation: str = "left") -> dict[str, Any]:
+        """The body for ``texts``; ``max_length`` / ``truncation`` (vllm-classify only): tokens kept and which end
+        is cut (``rlsim serve`` and OpenRLHF servers truncate with their own settings)."""
         if self.name == "rlsim":
             return {"texts": list(texts)}
         if self.name == "openrlhf":
             return {"query": list(texts)}
-        return {"model": model, "input": list(texts), "use_activation": False}
+        body: dict[str, Any] = {"model": model, "input": list(texts), "use_activation": False}
+        if max_length is not None:
+            body.update(truncate_prompt_tokens=max_length, truncation_side=truncation)
+        return body
 
     def rewards(self, body: Any, count: int, url: str) -> tuple[list[float], int]:
         """``(rewards, truncated)`` from an answer to ``count`` texts; RlsimError if it is not this protocol's."""

@@ -5,7 +5,8 @@ port (the server tokenizes, batches and runs the model), or it uses a running se
 ``settings.url``, speaking ``settings.http_protocol`` (rlsim's ``/score``, OpenRLHF's ``/get_reward`` or
 vLLM's ``/classify``: ``rlsim.scoring.http_protocols``). Requests go through one keep-alive ``httpx``
 connection pool. Connection errors, 503 (queue full, loading) and 504 (timed out) are retried with
-exponential backoff until a deadline, then an ``RlsimError`` says what failed; scoring is idempotent, so a retry is safe.
+exponential backoff until a deadline, then an ``RlsimError`` says what failed; scoring is idempotent,
+so a retry is safe.
 
 No orphan servers: ``close()`` stops the child (SIGTERM, then SIGKILL), an ``atexit`` hook stops
 any left at interpreter exit, and the child watches its parent and exits when the parent dies.
@@ -227,7 +228,8 @@ class HttpScorer:
         truncated = 0
         for start in range(0, len(texts), self._max_texts):
             chunk = texts[start : start + self._max_texts]
-            body = self._post(self._protocol.request(chunk, self._served_model))
+            body = self._post(self._protocol.request(chunk, self._served_model, self.max_length,
+                                                     self.settings.truncation))
             got, cut = self._protocol.rewards(body, len(chunk), self.url)
             rewards += got
             truncated += cut

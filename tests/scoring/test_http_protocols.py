@@ -47,8 +47,10 @@ def test_vllm_classify_request_and_response_match_vllms_own_classes() -> None:
     vllm_classify = pytest.importorskip("vllm.entrypoints.pooling.classify.protocol")
     engine = pytest.importorskip("vllm.entrypoints.serve.engine.protocol")
     wire = PROTOCOLS["vllm-classify"]
-    request = vllm_classify.ClassificationCompletionRequest.model_validate(wire.request(["a", "b"], "rm"))
+    body = wire.request(["a", "b"], "rm", max_length=64, truncation="left")
+    request = vllm_classify.ClassificationCompletionRequest.model_validate(body)
     assert request.input == ["a", "b"] and request.model == "rm" and request.use_activation is False
+    assert request.truncate_prompt_tokens == 64 and request.truncation_side == "left"
     answer = vllm_classify.ClassificationResponse(
         model="rm", usage=engine.UsageInfo(prompt_tokens=4, total_tokens=4),
         data=[vllm_classify.ClassificationData(index=i, label="LABEL_0", probs=[p], num_classes=1)
