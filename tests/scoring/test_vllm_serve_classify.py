@@ -98,3 +98,30 @@ def test_rlsim_bench_scoring_runs_against_the_vllm_server(vllm_server, tmp_path)
                  "--count", "16", "--max-length", "128", "--out", str(out)]) == 0
     assert json.loads((out / "results.json").read_text())
     assert "http" in (out / "cells.csv").read_text()
+
+
+def test_rlsim_run_scores_its_rollouts_with_the_vllm_server(vllm_server, ray_cluster, tmp_path) -> None:
+    """The real loop (Ray, HF generation of tiny-llama) with the vLLM server as its reward runtime."""
+    import json
+
+    from rlsim.loop.config import RunConfig, cross_field_problems
+    from rlsim.loop.run import run_loop
+
+    config = RunConfig.model_validate({
+        "steps": 2, "micro_batch": 2, "schedule": "overlapped",
+        "policy": {"model": "tiny-llama", "backend": "hf"},
+        "workload": {"prompts_per_step": 2, "group_size": 2,
+                     "spec": {"seed": 1, "prompt": {"kind": "fixed", "tokens": 8},
+                              "response": {"kind": "uniform", "min": 4, "max": 16}}},
+        "reward": {"model": "tiny-llama-rm", "runtime": "http", "url": vllm_server, "http_protocol": "vllm-classify",
+                   "batch_size": 4, "max_length": 64},
+        "trainer": {"micro_batch": 4, "sync": "simulated", "simulated_sync_s": 0},
+        "placement": {"preset": "shared", "strategy": "PACK",
+                      "rollout": {"num_cpus": 0.25}, "scorer": {"num_cpus": 0.25}, "trainer": {"num_cpus": 0.25}},
+    })
+    assert not cross_field_problems(config)
+    run_loop(config, tmp_path, show_progress=False)
+    saved = json.loads((tmp_path / "results.json").read_text())
+    assert saved["complete"] is True and len(saved["steps"]) == 2
+    for step in saved["steps"]:
+        assert step["rollouts"] == {"generated": 4, "scored": 4, "trained": 4}
