@@ -40,7 +40,6 @@ from rlsim.planner.profile.schema import (
     TrainerModel,
 )
 from rlsim.planner.sim.generation import completion_work_s, deal
-from rlsim.workloads import FixedLengths
 
 RUNTIME = "logged"
 _NO_TRUNCATION = 1_000_000  # the reward phase is fitted on whole sequences
@@ -173,6 +172,7 @@ def replay_steps(profile: Profile, steps: list[LoggedStep], layout: LogLayout) -
     from rlsim.planner.runs.predict import ReplayWorkload
     from rlsim.planner.sim.evaluate import evaluate
     from rlsim.planner.spec.cluster import NodeSpec, PlacementSpec
+    from rlsim.workloads import FixedLengths
 
     traces = [step_trace(s) for s in steps]
     node = NodeSpec(count=1, cores=max(1, layout.gpus), gpus=layout.gpus, kind=profile.hardware_kind)
