@@ -78,6 +78,9 @@ def add_settings_args(parser: argparse.ArgumentParser) -> None:
     g.add_argument("--truncation", choices=["left", "right"], default="left", help="left keeps the response end")
     g.add_argument("--server-runtime", default="ort", help="runtime the http server wraps (default ort)")
     g.add_argument("--url", default=None, help="http runtime: use this running server instead of starting one")
+    g.add_argument("--http-protocol", choices=["rlsim", "openrlhf", "vllm-classify"], default="rlsim",
+                   help="http runtime: what the server speaks: rlsim (/score), openrlhf (/get_reward) or "
+                        "vllm-classify (vLLM's /classify); default rlsim")
     g.add_argument("--ort-lib", default=None, help="native runtime: path to libonnxruntime.so")
     g.add_argument("--http-deadline-s", type=positive_float, default=60.0,
                    help="http runtime: seconds one batch may take, retries included (default 60)")
@@ -113,4 +116,5 @@ def settings_from_args(args: argparse.Namespace) -> ScorerSettings:
         url=args.url,
         ort_path=args.ort_lib,
         http_deadline_s=args.http_deadline_s,
+        http_protocol=args.http_protocol,
     )

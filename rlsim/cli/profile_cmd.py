@@ -3,6 +3,8 @@
 Example: ``rlsim profile configs/profiles/measure_cpu_2core.yaml --out configs/profiles/cpu_2core_measured.json``
 (real loop runs of the config's ``loop_set`` for generation, update, sync and contention, then the
 scorer latency grid). ``--reuse`` keeps complete loop runs of the same config already in ``--runs``.
+``rlsim profile --from-log metrics.jsonl --gpus 8 --out PROFILE`` fits generation, scoring, update and sync
+to the per-step metrics a verl or OpenRLHF run logged (see README, "Plan from a framework's logs").
 """
 
 from __future__ import annotations
@@ -26,7 +28,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         help="measure scorer latency, generation, update and contention into a planner profile (JSON)",
         description=__doc__,
     )
-    p.add_argument("config", type=Path, help="profile YAML (runtimes, grid, loop set or results, contention results)")
+    p.add_argument("config", type=Path, nargs="?", default=None,
+                   help="profile YAML (runtimes, grid, loop set or results, contention results); not with --from-log")
     p.add_argument("--out", type=Path, required=True, help="profile JSON to write")
     p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
                    help="override a config value, e.g. --set repeats=5 (repeatable)")
@@ -43,10 +46,18 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
                    help="check the config, its loop set and every loop config, print what would run; start nothing")
     p.add_argument("--summary", type=Path, default=None,
                    help="also write a short JSON summary (what was measured, fitted numbers, wall time) here")
+    from rlsim.cli.profile_log import add_log_arguments
+
+    add_log_arguments(p)
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.from_log is not None or args.config is None:
+        from rlsim.cli.profile_log import run_from_log
+
+        return run_from_log(args)
+
     from rich.console import Console
     from rich.progress import BarColumn, TextColumn, TimeElapsedColumn
     from rlsim.progress import LineProgress

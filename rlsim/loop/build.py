@@ -34,6 +34,7 @@ def reward_settings(config: RunConfig, placement: ResolvedPlacement) -> RewardSt
         runtime=r.runtime, model=r.model, batcher=r.batcher, batch_size=r.batch_size, token_budget=r.token_budget,
         max_length=r.max_length, device=r.device, threads=placement.threads, spinning=r.spinning,
         server_runtime=r.server_runtime, http_deadline_s=r.http_deadline_s, imports=tuple(r.imports),
+        http_protocol=r.http_protocol, url=r.url,
     )
 
 

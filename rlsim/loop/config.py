@@ -58,7 +58,9 @@ class RewardConfig(_Strict):
     batches planned by ``batcher`` (a registered batcher: fixed, sorted, token-budget).
     ``imports``: user modules imported first (here and in every scoring actor) that register plug-in
     runtimes with ``@register_scorer``; ``rlsim run --import MODULE`` adds to it.
-    For ``http`` each scoring actor starts an ``rlsim serve`` process on loopback wrapping ``server_runtime``;
+    For ``http`` each scoring actor starts an ``rlsim serve`` process on loopback wrapping ``server_runtime``,
+    or, with ``url``, scores with the reward server there; ``http_protocol`` is what that server speaks
+    (``rlsim``, ``openrlhf`` or ``vllm-classify``, see ``rlsim.scoring.http_protocols``);
     ``http_deadline_s``: the longest one batch may take over HTTP, retries included (seconds)."""
 
     imports: list[str] = Field(default_factory=list)  # first: validators run in field order
@@ -73,6 +75,15 @@ class RewardConfig(_Strict):
     spinning: bool = True
     server_runtime: str = "ort"
     http_deadline_s: float = Field(60.0, gt=0)
+    http_protocol: Literal["rlsim", "openrlhf", "vllm-classify"] = "rlsim"
+    url: str | None = Field(None, min_length=1, description="http: a running reward server (e.g. http://host:8000)")
+
+    @field_validator("url")
+    @classmethod
+    def _http_url(cls, v: str | None) -> str | None:
+        if v is not None and not v.startswith(("http://", "https://")):
+            raise ValueError(f"{v!r} is not an http:// or https:// URL")
+        return v
 
     @field_validator("imports")
     @classmethod
@@ -267,6 +278,12 @@ def cross_field_problems(config: RunConfig) -> list[str]:
 def _fault_problems(config: RunConfig) -> list[str]:
     f, problems = config.faults, []
     http_faults = [k for k in ("kill_http_server_steps", "stall_http_server_steps") if getattr(f, k)]
+    for key in ("url", "http_protocol"):
+        if getattr(config.reward, key) not in (None, "rlsim") and config.reward.runtime != "http":
+            problems.append(f"reward.{key}: applies to reward.runtime: http only (it is {config.reward.runtime})")
+    if http_faults and config.reward.url is not None:
+        problems.append(f"faults.{http_faults[0]}: server faults act on the server the http runtime starts; "
+                        "leave reward.url unset")
     if http_faults and config.reward.runtime != "http":
         problems.append(f"faults.{http_faults[0]}: http server faults need reward.runtime: http "
                         f"(it is {config.reward.runtime}, which runs no server)")

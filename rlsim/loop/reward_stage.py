@@ -51,6 +51,8 @@ class RewardStageSettings:
     server_runtime: str = "ort"
     http_deadline_s: float = 60.0
     imports: tuple[str, ...] = ()
+    http_protocol: str = "rlsim"
+    url: str | None = None
 
 
 class RewardStage:
@@ -78,6 +80,8 @@ class RewardStage:
                 ort_path=settings.ort_path,
                 server_runtime=settings.server_runtime,
                 http_deadline_s=settings.http_deadline_s,
+                http_protocol=settings.http_protocol,  # type: ignore[arg-type]
+                url=settings.url,
             )
             self._make_scorer = partial(
                 make_scorer, settings.runtime, resolve_reward_model(settings.model), scorer_settings

@@ -38,6 +38,8 @@ class ScorerSettings:
     ``compile_buckets``: sequence lengths ``compile`` pads to, so it compiles once per bucket.
     ``server_runtime`` / ``url``: for ``http``: the runtime the server wraps, or an existing server.
     ``http_deadline_s``: for ``http``: the longest one batch may take, the client's retries included (seconds).
+    ``http_protocol``: for ``http``: ``rlsim`` (``/score``), ``openrlhf`` (``/get_reward``) or ``vllm-classify``
+    (``/classify``), see ``rlsim.scoring.http_protocols``; checked when the settings are made.
     """
 
     device: Literal["cpu", "cuda"] = "cpu"
@@ -51,6 +53,12 @@ class ScorerSettings:
     url: str | None = None
     ort_path: str | None = None
     http_deadline_s: float = 60.0
+    http_protocol: Literal["rlsim", "openrlhf", "vllm-classify"] = "rlsim"
+
+    def __post_init__(self) -> None:
+        from rlsim.scoring.http_protocols import check_protocol
+
+        check_protocol(self.http_protocol)
 
     def resolved_threads(self) -> int:
         return self.threads if self.threads else len(os.sched_getaffinity(0))

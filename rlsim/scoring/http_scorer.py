@@ -1,10 +1,12 @@
-"""The ``http`` runtime: score over real HTTP against ``rlsim serve`` on loopback.
+"""The ``http`` runtime: score over real HTTP against ``rlsim serve`` on loopback, or any reward server.
 
 Either it starts ``python -m rlsim serve`` wrapping ``settings.server_runtime`` on a free loopback
 port (the server tokenizes, batches and runs the model), or it uses a running server at
-``settings.url``. Requests go through one keep-alive ``httpx`` connection pool. Connection errors,
-503 (queue full, loading) and 504 (timed out) are retried with exponential backoff until a
-deadline, then an ``RlsimError`` says what failed; scoring is idempotent, so a retry is safe.
+``settings.url``, speaking ``settings.http_protocol`` (rlsim's ``/score``, OpenRLHF's ``/get_reward`` or
+vLLM's ``/classify``: ``rlsim.scoring.http_protocols``). Requests go through one keep-alive ``httpx``
+connection pool. Connection errors, 503 (queue full, loading) and 504 (timed out) are retried with
+exponential backoff until a deadline, then an ``RlsimError`` says what failed; scoring is idempotent,
+so a retry is safe.
 
 No orphan servers: ``close()`` stops the child (SIGTERM, then SIGKILL), an ``atexit`` hook stops
 any left at interpreter exit, and the child watches its parent and exits when the parent dies.
@@ -12,37 +14,38 @@ any left at interpreter exit, and the child watches its parent and exits when th
 
 from __future__ import annotations
 
-import atexit
 import json
 import os
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
 import threading
 import time
+from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from rlsim.errors import RlsimError
 from rlsim.scoring.base import SCORERS, RuntimeInfo, ScorerSettings, ScorerStats, register_scorer
+from rlsim.scoring.http_process import LIVE as _LIVE
+from rlsim.scoring.http_process import (
+    in_process_runtimes,
+    module_root,
+    package_root,
+    response_detail,
+    retry_after_s,
+    settings_flags,
+    stop_server,
+)
+from rlsim.scoring.http_protocols import PROTOCOLS
 from rlsim.scoring.needs import HTTP
 from rlsim.scoring.tokenizing import check_texts, load_reward_tokenizer
 
 if TYPE_CHECKING:
     from rlsim.models.reward import RewardModelSpec
-
-_LIVE: set[subprocess.Popen[bytes]] = set()  # servers this process started and has not stopped yet
-
-
-@atexit.register
-def _stop_all() -> None:
-    for proc in list(_LIVE):
-        _stop(proc, timeout_s=5.0)
-
 
 @register_scorer("http", RuntimeInfo(needs=HTTP, precision=None, server=True))
 class HttpScorer:
@@ -58,7 +61,7 @@ class HttpScorer:
     stop_timeout_s = 30.0
     backoff_s = (0.05, 2.0)  # first and longest wait between retries
 
-    def __init__(self, model: "RewardModelSpec", settings: ScorerSettings) -> None:
+    def __init__(self, model: RewardModelSpec, settings: ScorerSettings) -> None:
         import httpx
 
         self.model, self.settings, self.stats = model, settings, ScorerStats()
@@ -67,6 +70,8 @@ class HttpScorer:
         self._lock = threading.Lock()
         self._client: Any = None
         self._tokenizer: Any = None
+        self._protocol = PROTOCOLS[settings.http_protocol]
+        self._served_model: str | None = None  # vllm-classify: the id GET /v1/models lists
         try:
             url = settings.url.rstrip("/") if settings.url else self._start_server()
             self.url = url
@@ -90,12 +95,12 @@ class HttpScorer:
         # score_batch is one request: let the server take any batch a caller may send in one go, and
         # score it in one pass (the caller's batcher already chose the batch, as for every runtime).
         cmd += ["--max-texts", "8192", "--max-queue", "16384", "--max-text-chars", "10000000", "--sub-batch-size", "0"]
-        cmd += _settings_flags(self.settings)
+        cmd += settings_flags(self.settings)
         env = dict(os.environ)
-        paths = [_package_root()]
+        paths = [package_root()]
         if not cls.__module__.startswith("rlsim."):  # a runtime registered outside rlsim (a plug-in)
             cmd += ["--import", cls.__module__]
-            paths.append(_module_root(cls.__module__, runtime))
+            paths.append(module_root(cls.__module__, runtime))
         env["PYTHONPATH"] = os.pathsep.join(paths + [p for p in [env.get("PYTHONPATH")] if p])
         with open(self._log_path, "wb") as log:
             self._proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, env=env)
@@ -118,6 +123,36 @@ class HttpScorer:
         return self._workdir / "server.log"
 
     def _wait_ready(self) -> int:
+        """Wait until the server can score; returns its ``max_texts`` per request (unlimited if it does not say).
+
+        ``rlsim serve`` (started here, or at ``url`` with the rlsim protocol) says so on ``/health``; a vLLM
+        server is ready once ``/v1/models`` lists the model; an OpenRLHF reward server has no probe, so the
+        first batch's retries cover its start.
+        """
+        external = self._proc is None and self._protocol.name != "rlsim"
+        max_texts = 1 << 30 if external else self._poll_health()
+        if self._protocol.name == "vllm-classify":
+            self._served_model = self._poll_models()
+        return max_texts
+
+    def _poll_models(self) -> str:
+        import httpx
+
+        deadline = time.monotonic() + self.start_timeout_s
+        while True:
+            self._check_alive("before listing its models")
+            try:
+                r = self._client.get("/v1/models", timeout=5.0)
+                if r.status_code == 200 and r.json().get("data"):
+                    return str(r.json()["data"][0]["id"])
+                last = f"/v1/models answered HTTP {r.status_code}"
+            except (httpx.TransportError, ValueError, KeyError, TypeError) as err:
+                last = f"{type(err).__name__}: {err}"
+            if time.monotonic() > deadline:
+                raise self._not_ready(last)
+            time.sleep(0.2)
+
+    def _poll_health(self) -> int:
         """Poll ``/health`` until ready; returns the server's ``max_texts`` per request."""
         import httpx
 
@@ -192,9 +227,12 @@ class HttpScorer:
         rewards: list[float] = []
         truncated = 0
         for start in range(0, len(texts), self._max_texts):
-            body = self._post({"texts": list(texts[start : start + self._max_texts])})
-            rewards += body["rewards"]
-            truncated += int(body.get("truncated", 0))
+            chunk = texts[start : start + self._max_texts]
+            body = self._post(self._protocol.request(chunk, self._served_model, self.max_length,
+                                                     self.settings.truncation))
+            got, cut = self._protocol.rewards(body, len(chunk), self.url)
+            rewards += got
+            truncated += cut
         with self._lock:
             self.stats.batches += 1
             self.stats.sequences += len(texts)
@@ -214,19 +252,23 @@ class HttpScorer:
             wait_hint = 0.0
             try:
                 timeout = httpx.Timeout(remaining, connect=min(5.0, remaining))
-                r = self._client.post("/score", content=data, headers=headers, timeout=timeout)
+                r = self._client.post(self._protocol.path, content=data, headers=headers, timeout=timeout)
             except httpx.TransportError as err:
                 last = f"{type(err).__name__}: {err or 'no details'}"
             else:
                 if r.status_code == 200:
-                    return r.json()
-                detail = _detail(r)
+                    try:
+                        return r.json()
+                    except ValueError:
+                        raise RlsimError(f"the server at {self.url} answered {self._protocol.path} with a body "
+                                         "that is not JSON; check --url and --http-protocol") from None
+                detail = response_detail(r)
                 if r.status_code not in (503, 504):
                     raise RlsimError(
                         f"the scoring server at {self.url} refused the batch (HTTP {r.status_code}): {detail}"
                     )
                 last = f"HTTP {r.status_code}: {detail}"
-                wait_hint = _retry_after(r)
+                wait_hint = retry_after_s(r)
             self._check_alive("while scoring")
             delay = max(min(longest, first * 2**attempt), min(wait_hint, longest))
             attempt += 1
@@ -244,67 +286,5 @@ class HttpScorer:
             self._client.close()
             self._client = None
         if self._proc is not None:
-            _stop(self._proc, self.stop_timeout_s)
+            stop_server(self._proc, self.stop_timeout_s)
         shutil.rmtree(self._workdir, ignore_errors=True)
-
-
-def in_process_runtimes() -> list[str]:
-    """Built-in runtimes a server can wrap (every one that is not itself server-backed)."""
-    from rlsim.scoring.base import runtime_names
-
-    return [n for n in runtime_names() if not SCORERS.info(n).server]
-
-
-def _stop(proc: subprocess.Popen[bytes], timeout_s: float) -> None:
-    """SIGTERM (the server finishes accepted requests), then SIGKILL if it does not exit in time."""
-    if proc.poll() is None:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(timeout_s)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-    _LIVE.discard(proc)
-
-
-def _settings_flags(s: ScorerSettings) -> list[str]:
-    flags = ["--device", s.device, "--truncation", s.truncation]
-    if s.threads:
-        flags += ["--threads", str(s.threads)]
-    if not s.spinning:
-        flags.append("--no-spinning")
-    if s.max_length:
-        flags += ["--max-length", str(s.max_length)]
-    if s.ort_path:
-        flags += ["--ort-lib", s.ort_path]
-    return flags
-
-
-def _package_root() -> str:
-    """The folder holding this ``rlsim`` package, so the child runs the very same code."""
-    return str(Path(__file__).resolve().parents[2])
-
-
-def _module_root(module: str, runtime: str) -> str:
-    mod = sys.modules.get(module)
-    path = getattr(mod, "__file__", None)
-    if module == "__main__" or path is None:
-        raise RlsimError(
-            f"runtime {runtime!r} is defined in {module}, which a server process cannot import; "
-            "move it into an importable module"
-        )
-    return str(Path(path).resolve().parents[module.count(".")])
-
-
-def _detail(response: Any) -> str:
-    try:
-        return str(response.json().get("detail", response.text))[:2000]
-    except ValueError:
-        return response.text[:2000] or "(empty body)"
-
-
-def _retry_after(response: Any) -> float:
-    try:
-        return max(0.0, float(response.headers.get("retry-after", 0)))
-    except ValueError:
-        return 0.0

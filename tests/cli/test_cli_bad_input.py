@@ -162,6 +162,7 @@ BENCH = ["bench", "scoring", "--out", "/dev/null"]
 SERVE = ["serve", "--runtime", "no-such-runtime"]
 CONTENTION = ["experiment", "contention", "missing.yaml"]
 PLAN = ["plan", "missing.yaml"]
+PROFILE_LOG = ["profile", "--from-log", "missing.jsonl", "--out", "/dev/null/profile.json"]
 # (argv before the flag, flag, bad values). test_every_numeric_flag_is_listed keeps this complete.
 NUMERIC_FLAGS = [
     *[(prefix, flag, _ints_below(1)) for prefix in (SCORE, ["verify", "--runtimes", "nope"], BENCH, SERVE)
@@ -192,6 +193,8 @@ NUMERIC_FLAGS = [
     (SERVE, "--parent-pid", _ints_below(1)),
     (PLAN, "--target-step-s", _floats_not_above(0.0, inclusive=True)),
     (PLAN, "--top", _ints_below(1)),
+    (PROFILE_LOG, "--gpus", _ints_below(1)),
+    (PROFILE_LOG, "--engine-gpus", _ints_below(1)),
 ]
 
 
