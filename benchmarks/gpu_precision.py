@@ -124,7 +124,8 @@ def write(path: Path, result: dict[str, Any]) -> None:
     os.replace(tmp, path)
 
 
-def measure(model_dir: Path, corpus_path: Path, out: Path, modes: list[str], device: str, limit: int | None) -> None:
+def measure(model_dir: Path, corpus_path: Path, out: Path, modes: list[str], device: str, limit: int | None,
+            gflop_per_seq: float) -> None:
     import numpy as np
     import torch
     from transformers import AutoModelForSequenceClassification, AutoTokenizer
@@ -142,7 +143,8 @@ def measure(model_dir: Path, corpus_path: Path, out: Path, modes: list[str], dev
         "benchmark": "gpu_precision", "command": "python " + " ".join(sys.argv),
         "date": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()), "machine": machine_fingerprint(),
         "versions": {"torch": torch.__version__}, "corpus": {"texts": len(texts), "digest": corpus["digest"]},
-        "shape": [BATCH, SEQ], "weights": "fp16-rounded, computed in each dtype", "gemm_tflops": {}, "cells": {},
+        "shape": [BATCH, SEQ], "gflop_per_seq": gflop_per_seq, "weights": "fp16-rounded, computed in each dtype",
+        "gemm_tflops": {}, "cells": {},
     }
     names = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
     for name in DTYPES:
@@ -159,6 +161,10 @@ def measure(model_dir: Path, corpus_path: Path, out: Path, modes: list[str], dev
             def plain(ids: Any, mask: Any, m: Any = model) -> Any:
                 return m(input_ids=ids, attention_mask=mask).logits
 
+            if mode == "compile":
+                # A fresh dynamo per cell: the earlier cells' graphs (other dtypes, 4 shapes each) would
+                # otherwise use up its recompile limit and leave this cell running partly eager.
+                torch._dynamo.reset()
             forward = torch.compile(plain, dynamic=False) if mode == "compile" else plain
             speed = throughput(torch, forward, tok.vocab_size, device, TIMED if device == "cuda" else 1)
             rewards = np.asarray(corpus_rewards(torch, forward, tok, texts, mode == "compile", device))
@@ -166,8 +172,9 @@ def measure(model_dir: Path, corpus_path: Path, out: Path, modes: list[str], dev
                 reference = rewards  # eager fp32 comes first
             fid = fidelity_metrics(reference, rewards, groups)
             flops = result["gemm_tflops"][name] * 1e12
-            result["cells"][cell] = {**speed, "fidelity": asdict(fid),
-                                     "wall_s": time.perf_counter() - t0, "gemm_tflops": flops / 1e12}
+            result["cells"][cell] = {**speed, "fidelity": asdict(fid), "wall_s": time.perf_counter() - t0,
+                                     "gemm_tflops": flops / 1e12,
+                                     "fraction_of_gemm_peak": speed["seq_per_s"] * gflop_per_seq * 1e9 / flops}
             base = result["cells"].get("eager-fp32", {}).get("seq_per_s")
             if base:
                 result["cells"][cell]["vs_eager_fp32"] = speed["seq_per_s"] / base
@@ -188,6 +195,8 @@ def main() -> int:
     p.add_argument("--out", type=Path, default=Path("gpu_precision.json"))
     p.add_argument("--modes", default="eager,compile", help="eager and/or compile (default both)")
     p.add_argument("--device", default="cuda", choices=["cuda", "cpu"], help="cpu: a quick check of the script")
+    p.add_argument("--gflop-per-seq", type=float, default=2.87,
+                   help="model FLOPs per 128-token sequence (MiniLM: 2.87, rlsim/bench/flops.py)")
     p.add_argument("--limit", type=int, default=None, help="score only the first N corpus texts (a quick check)")
     args = p.parse_args()
     if args.prepare:
@@ -195,7 +204,8 @@ def main() -> int:
         return 0
     if not (args.model and args.corpus):
         p.error("give --model and --corpus (written by --prepare), or --prepare DIR")
-    measure(args.model, args.corpus, args.out, [m for m in args.modes.split(",") if m], args.device, args.limit)
+    modes = [m for m in args.modes.split(",") if m]
+    measure(args.model, args.corpus, args.out, modes, args.device, args.limit, args.gflop_per_seq)
     return 0
 
 
