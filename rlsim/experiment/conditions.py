@@ -70,6 +70,14 @@ class ConditionRunner:
         self.backend, self.accountant, self.roots, self.work = backend, accountant, dict(roots), work
         self.runtime, self.repeat, self.settle_max_s = runtime, repeat, settle_max_s
         self._streamed: dict[int, list[list[Rollout]]] = {}
+        # Every event measured, as trace spans (rlsim.metrics.trace): wall-clock seconds, one track per actor.
+        self.spans: list[dict[str, Any]] = []
+
+    def _trace(self, condition: str, step: int, events: Sequence[Event]) -> None:
+        for e in events:
+            self.spans.append({"track": e.actor, "name": e.phase, "start": e.start, "end": e.end,
+                               "args": {"runtime": self.runtime, "repeat": self.repeat, "condition": condition,
+                                        "step": step, "batch": e.batch, "items": e.items}})
 
     def _measure(self, condition: str, step: int, body: Callable[[], tuple[dict[str, float], dict[str, Any]]]
                  ) -> Measurement:
@@ -123,6 +131,7 @@ class ConditionRunner:
             batches.append(batch)
             events.append(event)
         self._streamed[step] = batches
+        self._trace("gen_alone", step, events)
         tokens = sum(len(r.response_ids) for b in batches for r in b)
         gen_s = union_length((e.start, e.end) for e in events)
         return {"gen_s": gen_s, "gen_tokens": tokens, "gen_tokens_per_s": tokens / gen_s,
@@ -133,12 +142,14 @@ class ConditionRunner:
         n = self.backend.num_scorers
         handles = [self.backend.submit_score(k % n, batch, k) for k, batch in enumerate(batches)]
         events = [e for _, evs in self.backend.collect(handles) for e in evs]
+        self._trace("score_alone", step, events)
         busy = sum(e.duration for e in events)
         rollouts = sum(len(b) for b in batches)
         return {"score_busy_s": busy, "rollouts": rollouts, "score_rollouts_per_s": rollouts / busy}, {}
 
     def _together(self, step: int) -> tuple[dict[str, float], dict[str, Any]]:
         outcome = run_step(self.backend, "overlapped", self._requests(step), self.work.micro_batch)
+        self._trace("together", step, outcome.events)
         return together_figures(outcome.events, outcome.start, outcome.end, outcome.rollouts), {
             "sync": outcome.sync.method}
 
@@ -158,6 +169,7 @@ class ConditionRunner:
                     handles.append(self.backend.submit_score(len(handles) % n, batch, len(handles)))
             wave += 1
         score_events = [e for _, evs in self.backend.collect(handles) for e in evs]
+        self._trace("timeboxed", step, gen_events + score_events)
         figures = timebox_counts(gen_events, score_events, deadline, w.budget_s)
         figures["overrun_s"] = time.time() - deadline
         return figures, {"waves": wave}

@@ -40,6 +40,7 @@ from rlsim.experiment.stopping import (
     stopped_by,
 )
 from rlsim.io import atomic_write_json, atomic_write_text
+from rlsim.metrics.trace import experiment_trace
 from rlsim.progress import LineProgress
 
 UNITS = {
@@ -79,6 +80,7 @@ class ExperimentOutputs:
         self.config = config
         self.pool_cores = pool_cores
         self.rows: list[dict[str, Any]] = []
+        self.spans: list[dict[str, Any]] = []  # every measured event (ConditionRunner.spans), for trace.json
         self.sessions: list[dict[str, Any]] = []
         self.repeats_done = 0
         self.skipped: dict[str, str] = {}  # runtime -> why it could not run (first reason seen)
@@ -96,6 +98,8 @@ class ExperimentOutputs:
         self.results.update(sessions=self.sessions, elapsed_s=round(time.time() - self.started, 1))
         atomic_write_json(self.out / "results.json", self.results)
         atomic_write_text(self.out / "report.md", render_markdown(self.results, figures or []))
+        if self.spans:
+            atomic_write_json(self.out / "trace.json", experiment_trace(self.spans))
 
 
 def build_results(rows: list[dict[str, Any]], config: ContentionConfig, pool_cores: int, complete: bool,
@@ -226,5 +230,7 @@ def _one_repeat(session: Any, outputs: ExperimentOutputs, work: Workload, repeat
                     measurement = runners[rt].run(condition, step)
                     measurement.extra["trial"] = trial
                     outputs.add(measurement)
+                    outputs.spans += runners[rt].spans
+                    runners[rt].spans.clear()
                     repeats.bar.advance(repeats.task)
             outputs.flush()

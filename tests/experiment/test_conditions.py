@@ -86,6 +86,21 @@ def test_conditions_on_in_process_doubles(runner: ConditionRunner) -> None:
     assert together.as_dict()["pool"]["core_s"]["generate"] == pytest.approx(0.5)
 
 
+def test_every_measured_event_becomes_a_valid_trace_span(runner: ConditionRunner) -> None:
+    from rlsim.metrics.trace import experiment_trace, validate_trace
+
+    runner.run("gen_alone", 1)
+    runner.run("score_alone", 1)
+    runner.run("together", 1)
+    conditions = {s["args"]["condition"] for s in runner.spans}
+    assert conditions == {"gen_alone", "score_alone", "together"}
+    assert {s["track"] for s in runner.spans} >= {"rollout", "scorer-fake-0"}
+    doc = experiment_trace(runner.spans)
+    assert validate_trace(doc) == []
+    spans = [e for e in doc["traceEvents"] if e["ph"] == "X"]
+    assert len(spans) == len(runner.spans) and min(e["ts"] for e in spans) == 0
+
+
 def test_score_alone_needs_the_rollouts_of_gen_alone(runner: ConditionRunner) -> None:
     with pytest.raises(RuntimeError, match="gen_alone"):
         runner.run("score_alone", 1)

@@ -125,3 +125,9 @@ def test_report_and_figures_are_written(experiment) -> None:
     assert "## Conclusions" in report and "**ort** frees" in report
     for name in ("pool_time.png", "step_vs_cost.png", "generation.png"):
         assert (out / name).stat().st_size > 1000
+    from rlsim.metrics.trace import validate_trace
+
+    trace = json.loads((out / "trace.json").read_text())
+    assert validate_trace(trace) == []
+    runtimes = {e["args"]["runtime"] for e in trace["traceEvents"] if e["ph"] == "X"}
+    assert runtimes == set(results["config"]["contention"]["runtimes"])
