@@ -131,7 +131,8 @@ def mismatch_warning(what: str, diffs: list[str], gpu: bool) -> str | None:
 def _cpu_info() -> dict[str, str]:
     """The first processor's fields of /proc/cpuinfo (Linux); {} elsewhere."""
     try:
-        text = open("/proc/cpuinfo", encoding="utf-8").read()
+        with open("/proc/cpuinfo", encoding="utf-8") as fh:  # closed now: an open file left to GC warns
+            text = fh.read()
     except OSError:
         return {}
     info: dict[str, str] = {}
