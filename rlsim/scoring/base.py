@@ -205,15 +205,16 @@ def runtime_names(builtin_only: bool = True, variants: bool = False, device: str
     ]
 
 
-def unavailable_reason(runtime: str, device: str = "cpu") -> str | None:
-    """Why ``runtime`` cannot run here (missing packages and the fix, or missing hardware), or None when it can."""
+def unavailable_reason(runtime: str, device: str | None = "cpu") -> str | None:
+    """Why ``runtime`` cannot run here (missing packages and the fix, or missing hardware on ``device``; None:
+    packages only), or None when it can."""
     _fill_registry()
     info = SCORERS.info(runtime)
     missing = info.missing()
     if missing:
         fixes = "; ".join(dict.fromkeys(fix for _, fix in missing))
         return f"runtime {runtime!r} needs {', '.join(m for m, _ in missing)}, which is not installed: {fixes}"
-    return info.hardware_reason(runtime, device)
+    return None if device is None else info.hardware_reason(runtime, device)
 
 
 def make_scorer(runtime: str, model: "RewardModelSpec", settings: ScorerSettings | None = None) -> Scorer:
