@@ -89,6 +89,7 @@ def test_server_dies_with_the_process_that_started_it(minilm) -> None:
         wait_gone(server_pid)
     finally:
         owner.kill()
+        owner.stdout.close()  # left to the garbage collector, the pipe warns (an error under -W error)
 
 
 def test_server_that_never_gets_ready_is_stopped_and_reported(minilm, monkeypatch) -> None:
