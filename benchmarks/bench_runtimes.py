@@ -42,7 +42,7 @@ GRIDS = {
     ],
     "fidelity": [
         "--runtimes", "eager,ort,native,ort-int8,native-int8,ort-int8-static,native-int8-static,eager-bf16",
-        "--batchers", "fixed", "--batch-sizes", "32", "--count", "64", "--repeats", "2",
+        "--batchers", "fixed", "--batch-sizes", "32", "--count", "64", "--repeats", "3",
         "--baseline", "eager/fixed/32",
     ],
 }  # fmt: skip
