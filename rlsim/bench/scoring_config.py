@@ -66,6 +66,7 @@ class BenchScoringConfig(BaseModel):
     settings: dict[str, Any] = Field(default_factory=dict)
     baseline: str = DEFAULT_BASELINE
     worker_timeout_s: float = Field(1800.0, gt=0)
+    fidelity: bool = Field(True, description="score the fidelity corpus with each runtime; cells carry pair flips")
 
     @field_validator("batch_sizes", "budgets")
     @classmethod

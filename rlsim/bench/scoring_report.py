@@ -14,7 +14,7 @@ CSV_COLUMNS = [
     "seq_s_ci_high", "ci_half_width_pct", "cv", "tok_s_mean", "latency_p50_ms", "latency_p95_ms",
     "latency_p99_ms", "padding_waste", "gemm_fraction", "mean_batch_size", "ratio_vs_baseline",
     "ratio_ci_low", "ratio_ci_high", "ci_overlap", "p_value", "paired_ratio", "paired_ratio_ci_low",
-    "paired_ratio_ci_high", "p_value_paired", "sign_flip_p",
+    "paired_ratio_ci_high", "p_value_paired", "sign_flip_p", "pair_flip_rate", "fidelity_ok",
 ]  # fmt: skip
 
 
@@ -45,10 +45,11 @@ def table(result: dict[str, Any]):
         title=f"rlsim bench scoring: {result['model']}, {result['workload']['sequences']} texts, "
         f"{result['repeats']} repeats, GEMM {result['gemm_gflops']:.0f} GFLOP/s",
         caption="seq/s: mean [95% t-interval]; vs base: ratio [Fieller 95%], p: Mann-Whitney U (unpaired); "
-        "paired: per-round ratio [95% t on log-ratios], p: paired t",
+        "paired: per-round ratio [95% t on log-ratios], p: paired t; flips: within-group pair flips vs fp32 eager "
+        "on the fidelity corpus (FAIL: outside the fidelity rules)",
     )
-    for col in ("cell", "seq/s", "±%", "CV", "tok/s", "p50/p99 ms", "waste", "GEMM", "vs base", "p", "paired",
-                "p paired"):
+    for col in ("cell", "seq/s", "±%", "CV", "tok/s", "p50/p99 ms", "waste", "GEMM", "flips", "vs base", "p",
+                "paired", "p paired"):
         t.add_column(col, justify="left" if col == "cell" else "right")
     for c in result["cells"]:
         s = c["throughput_seq_s"]
@@ -63,12 +64,21 @@ def table(result: dict[str, Any]):
             f"{c['latency_ms']['p50']:.0f}/{c['latency_ms']['p99']:.0f}",
             f"{c['padding_waste']:.1%}",
             "-" if c["gemm_fraction"] is None else f"{c['gemm_fraction']:.2f}",
+            _flips(c),
             ratio,
             "-" if cmp is None else f"{cmp['p_value']:.3f}",
             "baseline" if cmp is None else paired_text(cmp),
             "-" if cmp is None else _p(cmp.get("p_value_paired")),
         )
     return t
+
+
+def _flips(cell: dict[str, Any]) -> str:
+    """Pair-flip rate vs fp32 eager, marked where the runtime fails the fidelity rules."""
+    rate = cell.get("pair_flip_rate")
+    if rate is None:
+        return "-"
+    return f"{rate:.1%}" + ("" if cell.get("fidelity_ok") else " FAIL")
 
 
 def csv_text(result: dict[str, Any]) -> str:
@@ -92,6 +102,7 @@ def csv_text(result: dict[str, Any]) -> str:
             "paired_ratio": cmp.get("paired_ratio", 1.0), "paired_ratio_ci_low": cmp.get("paired_ratio_ci_low", 1.0),
             "paired_ratio_ci_high": cmp.get("paired_ratio_ci_high", 1.0),
             "p_value_paired": cmp.get("p_value_paired", 1.0), "sign_flip_p": cmp.get("sign_flip_p", 1.0),
+            "pair_flip_rate": c.get("pair_flip_rate"), "fidelity_ok": c.get("fidelity_ok"),
         })  # fmt: skip
     return buf.getvalue()
 

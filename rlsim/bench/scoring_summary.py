@@ -81,6 +81,19 @@ def summarize(
     }
 
 
+def add_fidelity(result: dict[str, Any], fidelity: dict[str, dict[str, Any]]) -> None:
+    """Put each runtime's fidelity (``rlsim.fidelity.check.runtime_fidelity``) beside its cells' throughput.
+
+    ``pair_flip_rate``: within-group pair flips against fp32 eager on the fidelity corpus; ``fidelity_ok``:
+    whether the runtime passes the fidelity rules (None where it was not scored, e.g. ``http``).
+    """
+    result["fidelity"] = fidelity
+    for cell in result["cells"]:
+        f = fidelity.get(cell["runtime"], {})
+        cell["pair_flip_rate"] = f.get("pair_flip_rate")
+        cell["fidelity_ok"] = f.get("ok")
+
+
 def _throughputs(runs: list[dict[str, Any]]) -> list[float]:
     return [r["sequences"] / r["wall_s"] for r in runs]
 

@@ -75,6 +75,14 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     s.set_defaults(func=run)
 
 
+def _runtime_list(spec: str, runtime_names) -> list[str]:
+    """``all`` / ``variants`` expand to registry names; other names are kept for the config's validation to judge."""
+    out: list[str] = []
+    for item in (r.strip() for r in spec.split(",") if r.strip()):
+        out += runtime_names(variants=item == "variants") if item in ("all", "variants") else [item]
+    return list(dict.fromkeys(out))
+
+
 def build_config(args: argparse.Namespace):
     """Flags (+ ``--config`` file, ``--set`` overrides) -> ``BenchScoringConfig``; all errors at once."""
     from rlsim.batching import batcher_names
@@ -86,9 +94,7 @@ def build_config(args: argparse.Namespace):
     data: dict[str, Any] = load_yaml(args.config) if args.config else {}
     runtimes = args.runtimes or ("eager" if args.quick else None)
     if runtimes:
-        data["runtimes"] = (
-            runtime_names() if runtimes == "all" else [r.strip() for r in runtimes.split(",") if r.strip()]
-        )
+        data["runtimes"] = _runtime_list(runtimes, runtime_names)
     data["model"] = args.model
     if args.batchers is not None or "batchers" not in data:
         data["batchers"] = [b.strip() for b in (args.batchers or ",".join(batcher_names())).split(",") if b.strip()]
@@ -112,6 +118,14 @@ def build_config(args: argparse.Namespace):
     return validate(BenchScoringConfig, data, source="rlsim bench scoring options")
 
 
+def _fidelity(cfg) -> dict:
+    from rlsim.bench.scoring_worker import scorer_settings
+    from rlsim.fidelity.check import runtime_fidelity
+    from rlsim.models import resolve_reward_model
+
+    return runtime_fidelity(resolve_reward_model(cfg.model), cfg.runtimes, scorer_settings(cfg.settings))
+
+
 def run(args: argparse.Namespace) -> int:
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsedColumn
@@ -119,7 +133,7 @@ def run(args: argparse.Namespace) -> int:
 
     from rlsim.bench.scoring_report import table, write_outputs
     from rlsim.bench.scoring_runner import preflight, run_grid
-    from rlsim.bench.scoring_summary import summarize
+    from rlsim.bench.scoring_summary import add_fidelity, summarize
     from rlsim.fingerprint import gemm_key, machine_fingerprint
     from rlsim.io import atomic_write_json, check_output_dir
     from rlsim.workloads import read_texts
@@ -141,6 +155,9 @@ def run(args: argparse.Namespace) -> int:
             cfg, cells, out, lambda what, done, total: bar.update(task, description=what, completed=done)
         )
     result = summarize(cfg, cells, raw, gemm, info)
+    if cfg.fidelity:
+        with err.status("scoring the fidelity corpus with each runtime (pair flips vs fp32 eager) ..."):
+            add_fidelity(result, _fidelity(cfg))
     result["machine"] = machine_fingerprint(
         {gemm_key(g["device"], g["n"], g["threads"]): g["gflops"] for g in gemm[:1]}
     )

@@ -10,8 +10,21 @@ from rlsim.cli.common import add_model_arg, add_settings_args, settings_from_arg
 def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("verify", help="compare every scoring runtime with the PyTorch eager reference")
     add_model_arg(p)
-    p.add_argument("--runtimes", default="all", help="comma-separated runtimes, or 'all' (default)")
+    p.add_argument(
+        "--runtimes",
+        default=None,
+        help="comma-separated runtimes; 'all' (the core ones, the default) and 'variants' (bf16/fp16, static int8) "
+        "expand; with --fidelity the default is all,variants",
+    )
     p.add_argument("--json", default=None, help="write the report as JSON to this path")
+    p.add_argument(
+        "--fidelity",
+        action="store_true",
+        help="also score the fidelity corpus (~330 stdlib paragraphs in groups) and judge reduced precision by "
+        "within-group pair flips and Spearman there",
+    )
+    p.add_argument("--max-pair-flip-rate", type=float, default=0.02, help="fidelity pass rule (default 0.02)")
+    p.add_argument("--min-spearman", type=float, default=0.99, help="fidelity pass rule (default 0.99)")
     add_settings_args(p)
     p.set_defaults(func=run)
 
@@ -19,6 +32,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     from rich.console import Console
 
+    from rlsim.errors import RlsimError
+    from rlsim.fidelity.check import FidelityRules
     from rlsim.io import atomic_write_json, check_output_file
     from rlsim.models import resolve_reward_model
     from rlsim.scoring import expand_runtimes
@@ -27,7 +42,13 @@ def run(args: argparse.Namespace) -> int:
     console = Console(stderr=True)
     if args.json:
         check_output_file(args.json, "--json")  # now, not after minutes of scoring
-    runtimes = expand_runtimes(args.runtimes)
+    runtimes = expand_runtimes(args.runtimes or ("all,variants" if args.fidelity else "all"))
+    if not 0 <= args.max_pair_flip_rate <= 1 or not -1 <= args.min_spearman <= 1:
+        raise RlsimError(
+            f"--max-pair-flip-rate {args.max_pair_flip_rate} must be in 0..1 and --min-spearman "
+            f"{args.min_spearman} in -1..1"
+        )
+    rules = FidelityRules(args.max_pair_flip_rate, args.min_spearman) if args.fidelity else None
     spec = resolve_reward_model(args.model)
     with console.status("scoring the reference batch with eager ...") as status:
         report = verify(
@@ -35,8 +56,15 @@ def run(args: argparse.Namespace) -> int:
             runtimes,
             settings_from_args(args),
             on_done=lambda name, r: status.update(f"{name}: {'ok' if r.ok else 'FAILED'}; next ..."),
+            fidelity=rules,
         )
     Console().print(_table(report))
+    if report.reward_head:
+        head = report.reward_head
+        console.print(
+            f"reward head: {head['heldout_accuracy']:.1%} pairwise accuracy on {head['heldout_pairs']} held-out "
+            f"pairs ({head['task']})"
+        )
     if args.json:
         atomic_write_json(args.json, report.as_dict())
         console.print(f"wrote {args.json}")
@@ -47,19 +75,20 @@ def _table(report):
     from rich.table import Table
 
     t = Table(title=f"rlsim verify: {report.model} vs {report.reference} ({report.texts} texts)")
-    for col in ("runtime", "ok", "max|diff|", "max rel", "rho", "load s", "compile s", "note"):
+    fid = report.rules is not None
+    cols = ["runtime", "ok", "max|diff|", "max rel", "rho", "load s", "compile s", "note"]
+    if fid:
+        cols[5:5] = ["corpus rho", "pair flips", "adv sign flips", "adv MAE"]
+    for col in cols:
         t.add_column(col)
     for name, r in report.runtimes.items():
         fmt = lambda v: "-" if v is None else f"{v:.2e}"  # noqa: E731
-        note = r.error or ("int8" if r.int8 else "")
-        t.add_row(
-            name,
-            "[green]yes[/]" if r.ok else "[red]NO[/]",
-            fmt(r.max_abs_diff),
-            fmt(r.max_rel_diff),
-            "-" if r.spearman is None else f"{r.spearman:.3f}",
-            f"{r.load_s:.1f}",
-            f"{r.compile_s:.1f}",
-            note,
-        )
+        note = r.error or ("" if r.precision == "fp32" else r.precision)
+        ok = "[yellow]skipped[/]" if r.skipped else "[green]yes[/]" if r.ok else "[red]NO[/]"
+        row = [name, ok, fmt(r.max_abs_diff), fmt(r.max_rel_diff), "-" if r.spearman is None else f"{r.spearman:.3f}"]
+        if fid:
+            f = r.fidelity or {}
+            row += [f"{f['spearman']:.4f}", f"{f['pair_flip_rate']:.1%}", f"{f['advantage_sign_flip_rate']:.1%}",
+                    f"{f['advantage_mae']:.3f}"] if f else ["-"] * 4
+        t.add_row(*row, f"{r.load_s:.1f}", f"{r.compile_s:.1f}", note)
     return t

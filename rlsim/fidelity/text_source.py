@@ -98,7 +98,7 @@ _SENTENCE = re.compile(r"(?<=[.!?])\s+")
 
 
 def corrupt(text: str, rng: random.Random, strength: float = 1.0) -> str:
-    """A clearly less fluent copy of ``text``: one of shuffle words, repeat a sentence, cut mid-sentence.
+    """A clearly less fluent copy of ``text``: one of shuffle words, repeat a sentence, cut sentences short.
 
     Chosen by ``rng``; ``strength`` in (0, 1] scales the damage (fraction of words shuffled, how
     often the sentence repeats, how much is cut). These are the "worse samples" of preference pairs.
@@ -111,10 +111,13 @@ def corrupt(text: str, rng: random.Random, strength: float = 1.0) -> str:
         times = 1 + round(2 * strength)
         return " ".join(sentences[: i + 1] + [sentences[i]] * times + sentences[i + 1 :])
     if kind == "cut":
-        # Stop mid-sentence, dropping the punctuation a sentence would end with: an unfinished answer.
-        keep = max(3, round(len(words) * (1 - 0.6 * strength)))
-        keep = min(keep, len(words) - 1)
-        return " ".join(words[:keep]).rstrip(".!?:;,")
+        # Every sentence loses its end: fragments that stop mid-thought, like a garbled answer.
+        sentences = _SENTENCE.split(text)
+        if len(sentences) == 1:
+            keep = max(3, round(len(words) * (1 - 0.6 * strength)))
+            return " ".join(words[: min(keep, len(words) - 1)]).rstrip(".!?:;,")
+        cut = [s.split()[: max(2, round(len(s.split()) * (1 - 0.6 * strength)))] for s in sentences]
+        return " ".join(" ".join(c).rstrip(".!?:;,") + "." for c in cut)
     n = max(2, round(len(words) * strength))
     start = rng.randrange(0, len(words) - n + 1)
     chunk = words[start : start + n]

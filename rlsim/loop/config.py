@@ -14,7 +14,7 @@ import os
 from pathlib import Path
 from typing import Literal, Sequence
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from rlsim.config_loader import load_config
 from rlsim.errors import ConfigError, RlsimError
@@ -103,10 +103,20 @@ class RewardConfig(_Strict):
 
         if v not in SCORERS:
             raise ValueError(f"unknown runtime; valid names: {SCORERS.valid_names()} (a plug-in needs reward.imports)")
-        reason = unavailable_reason(v)
+        reason = unavailable_reason(v, device=None)  # the hardware is checked with ``device`` (declared later)
         if reason:
             raise ValueError(reason)
         return v
+
+    @model_validator(mode="after")
+    def _runtime_runs_on_device(self) -> "RewardConfig":
+        from rlsim.scoring import SCORERS
+
+        # e.g. eager-fp16 on cpu, or eager-bf16 on a CPU without bf16 instructions
+        reason = SCORERS.info(self.runtime).hardware_reason(self.runtime, self.device)
+        if reason:
+            raise ValueError(reason)
+        return self
 
     @field_validator("batcher")
     @classmethod

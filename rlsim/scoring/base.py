@@ -16,6 +16,8 @@ from __future__ import annotations
 import os
 import time
 from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
 from typing import TYPE_CHECKING, Literal, Protocol, Sequence, runtime_checkable
 
 import numpy as np
@@ -126,20 +128,66 @@ class RuntimeInfo:
     """What a runtime needs and computes in.
 
     ``needs``: (import name, how to install it) pairs, checked without importing anything.
-    ``precision``: weights' number format (``fp32``, ``int8``); None: the wrapped runtime's (``http``).
-    ``quantized``: expected to deviate from fp32 (verify compares ranks, not values).
+    ``precision``: number format it computes in (``fp32``, ``int8``, ``bf16``, ``fp16``); None: the
+    wrapped runtime's (``http``).
+    ``quantized``: int8 weights (``calibrated``: activation ranges fixed from the calibration split).
     ``server``: scores through a server process (a ``ServerScorer``).
+    ``devices``: where it can run at all (``fp16`` is CUDA only).
+    ``cpu_flags``: on CPU, any one of these /proc/cpuinfo flags is needed (bf16 dot products or AMX);
+    without them torch emulates the format slower than fp32, so the runtime is refused.
+    ``variant``: a precision variant of another runtime (``eager-bf16``, ``ort-int8-static``): named by
+    ``variants`` rather than ``all``, so the default sets stay what they were.
     """
 
     needs: tuple[tuple[str, str], ...] = ()
     precision: str | None = "fp32"
     quantized: bool = False
     server: bool = False
+    calibrated: bool = False
+    devices: tuple[str, ...] = ("cpu", "cuda")
+    cpu_flags: tuple[str, ...] = ()
+    variant: bool = False
+
+    @property
+    def reduced_precision(self) -> bool:
+        """Expected to deviate from fp32 (verify and the fidelity rules compare ranks, not values)."""
+        return self.precision not in ("fp32", None)
 
     def missing(self) -> list[tuple[str, str]]:
         """The needed modules that are not installed, as (module, how to install) pairs."""
         absent = set(missing_modules(m for m, _ in self.needs))
         return [(m, fix) for m, fix in self.needs if m in absent]
+
+    def hardware_reason(self, runtime: str, device: str, flags: frozenset[str] | None = None) -> str | None:
+        """Why this machine cannot run ``runtime`` on ``device`` (a missing CPU flag, no GPU), or None."""
+        if device not in self.devices:
+            return f"runtime {runtime!r} ({self.precision}) runs on {'/'.join(self.devices)} only, not {device}"
+        if device == "cpu" and self.cpu_flags:
+            have = cpu_flags() if flags is None else flags
+            if not any(f in have for f in self.cpu_flags):
+                return (
+                    f"runtime {runtime!r} needs a CPU with {self.precision} instructions (flag "
+                    f"{' or '.join(self.cpu_flags)} in /proc/cpuinfo), which this CPU lacks; torch would emulate "
+                    f"{self.precision} slower than fp32. Use the fp32 or int8 runtimes here, or --device cuda"
+                )
+        return None
+
+
+class UnsupportedRuntime(RlsimError):
+    """This machine cannot run the runtime (missing CPU instructions, or no GPU): skipped, not failed."""
+
+
+@lru_cache(maxsize=1)
+def cpu_flags(cpuinfo: str = "/proc/cpuinfo") -> frozenset[str]:
+    """The CPU's feature flags (Linux); empty where /proc/cpuinfo is not readable."""
+    try:
+        text = Path(cpuinfo).read_text()
+    except OSError:
+        return frozenset()
+    for line in text.splitlines():
+        if line.startswith("flags"):
+            return frozenset(line.split(":", 1)[1].split())
+    return frozenset()
 
 
 SCORERS: Registry[type, RuntimeInfo] = Registry("scoring runtime", RuntimeInfo)
@@ -150,31 +198,49 @@ def _fill_registry() -> None:
     import rlsim.scoring  # noqa: F401  (importing the package registers every built-in runtime)
 
 
-def runtime_names(builtin_only: bool = True) -> list[str]:
-    """Registered runtimes in registration order; by default only rlsim's own (what ``all`` means)."""
+def runtime_names(builtin_only: bool = True, variants: bool = False, device: str | None = None) -> list[str]:
+    """Registered runtimes in registration order; by default only rlsim's own core ones (what ``all`` means).
+
+    ``variants``: the precision variants instead. ``device``: only those this machine's hardware can run there.
+    """
     _fill_registry()
-    return [e.name for e in SCORERS.entries() if e.builtin or not builtin_only]
+    return [
+        e.name
+        for e in SCORERS.entries()
+        if (e.builtin or not builtin_only)
+        and e.info.variant == variants
+        and (device is None or e.info.hardware_reason(e.name, device) is None)
+    ]
 
 
-def unavailable_reason(runtime: str) -> str | None:
-    """Why ``runtime`` cannot run here (missing packages and the fix), or None when it can."""
+def unavailable_reason(runtime: str, device: str | None = "cpu") -> str | None:
+    """Why ``runtime`` cannot run here (missing packages and the fix, or missing hardware on ``device``; None:
+    packages only), or None when it can."""
     _fill_registry()
-    missing = SCORERS.info(runtime).missing()
-    if not missing:
-        return None
-    fixes = "; ".join(dict.fromkeys(fix for _, fix in missing))
-    return f"runtime {runtime!r} needs {', '.join(m for m, _ in missing)}, which is not installed: {fixes}"
+    info = SCORERS.info(runtime)
+    missing = info.missing()
+    if missing:
+        fixes = "; ".join(dict.fromkeys(fix for _, fix in missing))
+        return f"runtime {runtime!r} needs {', '.join(m for m, _ in missing)}, which is not installed: {fixes}"
+    return None if device is None else info.hardware_reason(runtime, device)
 
 
 def make_scorer(runtime: str, model: "RewardModelSpec", settings: ScorerSettings | None = None) -> Scorer:
-    """Build a scorer by registry name, e.g. ``make_scorer("ort", resolve_reward_model("minilm-rm"))``."""
+    """Build a scorer by registry name, e.g. ``make_scorer("ort", resolve_reward_model("minilm-rm"))``.
+
+    Raises ``UnsupportedRuntime`` when the hardware lacks what the runtime needs, ``RlsimError`` when a package does.
+    """
     _fill_registry()
+    settings = settings or ScorerSettings()
     cls = SCORERS.get(runtime)
-    reason = unavailable_reason(runtime)
+    hardware = SCORERS.info(runtime).hardware_reason(runtime, settings.device)
+    if hardware:
+        raise UnsupportedRuntime(hardware)
+    reason = unavailable_reason(runtime, settings.device)
     if reason:
         raise RlsimError(reason)
     t0 = time.perf_counter()
-    scorer = cls(model, settings or ScorerSettings())
+    scorer = cls(model, settings)
     scorer.stats.load_s = time.perf_counter() - t0
     check_protocol(runtime, scorer)
     return scorer
@@ -193,11 +259,19 @@ def check_protocol(runtime: str, scorer: object) -> None:
         )
 
 
-def expand_runtimes(spec: str | Sequence[str]) -> list[str]:
-    """``"all"`` -> every built-in runtime; ``"eager,ort"`` -> ["eager", "ort"]; unknown names raise."""
+def expand_runtimes(spec: str | Sequence[str], device: str | None = None) -> list[str]:
+    """Comma-separated names -> list; ``all`` -> every built-in core runtime, ``variants`` -> the precision
+    variants (with ``device``: only those this hardware can run); unknown names raise.
+
+    ``"eager,ort"`` -> ``["eager", "ort"]``; ``"all,variants"`` -> everything rlsim registers.
+    """
     _fill_registry()
-    names = runtime_names() if spec == "all" else (spec.split(",") if isinstance(spec, str) else list(spec))
-    names = [n.strip() for n in names if n.strip()]
-    for n in names:
-        SCORERS.get(n)
-    return names
+    items = spec.split(",") if isinstance(spec, str) else list(spec)
+    names: list[str] = []
+    for item in (i.strip() for i in items if i.strip()):
+        if item in ("all", "variants"):
+            names += runtime_names(variants=item == "variants", device=device)
+        else:
+            SCORERS.get(item)
+            names.append(item)
+    return list(dict.fromkeys(names))

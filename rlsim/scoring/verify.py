@@ -1,9 +1,11 @@
 """Check every runtime against the fp32 PyTorch eager reference on one fixed batch.
 
-fp32 runtimes pass at ``max_abs_diff <= FP32_ABS_TOL``. Quantized (int8) runtimes, as their registry
-entry says, are *expected* to deviate:
-their deviation and Spearman rank correlation with the reference are reported, and they pass
-when the ranking mostly survives (``INT8_MIN_SPEARMAN``), since a reward's job is to rank.
+fp32 runtimes pass at ``max_abs_diff <= FP32_ABS_TOL``. Reduced-precision runtimes (int8, bf16,
+fp16: ``RuntimeInfo.reduced_precision``) are *expected* to deviate: their deviation and Spearman
+rank correlation with the reference are reported, and they pass when the ranking mostly survives
+(``INT8_MIN_SPEARMAN``), since a reward's job is to rank. With ``fidelity`` rules the runtimes also score the fidelity corpus
+(``rlsim.fidelity``) and reduced precision is judged by its within-group pair flips and Spearman
+there instead; a runtime this machine cannot run is reported as skipped, with the reason.
 """
 
 from __future__ import annotations
@@ -16,8 +18,12 @@ from typing import Callable, Sequence
 import numpy as np
 
 from rlsim.errors import RlsimError
+from rlsim.fidelity.check import FidelityRules, score_in_length_order
+from rlsim.fidelity.corpus import FidelityCorpus, build_corpus
+from rlsim.fidelity.metrics import fidelity_metrics
 from rlsim.models.reward import RewardModelSpec
-from rlsim.scoring.base import SCORERS, ScorerSettings, make_scorer
+from rlsim.models.reward_head import read_report
+from rlsim.scoring.base import SCORERS, ScorerSettings, UnsupportedRuntime, make_scorer
 
 FP32_ABS_TOL = 1e-4
 INT8_MIN_SPEARMAN = 0.8
@@ -48,6 +54,9 @@ class RuntimeResult:
     max_rel_diff: float | None = None
     spearman: float | None = None
     int8: bool = False
+    precision: str = "fp32"
+    skipped: bool = False  # this machine cannot run it (missing CPU flag, no GPU): not a failure
+    fidelity: dict | None = None
     load_s: float = 0.0
     compile_s: float = 0.0
     score_s: float = 0.0
@@ -61,10 +70,13 @@ class Verification:
     reference: str
     texts: int
     runtimes: dict[str, RuntimeResult] = field(default_factory=dict)
+    rules: FidelityRules | None = None
+    corpus: dict | None = None
+    reward_head: dict | None = None
 
     @property
     def ok(self) -> bool:
-        return all(r.ok for r in self.runtimes.values())
+        return all(r.ok for r in self.runtimes.values() if not r.skipped)
 
     def as_dict(self) -> dict:
         return {
@@ -72,6 +84,9 @@ class Verification:
             "reference": self.reference,
             "texts": self.texts,
             "tolerances": {"fp32_max_abs_diff": FP32_ABS_TOL, "int8_min_spearman": INT8_MIN_SPEARMAN},
+            "fidelity_rules": self.rules.as_dict() if self.rules else None,
+            "fidelity_corpus": self.corpus,
+            "reward_head": self.reward_head,
             "ok": self.ok,
             "runtimes": {k: asdict(v) for k, v in self.runtimes.items()},
         }
@@ -83,50 +98,92 @@ def verify(
     settings: ScorerSettings,
     texts: Sequence[str] | None = None,
     on_done: Callable[[str, RuntimeResult], None] | None = None,
+    fidelity: FidelityRules | None = None,
 ) -> Verification:
+    """Each runtime against eager on ``texts`` (default: ``verification_texts()``), and with
+    ``fidelity`` on the fidelity corpus too."""
     texts = list(texts) if texts is not None else verification_texts()
+    corpus = build_corpus() if fidelity else None
     ref_scorer = make_scorer(REFERENCE, spec, settings)
-    reference = ref_scorer.score_batch(texts)
+    reference = _References(ref_scorer.score_batch(texts), _score_corpus(ref_scorer, corpus))
     ref_scorer.close()
-    report = Verification(model=spec.name, reference=REFERENCE, texts=len(texts))
+    report = Verification(model=spec.name, reference=REFERENCE, texts=len(texts), rules=fidelity)
+    report.reward_head = _head_summary(spec)
+    if corpus is not None:
+        report.corpus = {"texts": len(corpus.texts), "groups": corpus.group_count, "digest": corpus.digest}
     for name in runtimes:
-        result = _check_runtime(name, spec, settings, texts, reference)
+        result = _check_runtime(name, spec, settings, texts, reference, corpus, fidelity)
         report.runtimes[name] = result
         if on_done:
             on_done(name, result)
     return report
 
 
+@dataclass
+class _References:
+    batch: np.ndarray
+    corpus: np.ndarray | None
+
+
+def _score_corpus(scorer, corpus: FidelityCorpus | None) -> np.ndarray | None:
+    return None if corpus is None else score_in_length_order(scorer, corpus.texts)
+
+
+def _head_summary(spec: RewardModelSpec) -> dict | None:
+    head = read_report(spec.path)
+    if head is None:
+        return None
+    return {k: head[k] for k in ("task", "heldout_pairs", "heldout_accuracy", "train_accuracy") if k in head}
+
+
 def _check_runtime(
-    name: str, spec: RewardModelSpec, settings: ScorerSettings, texts: Sequence[str], reference: np.ndarray
+    name: str,
+    spec: RewardModelSpec,
+    settings: ScorerSettings,
+    texts: Sequence[str],
+    reference: _References,
+    corpus: FidelityCorpus | None,
+    rules: FidelityRules | None,
 ) -> RuntimeResult:
-    int8 = SCORERS.info(name).quantized  # quantized runtimes are judged by rank, not by value
+    info = SCORERS.info(name)
+    reduced = info.reduced_precision  # judged by rank, not by value
+    facts = {"int8": info.precision == "int8", "precision": info.precision or "fp32"}
     try:
         scorer = make_scorer(name, spec, settings)
         try:
             t0 = time.perf_counter()
             scores = scorer.score_batch(texts)
             elapsed = time.perf_counter() - t0
+            corpus_scores = _score_corpus(scorer, corpus)
         finally:
             scorer.close()
+    except UnsupportedRuntime as err:
+        return RuntimeResult(ok=False, skipped=True, error=str(err), **facts)
     except RlsimError as err:
-        return RuntimeResult(ok=False, int8=int8, error=str(err))
-    diff = np.abs(scores.astype(np.float64) - reference)
-    rel = diff / np.maximum(np.abs(reference), 1e-6)
-    rho = spearman(scores, reference)
-    finite = bool(np.all(np.isfinite(scores)))
-    ok = finite and (rho >= INT8_MIN_SPEARMAN if int8 else float(diff.max()) <= FP32_ABS_TOL)
+        return RuntimeResult(ok=False, error=str(err), **facts)
+    diff = np.abs(scores.astype(np.float64) - reference.batch)
+    rel = diff / np.maximum(np.abs(reference.batch), 1e-6)
+    rho = spearman(scores, reference.batch)
+    finite = bool(np.all(np.isfinite(scores))) and (corpus_scores is None or bool(np.all(np.isfinite(corpus_scores))))
+    ok = finite and (rho >= INT8_MIN_SPEARMAN if reduced else float(diff.max()) <= FP32_ABS_TOL)
+    fidelity = None
+    if finite and corpus is not None and rules is not None:
+        metrics = fidelity_metrics(reference.corpus, corpus_scores, corpus.groups)
+        passes = rules.passes(reduced, metrics)
+        ok = passes if reduced else ok and passes
+        fidelity = {**metrics.as_dict(), "ok": passes}
     return RuntimeResult(
         ok=ok,
         max_abs_diff=float(diff.max()),
         max_rel_diff=float(rel.max()),
         spearman=rho,
-        int8=int8,
+        fidelity=fidelity,
         load_s=scorer.stats.load_s,
         compile_s=scorer.stats.compile_s,
         score_s=elapsed,
         truncated=scorer.stats.truncated,
         error=None if finite else "non-finite rewards",
+        **facts,
     )
 
 

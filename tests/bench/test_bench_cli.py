@@ -66,6 +66,10 @@ def test_quick_style_run_writes_every_output(tmp_path: Path, capsys, fake_runtim
         batcher = make_batcher(cell["batcher"], size=cell["batch_size"], budget=cell["token_budget"])
         assert cell["padding_waste"] == pytest.approx(plan_stats(batcher.plan(lengths), lengths).padding_waste)
         assert cell["repeats"] == 2 and cell["reward_max_abs_diff"] == 0.0
+        # Fidelity on the corpus against fp32 eager: word counts are no reward model, and fake-words claims fp32,
+        # so it flips some pairs and fails the fp32 rule.
+        assert 0 < cell["pair_flip_rate"] < 1 and cell["fidelity_ok"] is False
+    assert result["fidelity"]["fake-words"]["pair_flip_rate"] == result["cells"][0]["pair_flip_rate"]
 
 
 def test_worker_failure_is_reported_with_its_message(tmp_path: Path, capsys, fake_runtime, monkeypatch) -> None:

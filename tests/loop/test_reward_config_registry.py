@@ -57,6 +57,13 @@ def test_unknown_batcher_and_runtime_are_refused_listing_the_valid_names(tmp_pat
     assert "reward.server_runtime" in text and "ort" in text
 
 
+def test_a_runtime_the_device_cannot_run_is_refused_at_load(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError) as err:
+        load_run_config(write(tmp_path, {"reward": {"runtime": "eager-fp16"}}))
+    assert "runs on cuda only, not cpu" in "\n".join(err.value.errors)
+    assert load_run_config(write(tmp_path, {"reward": {"runtime": "eager-fp16", "device": "cuda"}}))
+
+
 def test_the_cli_refuses_a_bogus_batcher_in_seconds_without_starting_ray() -> None:
     t0 = time.monotonic()
     proc = subprocess.run([sys.executable, "-m", "rlsim", "run", str(ROOT / "configs/default.yaml"),

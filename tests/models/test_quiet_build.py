@@ -1,4 +1,6 @@
-"""Building minilm-rm says in one line what it built; transformers' load report only with -v."""
+"""Building a MiniLM reward model says in one line what it built; transformers' load report only with -v.
+
+Built here: ``minilm-rm-random`` (same encoder and load report as ``minilm-rm``, whose head training takes minutes)."""
 
 from __future__ import annotations
 
@@ -44,7 +46,7 @@ def transformers_records() -> Iterator[_Records]:
 
 def _build(capfd: pytest.CaptureFixture[str]) -> str:
     logs.configure()
-    materialise("minilm-rm", BUILTIN_REWARD_MODELS["minilm-rm"])
+    materialise("minilm-rm-random", BUILTIN_REWARD_MODELS["minilm-rm-random"])
     out, err = capfd.readouterr()
     return out + err
 
@@ -56,8 +58,8 @@ def test_build_is_one_line_without_verbose(
     assert not any("MISSING" in t for t in transformers_records.texts)
     assert "MISSING" not in text and "LOAD REPORT" not in text and "Writing model shards" not in text
     assert text.splitlines() == [
-        "rlsim models: building minilm-rm: pretrained MiniLM encoder + seeded scalar head (not trained)"
-        f" -> {fresh_cache / 'models' / 'minilm-rm-v1'}"
+        "rlsim models: building minilm-rm-random: pretrained MiniLM encoder + seeded random scalar head (not trained)"
+        f" -> {fresh_cache / 'models' / 'minilm-rm-random-v1'}"
     ]
 
 

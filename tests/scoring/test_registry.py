@@ -16,6 +16,39 @@ def test_all_is_every_builtin_runtime_in_registration_order() -> None:
     assert expand_runtimes("all") == runtime_names()
 
 
+def test_variants_are_named_apart_from_all_and_expand_once() -> None:
+    variants = ["eager-bf16", "eager-fp16", "compile-bf16", "ort-int8-static", "native-int8-static"]
+    assert runtime_names(variants=True) == variants
+    assert expand_runtimes("all,variants,ort") == runtime_names() + variants
+    # fp16 is CUDA only, so it is never among the variants a CPU can run.
+    assert "eager-fp16" not in expand_runtimes("variants", device="cpu")
+    assert "eager-fp16" in expand_runtimes("variants", device="cuda")
+
+
+def test_reduced_precision_comes_from_the_registry() -> None:
+    reduced = [n for n in runtime_names() + runtime_names(variants=True) if SCORERS.info(n).reduced_precision]
+    assert reduced == ["ort-int8", "native-int8", "eager-bf16", "eager-fp16", "compile-bf16", "ort-int8-static",
+                       "native-int8-static"]  # fmt: skip
+    assert [n for n in reduced if SCORERS.info(n).calibrated] == ["ort-int8-static", "native-int8-static"]
+    assert not SCORERS.info("http").reduced_precision  # that of the runtime it wraps, judged there
+
+
+def test_bf16_is_refused_on_a_cpu_without_bf16_instructions_naming_the_flag() -> None:
+    info = SCORERS.info("eager-bf16")
+    reason = info.hardware_reason("eager-bf16", "cpu", flags=frozenset({"avx2", "fma"}))
+    assert reason is not None and "avx512_bf16 or amx_bf16" in reason and "lacks" in reason
+    assert info.hardware_reason("eager-bf16", "cpu", flags=frozenset({"avx2", "amx_bf16"})) is None
+    assert info.hardware_reason("eager-bf16", "cuda", flags=frozenset()) is None
+    assert "cuda only" in SCORERS.info("eager-fp16").hardware_reason("eager-fp16", "cpu")
+
+
+def test_make_scorer_refuses_what_the_hardware_lacks_before_loading(monkeypatch) -> None:
+    from rlsim.scoring.base import UnsupportedRuntime
+
+    with pytest.raises(UnsupportedRuntime, match="runs on cuda only"):
+        make_scorer("eager-fp16", None)  # type: ignore[arg-type]  (refused before the model is touched)
+
+
 def test_metadata_says_precision_quantization_and_server() -> None:
     quantized = [n for n in runtime_names() if SCORERS.info(n).quantized]
     assert quantized == ["ort-int8", "native-int8"]
@@ -44,6 +77,7 @@ def test_a_runtime_with_a_missing_package_is_listed_but_refused_naming_the_packa
 
 def test_everything_installed_here_is_available() -> None:
     assert {n: unavailable_reason(n) for n in runtime_names()} == {n: None for n in runtime_names()}
+    assert unavailable_reason("eager-fp16") is not None  # no GPU: a hardware reason, not a package
 
 
 def test_registration_is_idempotent_but_a_name_cannot_change_hands() -> None:

@@ -1,0 +1,52 @@
+"""Precision variants: static int8 is calibrated reproducibly; bf16/fp16 run where the hardware has them, else skip."""
+
+import json
+
+import numpy as np
+import pytest
+
+from rlsim.scoring import SCORERS, ScorerSettings, make_scorer, unavailable_reason
+from rlsim.scoring.verify import spearman
+
+
+def test_static_calibration_is_reproducible(minilm, tmp_path):
+    from rlsim.scoring.int8_static_scorers import static_int8_graph
+
+    a = static_int8_graph(minilm, count=8, out_dir=tmp_path / "a")
+    b = static_int8_graph(minilm, count=8, out_dir=tmp_path / "b")
+    assert a.read_bytes() == b.read_bytes()
+    calibration = json.loads((a.parent / "calibration.json").read_text())
+    assert calibration["texts"] == 8 and calibration["format"] == "QDQ"
+    import onnx
+
+    ops = {n.op_type for n in onnx.load(str(a)).graph.node}
+    assert {"QuantizeLinear", "DequantizeLinear"} <= ops  # activations quantized too, not only weights
+
+
+@pytest.mark.parametrize("runtime", ["ort-int8-static", "native-int8-static"])
+def test_static_int8_keeps_most_of_the_ranking(minilm, texts, runtime):
+    if runtime.startswith("native") and unavailable_reason(runtime):
+        pytest.skip(unavailable_reason(runtime))
+    ref = make_scorer("eager", minilm).score_batch(texts)
+    out = make_scorer(runtime, minilm).score_batch(texts)
+    assert out.dtype == np.float32 and np.all(np.isfinite(out))
+    assert 0 < np.abs(out - ref).max() and spearman(out, ref) > 0.5
+
+
+@pytest.mark.parametrize("runtime", ["eager-bf16", "eager-fp16"])
+def test_half_precision_runs_where_the_hardware_has_it(minilm, texts, runtime):
+    device = "cuda" if runtime.endswith("fp16") else "cpu"
+    reason = SCORERS.info(runtime).hardware_reason(runtime, device)
+    if device == "cuda":
+        torch = pytest.importorskip("torch")
+        if not torch.cuda.is_available():
+            pytest.skip(f"{runtime}: no CUDA GPU on this machine")
+    if reason:
+        pytest.skip(reason)  # e.g. a CPU without avx512_bf16/amx_bf16
+    settings = ScorerSettings(device=device)
+    ref = make_scorer("eager", minilm, settings).score_batch(texts)
+    out = make_scorer(runtime, minilm, settings).score_batch(texts)
+    assert out.dtype == np.float32
+    # 16-bit floats keep about 3 significant digits: close to fp32, and the order mostly kept.
+    assert np.abs(out - ref).max() < 0.05 * max(1.0, float(np.abs(ref).max()))
+    assert spearman(out, ref) > 0.9
