@@ -57,7 +57,7 @@ def preference_pairs(buckets: tuple[int, ...], count: int, seed: int, copies: in
     rng = random.Random(seed)
     pool = [p.text for p in paragraphs_in(buckets)]
     rng.shuffle(pool)
-    pairs = []
+    pairs: list[tuple[str, str]] = []
     for text in pool:
         for _ in range(copies):
             bad = corrupt(text, rng, strength=rng.uniform(0.5, 1.0))

@@ -3,8 +3,8 @@
 fp32 runtimes pass at ``max_abs_diff <= FP32_ABS_TOL``. Reduced-precision runtimes (int8, bf16,
 fp16: ``RuntimeInfo.reduced_precision``) are *expected* to deviate: their deviation and Spearman
 rank correlation with the reference are reported, and they pass when the ranking mostly survives
-(``INT8_MIN_SPEARMAN``), since a reward's job is to rank. With ``fidelity`` rules the runtimes also score the fidelity corpus
-(``rlsim.fidelity``) and reduced precision is judged by its within-group pair flips and Spearman
+(``INT8_MIN_SPEARMAN``), since a reward's job is to rank. With ``fidelity`` rules the runtimes also score the
+fidelity corpus (``rlsim.fidelity``) and reduced precision is judged by its within-group pair flips and Spearman
 there instead; a runtime this machine cannot run is reported as skipped, with the reason.
 """
 
@@ -147,7 +147,7 @@ def _check_runtime(
 ) -> RuntimeResult:
     info = SCORERS.info(name)
     reduced = info.reduced_precision  # judged by rank, not by value
-    facts = {"int8": info.precision == "int8", "precision": info.precision or "fp32"}
+    int8, precision = info.precision == "int8", info.precision or "fp32"
     try:
         scorer = make_scorer(name, spec, settings)
         try:
@@ -158,9 +158,9 @@ def _check_runtime(
         finally:
             scorer.close()
     except UnsupportedRuntime as err:
-        return RuntimeResult(ok=False, skipped=True, error=str(err), **facts)
+        return RuntimeResult(ok=False, skipped=True, error=str(err), int8=int8, precision=precision)
     except RlsimError as err:
-        return RuntimeResult(ok=False, error=str(err), **facts)
+        return RuntimeResult(ok=False, error=str(err), int8=int8, precision=precision)
     diff = np.abs(scores.astype(np.float64) - reference.batch)
     rel = diff / np.maximum(np.abs(reference.batch), 1e-6)
     rho = spearman(scores, reference.batch)
@@ -168,6 +168,7 @@ def _check_runtime(
     ok = finite and (rho >= INT8_MIN_SPEARMAN if reduced else float(diff.max()) <= FP32_ABS_TOL)
     fidelity = None
     if finite and corpus is not None and rules is not None:
+        assert reference.corpus is not None and corpus_scores is not None  # both scored when there is a corpus
         metrics = fidelity_metrics(reference.corpus, corpus_scores, corpus.groups)
         passes = rules.passes(reduced, metrics)
         ok = passes if reduced else ok and passes
@@ -183,7 +184,8 @@ def _check_runtime(
         score_s=elapsed,
         truncated=scorer.stats.truncated,
         error=None if finite else "non-finite rewards",
-        **facts,
+        int8=int8,
+        precision=precision,
     )
 
 
