@@ -11,11 +11,12 @@ NATIVE_SRC  := $(shell find native_engine -type f)
 PYTEST_ARGS ?=
 export PIP_DISABLE_PIP_VERSION_CHECK=1
 
-.PHONY: setup venv native run test test-fast bench clean help
+.PHONY: setup venv native run test lint test-fast bench clean help
 
 help:
 	@echo "make run    - set up (venv, dependencies, native engine) and run the main job on the default models"
-	@echo "make test   - set up and run the whole test suite"
+	@echo "make test   - set up, lint (ruff check, ruff format --check, mypy) and run the whole test suite"
+	@echo "make lint   - set up and run the linters and the type check only"
 	@echo "make setup  - set up only"
 	@echo "make bench  - run the committed benchmarks (long; writes benchmarks/results/)"
 
@@ -47,7 +48,13 @@ native: $(STAMPS)/native
 run: setup
 	$(VENV)/bin/rlsim run configs/default.yaml --out runs/default
 
-test: setup
+# Lint first: a formatting slip or a type error fails in seconds, before the 15-minute suite.
+lint: setup
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/mypy
+
+test: setup lint
 	RLSIM_REQUIRE_NATIVE=1 $(PY) -m pytest $(PYTEST_ARGS)
 
 bench: setup

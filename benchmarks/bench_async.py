@@ -53,14 +53,23 @@ def run_one(schedule: str, placement: str, repeat: int, args: argparse.Namespace
     subprocess.run(cmd, check=True, cwd=ROOT)
     res = RunResults.read(out / "results.json")
     trained = sum(s.rollouts.trained or 0 for s in res.steps)
-    row = {"schedule": schedule, "placement": placement, "repeat": repeat, "out": str(out), "trained": trained,
-           "step_s": [round(s.time_s.total, 3) for s in res.steps]}
+    row = {
+        "schedule": schedule,
+        "placement": placement,
+        "repeat": repeat,
+        "out": str(out),
+        "trained": trained,
+        "step_s": [round(s.time_s.total, 3) for s in res.steps],
+    }
     if res.async_ is not None and res.rollouts_total is not None:
         wall = float(res.async_.wall_s or 0.0)
-        row.update(trainer_idle_fraction=res.async_.trainer_idle_fraction,
-                   rollout_idle_fraction=res.async_.rollout_idle_fraction,
-                   staleness_histogram=res.async_.staleness_histogram,
-                   rollouts_total=res.rollouts_total.model_dump(), weight_sync_pause_s=res.async_.weight_sync_pause_s)
+        row.update(
+            trainer_idle_fraction=res.async_.trainer_idle_fraction,
+            rollout_idle_fraction=res.async_.rollout_idle_fraction,
+            staleness_histogram=res.async_.staleness_histogram,
+            rollouts_total=res.rollouts_total.model_dump(),
+            weight_sync_pause_s=res.async_.weight_sync_pause_s,
+        )
     else:
         wall = sum(s.time_s.total for s in res.steps)
     row.update(wall_s=round(wall, 3), rollouts_trained_per_hour=round(trained / wall * 3600, 1))
@@ -88,9 +97,16 @@ def main() -> None:
         for schedule, placement in CONDITIONS:
             rows.append(run_one(schedule, placement, repeat, args))
             print(json.dumps(rows[-1]), file=sys.stderr)
-    summary = {"benchmark": "bench_async", "steps": args.steps, "repeats": args.repeats,
-               "max_staleness": args.max_staleness, "overrides": args.overrides, "summary": summarise(rows),
-               "runs": rows, "machine": machine_fingerprint()}
+    summary = {
+        "benchmark": "bench_async",
+        "steps": args.steps,
+        "repeats": args.repeats,
+        "max_staleness": args.max_staleness,
+        "overrides": args.overrides,
+        "summary": summarise(rows),
+        "runs": rows,
+        "machine": machine_fingerprint(),
+    }
     Path(args.out).mkdir(parents=True, exist_ok=True)
     atomic_write_json(Path(args.out) / "bench_async.json", summary)
     print(json.dumps({"benchmark": "bench_async", **summary["summary"]}))

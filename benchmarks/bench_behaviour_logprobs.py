@@ -56,11 +56,16 @@ def main() -> None:
     finally:
         gen.close()
     ratios = [b / a for a, b in zip(seconds["plain"], seconds["logprobs"], strict=True)]
-    result = {"benchmark": "bench_behaviour_logprobs", "rollouts_per_call": w.prompts_per_step * w.group_size,
-              "engine_start_s": round(start_s, 2), "seconds": seconds,
-              "ratio_logprobs_over_plain": [round(r, 3) for r in ratios],
-              "median_ratio": round(statistics.median(ratios), 3), "load_average": os.getloadavg(),
-              "machine": machine_fingerprint()}
+    result = {
+        "benchmark": "bench_behaviour_logprobs",
+        "rollouts_per_call": w.prompts_per_step * w.group_size,
+        "engine_start_s": round(start_s, 2),
+        "seconds": seconds,
+        "ratio_logprobs_over_plain": [round(r, 3) for r in ratios],
+        "median_ratio": round(statistics.median(ratios), 3),
+        "load_average": os.getloadavg(),
+        "machine": machine_fingerprint(),
+    }
     Path(args.out).mkdir(parents=True, exist_ok=True)
     atomic_write_json(Path(args.out) / "bench_behaviour_logprobs.json", result)
     print(json.dumps({k: result[k] for k in ("benchmark", "median_ratio", "ratio_logprobs_over_plain")}))

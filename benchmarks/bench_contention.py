@@ -48,9 +48,20 @@ def parse_args() -> argparse.Namespace:
 
 
 def per_runtime(results: dict[str, Any]) -> dict[str, Any]:
-    keep = ("step_time_s", "step_time_change", "step_time_change_unpaired", "scoring_core_s", "freed_core_s",
-            "freed_pool_share", "gen_slowdown", "score_slowdown", "timeboxed_rollouts_per_hour",
-            "extra_rollouts_per_hour", "extra_rollouts_per_step", "freed_ci_half_width_fraction")
+    keep = (
+        "step_time_s",
+        "step_time_change",
+        "step_time_change_unpaired",
+        "scoring_core_s",
+        "freed_core_s",
+        "freed_pool_share",
+        "gen_slowdown",
+        "score_slowdown",
+        "timeboxed_rollouts_per_hour",
+        "extra_rollouts_per_hour",
+        "extra_rollouts_per_step",
+        "freed_ci_half_width_fraction",
+    )
     out = {}
     for name, f in results["runtimes"].items():
         row = {k: f[k] for k in keep}
@@ -68,8 +79,14 @@ def main() -> int:
     mode = "full" if args.full else "quick"
     name = args.name or mode
     runtimes = expand_runtimes(args.runtimes) if args.runtimes else None
-    config = load_contention_config(args.config, args.overrides, quick=not args.full, runtimes=runtimes,
-                                    target_ci=args.target_ci, max_minutes=args.max_minutes)
+    config = load_contention_config(
+        args.config,
+        args.overrides,
+        quick=not args.full,
+        runtimes=runtimes,
+        target_ci=args.target_ci,
+        max_minutes=args.max_minutes,
+    )
     s = config.contention
     time_target = args.max_minutes * 60.0 if args.max_minutes else TIME_TARGET_S[mode]
     load_before = os.getloadavg()
@@ -78,26 +95,50 @@ def main() -> int:
     wall = time.perf_counter() - t0
     acc = results["accounting"]
     result = {
-        "benchmark": "contention", "mode": mode, "command": "python " + " ".join(sys.argv),
-        "date": time.strftime("%Y-%m-%d"), "machine": machine(),
-        "config": str(args.config), "overrides": args.overrides,
-        "runtimes": list(s.runtimes), "repeats": s.repeats, "repeats_done": results["repeats_done"],
+        "benchmark": "contention",
+        "mode": mode,
+        "command": "python " + " ".join(sys.argv),
+        "date": time.strftime("%Y-%m-%d"),
+        "machine": machine(),
+        "config": str(args.config),
+        "overrides": args.overrides,
+        "runtimes": list(s.runtimes),
+        "repeats": s.repeats,
+        "repeats_done": results["repeats_done"],
         "stopping": results["stopping"],
-        "wall_s": round(wall, 1), "time_target_s": time_target, "meets_time_target": wall < time_target,
+        "wall_s": round(wall, 1),
+        "time_target_s": time_target,
+        "meets_time_target": wall < time_target,
         "startup_s": [session["startup_s"] for session in results["sessions"]],
-        "load_average_before": load_before, "load_average_after": os.getloadavg(), "cpus": os.cpu_count(),
-        "accounting": acc, "identity_holds_every_step": acc["within_5pct"] == acc["checked"],
-        "figures": per_runtime(results), "conclusions": results["conclusions"],
+        "load_average_before": load_before,
+        "load_average_after": os.getloadavg(),
+        "cpus": os.cpu_count(),
+        "accounting": acc,
+        "identity_holds_every_step": acc["within_5pct"] == acc["checked"],
+        "figures": per_runtime(results),
+        "conclusions": results["conclusions"],
     }
     result["machine"] = machine_fingerprint()
     atomic_write_json(Path(args.out) / f"bench_contention_{name}.json", result)
-    print(json.dumps({"mode": mode, "wall_s": result["wall_s"], "meets_time_target": result["meets_time_target"],
-                      "repeats_done": result["repeats_done"], "stopped": results["stopping"]["reason"],
-                      "half_width_fraction": {k: (v["precision"] or {}).get("half_width_fraction")
-                                              for k, v in result["figures"].items() if v["precision"]},
-                      "identity_within_5pct": f"{acc['within_5pct']}/{acc['checked']}",
-                      "freed_core_s": {k: v["freed_core_s"]["mean"] for k, v in result["figures"].items()},
-                      "gen_slowdown": {k: v["gen_slowdown"]["mean"] for k, v in result["figures"].items()}}))
+    print(
+        json.dumps(
+            {
+                "mode": mode,
+                "wall_s": result["wall_s"],
+                "meets_time_target": result["meets_time_target"],
+                "repeats_done": result["repeats_done"],
+                "stopped": results["stopping"]["reason"],
+                "half_width_fraction": {
+                    k: (v["precision"] or {}).get("half_width_fraction")
+                    for k, v in result["figures"].items()
+                    if v["precision"]
+                },
+                "identity_within_5pct": f"{acc['within_5pct']}/{acc['checked']}",
+                "freed_core_s": {k: v["freed_core_s"]["mean"] for k, v in result["figures"].items()},
+                "gen_slowdown": {k: v["gen_slowdown"]["mean"] for k, v in result["figures"].items()},
+            }
+        )
+    )
     return 0
 
 

@@ -111,8 +111,10 @@ def main() -> int:
                 per_schedule[schedule].append(record)
                 waits[schedule].append(experience_wait(rows))
                 outputs.add_step(record, rows)
-                print(f"step {n} {schedule}: {record.time_s.total:.2f} s, idle {record.time_s.idle:.3f} s",
-                      file=sys.stderr)
+                print(
+                    f"step {n} {schedule}: {record.time_s.total:.2f} s, idle {record.time_s.idle:.3f} s",
+                    file=sys.stderr,
+                )
         outputs.update(complete=True)
     finally:
         outputs.finish()
@@ -132,8 +134,14 @@ def main() -> int:
     }
     result["machine"] = machine_fingerprint()
     atomic_write_json(out / f"{args.name}.json", result)
-    print(json.dumps({s: {"overhead_fraction": v["overhead_fraction"], "meets_target": v["meets_target"]}
-                      for s, v in result["schedules"].items()}))
+    print(
+        json.dumps(
+            {
+                s: {"overhead_fraction": v["overhead_fraction"], "meets_target": v["meets_target"]}
+                for s, v in result["schedules"].items()
+            }
+        )
+    )
     return 0
 
 

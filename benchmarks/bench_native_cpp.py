@@ -27,7 +27,9 @@ OUT = ROOT / "benchmarks" / "results" / "bench_native_cpp.json"
 SEQ, THREADS, VOCAB = 128, 2, 30000
 
 # One timed pass in a fresh interpreter: warm-up, then `iters` runs; prints seq/s.
-PY_WORKER = f"VOCAB, SEQ, THREADS = {VOCAB}, {SEQ}, {THREADS}\n" + r"""
+PY_WORKER = (
+    f"VOCAB, SEQ, THREADS = {VOCAB}, {SEQ}, {THREADS}\n"
+    + r"""
 import sys, time, numpy as np
 mode, model, lib, batch, iters = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), int(sys.argv[5])
 rng = np.random.default_rng(0)
@@ -51,6 +53,7 @@ t0 = time.perf_counter()
 for _ in range(iters): run()
 print(batch * iters / (time.perf_counter() - t0))
 """
+)
 
 
 def one_run(mode: str, model: str, lib: str, batch: int, iters: int) -> float:

@@ -69,8 +69,16 @@ def main(argv: list[str]) -> int:
 
     names = argv or list(GRIDS)
     for name in names:
-        args = ["bench", "scoring", "--model", "minilm-rm", *_runnable(GRIDS[name]), *WORKLOAD,
-                "--out", str(OUT / name)]
+        args = [
+            "bench",
+            "scoring",
+            "--model",
+            "minilm-rm",
+            *_runnable(GRIDS[name]),
+            *WORKLOAD,
+            "--out",
+            str(OUT / name),
+        ]
         rc = rlsim_main(args)
         if rc:
             return rc

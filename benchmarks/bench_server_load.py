@@ -61,8 +61,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--threads", type=int, default=1, help="model threads in the server")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "bench_server_load.json"))
-    p.add_argument("--trace", default=None, metavar="FILE",
-                   help="also write every request as a span (Trace Event Format, one track per load level)")
+    p.add_argument(
+        "--trace",
+        default=None,
+        metavar="FILE",
+        help="also write every request as a span (Trace Event Format, one track per load level)",
+    )
     return p.parse_args(argv)
 
 
@@ -145,8 +149,15 @@ class Tally:
         self.spans: list[tuple[float, float, str]] = []  # (sent, answered) perf_counter seconds, answer kind
 
 
-async def client_loop(client: httpx.AsyncClient, args: argparse.Namespace, pool: list[str], ref: np.ndarray,
-                      stop_at: float, rng: np.random.Generator, tally: Tally) -> None:
+async def client_loop(
+    client: httpx.AsyncClient,
+    args: argparse.Namespace,
+    pool: list[str],
+    ref: np.ndarray,
+    stop_at: float,
+    rng: np.random.Generator,
+    tally: Tally,
+) -> None:
     while time.monotonic() < stop_at:
         idx = rng.integers(0, len(pool), size=args.texts_per_request)
         t0 = time.perf_counter()
@@ -254,8 +265,12 @@ def main(argv: list[str] | None = None) -> int:
         proc, url = start_server(args, Path(tmp), server_cores)
         os.sched_setaffinity(0, client_cores)
         try:
-            meta = {"server_start_s": round(time.perf_counter() - t0, 2), "server_cores": sorted(server_cores),
-                    "client_cores": sorted(client_cores), "load_average_1m_at_start": os.getloadavg()[0]}
+            meta = {
+                "server_start_s": round(time.perf_counter() - t0, 2),
+                "server_cores": sorted(server_cores),
+                "client_cores": sorted(client_cores),
+                "load_average_1m_at_start": os.getloadavg()[0],
+            }
             ref = reference_rewards(url, pool)
             results: list[dict[str, Any]] = []
             spans: list[dict[str, Any]] = []
@@ -267,8 +282,10 @@ def main(argv: list[str] | None = None) -> int:
                     spans += level.pop("_spans")
                     check_exactly_once(level, before, server_answers(url))
                     results.append(level)
-                    progress.console.print(f"{clients:>4} clients: {level['requests_per_s']:.1f} req/s, "
-                                           f"p99 {level['p99_s']} s, 503 {level['rejected_503']}, lost {level['lost']}")
+                    progress.console.print(
+                        f"{clients:>4} clients: {level['requests_per_s']:.1f} req/s, "
+                        f"p99 {level['p99_s']} s, 503 {level['rejected_503']}, lost {level['lost']}"
+                    )
                     progress.advance(task)
         finally:
             exit_status = stop_server(proc)

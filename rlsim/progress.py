@@ -44,5 +44,6 @@ class LineProgress(Progress):
             return
         self._last[task_id] = (task.description, now)
         done = f"{task.completed:.0f}/{task.total:.0f} " if task.total else ""
-        self.console.print(f"[{now - self._t0:5.0f}s] {done}{task.description}", highlight=False, markup=False,
-                           soft_wrap=True)
+        self.console.print(
+            f"[{now - self._t0:5.0f}s] {done}{task.description}", highlight=False, markup=False, soft_wrap=True
+        )

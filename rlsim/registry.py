@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any, Callable, Generic, Iterable, TypeVar
+from typing import Any, Generic, TypeVar
 
 from rlsim.errors import RlsimError
 

@@ -181,7 +181,7 @@ class RunResults(_Record):
         return self.model_dump(mode="json", exclude_unset=True)
 
     @classmethod
-    def parse(cls, data: Any, source: str | Path) -> "RunResults":
+    def parse(cls, data: Any, source: str | Path) -> RunResults:
         """Validate loaded JSON; ``RlsimError`` naming what is missing (``source`` names the file)."""
         try:
             return cls.model_validate(data)
@@ -190,7 +190,7 @@ class RunResults(_Record):
             raise RlsimError(f"{source}: {problems}; it must be the results.json of `rlsim run`") from None
 
     @classmethod
-    def read(cls, path: str | Path) -> "RunResults":
+    def read(cls, path: str | Path) -> RunResults:
         """Load and validate a results.json; ``RlsimError`` if it is missing, not JSON or not a run's."""
         p = Path(path)
         if not p.is_file():

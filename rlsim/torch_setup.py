@@ -18,8 +18,10 @@ def prepare_torch(device: str, setting: str, threads: int | None = None, seed: i
     import torch
 
     if device == "cuda" and not torch.cuda.is_available():
-        raise RlsimError(f"{setting} is cuda but torch sees no CUDA GPU; set it to cpu (or run on a machine "
-                         "with a GPU and a CUDA build of torch)")
+        raise RlsimError(
+            f"{setting} is cuda but torch sees no CUDA GPU; set it to cpu (or run on a machine "
+            "with a GPU and a CUDA build of torch)"
+        )
     if threads:
         torch.set_num_threads(threads)
     if seed is not None:

@@ -17,7 +17,7 @@ import json
 import math
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Literal, Union
+from typing import Annotated, Literal
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, model_validator
@@ -61,7 +61,7 @@ class LognormalLengths(_Dist):
     max: int = Field(512, ge=1)
 
     @model_validator(mode="after")
-    def _ordered(self) -> "LognormalLengths":
+    def _ordered(self) -> LognormalLengths:
         if self.min > self.max:
             raise ValueError(f"min ({self.min}) must be <= max ({self.max})")
         return self
@@ -90,7 +90,7 @@ class UniformLengths(_Dist):
     max: int = Field(512, ge=1)
 
     @model_validator(mode="after")
-    def _ordered(self) -> "UniformLengths":
+    def _ordered(self) -> UniformLengths:
         if self.min > self.max:
             raise ValueError(f"min ({self.min}) must be <= max ({self.max})")
         return self
@@ -99,7 +99,7 @@ class UniformLengths(_Dist):
         return rng.integers(self.min, self.max + 1, size=n, dtype=np.int64)
 
 
-LengthDist = Annotated[Union[LognormalLengths, FixedLengths, UniformLengths], Field(discriminator="kind")]
+LengthDist = Annotated[LognormalLengths | FixedLengths | UniformLengths, Field(discriminator="kind")]
 
 
 class WorkloadSpec(BaseModel):

@@ -7,7 +7,7 @@ They start lazily: a test run that selects neither never pays for them.
 from __future__ import annotations
 
 import os
-from typing import Iterator
+from collections.abc import Iterator
 
 import pytest
 

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Iterator, Sequence
 
 import numpy as np
 
@@ -186,8 +186,13 @@ class FakeCritic:
 
         self.updates.append(sorted(r.uid for r in rollouts))
         mean = float(np.mean(np.concatenate([returns[r.uid] for r in rollouts])))
-        return CriticStats(value_loss=mean, value_clip_fraction=0.0, grad_norm=0.0,
-                           response_tokens=sum(len(r.response_ids) for r in rollouts), seconds=0.0)
+        return CriticStats(
+            value_loss=mean,
+            value_clip_fraction=0.0,
+            grad_norm=0.0,
+            response_tokens=sum(len(r.response_ids) for r in rollouts),
+            seconds=0.0,
+        )
 
     def close(self) -> None:
         pass
@@ -213,5 +218,18 @@ class FakePpoTrainer(FakeTrainer):
         hold(self.hold_dir, "update")
         self.seen.append(([r.uid for r in rollouts], {}))
         n = sum(len(r.response_ids) for r in rollouts)
-        return TrainStats(len(rollouts), n, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, algorithm=self.settings.algorithm,
-                          policy_loss=0.0, kl=exp.kl_mean(), entropy=1.0)
+        return TrainStats(
+            len(rollouts),
+            n,
+            0.0,
+            0.0,
+            0.0,
+            0.0,
+            0.0,
+            0.0,
+            0.0,
+            algorithm=self.settings.algorithm,
+            policy_loss=0.0,
+            kl=exp.kl_mean(),
+            entropy=1.0,
+        )

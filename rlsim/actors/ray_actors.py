@@ -8,8 +8,9 @@ includes vLLM's engine start) each wait at most their configured timeout, then s
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 import ray
 from ray.util.placement_group import placement_group, remove_placement_group
@@ -26,8 +27,13 @@ TrainerActor = ray.remote(TrainerWorker)
 ReferenceActor = ray.remote(ReferenceWorker)
 CriticActor = ray.remote(CriticWorker)
 ColocatedActor = ray.remote(ColocatedWorker)
-SINGLE_ACTORS: dict[str, Any] = {"rollout": RolloutActor, "scorer": ScoringActor, "trainer": TrainerActor,
-                 "reference": ReferenceActor, "critic": CriticActor}
+SINGLE_ACTORS: dict[str, Any] = {
+    "rollout": RolloutActor,
+    "scorer": ScoringActor,
+    "trainer": TrainerActor,
+    "reference": ReferenceActor,
+    "critic": CriticActor,
+}
 # Roles whose process Ray may restart: they hold no state a step changes (the critic and the trainer do).
 RESTARTABLE = {"scorer", "reference"}
 
@@ -124,9 +130,16 @@ def create_actors(
         ) from None
     handles = [_start(u, i, group, makers, scorer_restarts) for i, u in enumerate(units)]
     by_member = {member: h for u, h in zip(units, handles, strict=True) for _, member in u.members}
-    actors = ActorSet(by_member["rollout"], [by_member[f"scorer-{i}"] for i in range(replicas)], by_member["trainer"],
-                      group, [u.name for u in units], reference=by_member.get("reference"),
-                      critic=by_member.get("critic"), handles=handles)
+    actors = ActorSet(
+        by_member["rollout"],
+        [by_member[f"scorer-{i}"] for i in range(replicas)],
+        by_member["trainer"],
+        group,
+        [u.name for u in units],
+        reference=by_member.get("reference"),
+        critic=by_member.get("critic"),
+        handles=handles,
+    )
     actors.info = _wait_started(actors, start_timeout_s)
     return actors
 

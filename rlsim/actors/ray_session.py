@@ -31,8 +31,9 @@ def connect_ray(address: str | None = None, num_cpus: int | None = None) -> bool
         cpus = num_cpus or len(os.sched_getaffinity(0))
         # "local": a plain ray.init() would join the newest cluster started on this machine (its address
         # is left in /tmp/ray), e.g. someone else's, which is not what `address: null` promises.
-        ray.init(address="local", num_cpus=cpus, include_dashboard=False, log_to_driver=False,
-                 logging_level=ray_logging)
+        ray.init(
+            address="local", num_cpus=cpus, include_dashboard=False, log_to_driver=False, logging_level=ray_logging
+        )
     # Ray's driver handler aborts on SIGTERM and leaves its agents running (rlsim/signals.py).
     unwind_on_sigterm()
     return True

@@ -12,7 +12,8 @@ Plain Python, no Ray (``rlsim.actors.ray_actors`` turns them into actors); tests
 from __future__ import annotations
 
 import time
-from typing import Any, Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 from rlsim.actors.server_faults import ServerFault
 from rlsim.actors.workers import ScoringWorker, TrainerWorker, _Worker
@@ -63,7 +64,10 @@ class CriticWorker(_Worker):
 
 # role -> the worker class that holds it inside a colocated process.
 ROLE_WORKERS: dict[str, Callable[..., Any]] = {
-    "scorer": ScoringWorker, "trainer": TrainerWorker, "reference": ReferenceWorker, "critic": CriticWorker,
+    "scorer": ScoringWorker,
+    "trainer": TrainerWorker,
+    "reference": ReferenceWorker,
+    "critic": CriticWorker,
 }
 
 
@@ -71,8 +75,13 @@ class ColocatedWorker(_Worker):
     """Several roles in one process, pinned to one placement. ``members``: role -> (event name, factory);
     each role's events keep its own name (``scorer-0``, ``reference``), so the timeline shows who worked."""
 
-    def __init__(self, name: str, placement: ResolvedPlacement | None,
-                 members: Mapping[str, tuple[str, Callable[[], Any]]], pin: bool = True) -> None:
+    def __init__(
+        self,
+        name: str,
+        placement: ResolvedPlacement | None,
+        members: Mapping[str, tuple[str, Callable[[], Any]]],
+        pin: bool = True,
+    ) -> None:
         super().__init__(name, placement, pin)
         self._roles: dict[str, Any] = {}
         for role, (member_name, make) in members.items():
@@ -97,8 +106,9 @@ class ColocatedWorker(_Worker):
     def train(self, rollouts: Sequence[Rollout], rewards: dict[int, float]) -> Any:
         return self._role("trainer").train(rollouts, rewards)
 
-    def experience(self, rollouts: Sequence[Rollout], rewards: dict[int, float], ref_logprobs: Any = None,
-                   values: Any = None) -> Any:
+    def experience(
+        self, rollouts: Sequence[Rollout], rewards: dict[int, float], ref_logprobs: Any = None, values: Any = None
+    ) -> Any:
         return self._role("trainer").experience(rollouts, rewards, ref_logprobs, values)
 
     def update_actor(self) -> Any:
@@ -116,8 +126,9 @@ class ColocatedWorker(_Worker):
     def values(self, rollouts: Sequence[Rollout], batch: int) -> Any:
         return self._role("critic").values(rollouts, batch)
 
-    def update_critic(self, rollouts: Sequence[Rollout], returns: Mapping[int, Any],
-                      old_values: Mapping[int, Any]) -> Any:
+    def update_critic(
+        self, rollouts: Sequence[Rollout], returns: Mapping[int, Any], old_values: Mapping[int, Any]
+    ) -> Any:
         return self._role("critic").update_critic(rollouts, returns, old_values)
 
     def close(self) -> None:

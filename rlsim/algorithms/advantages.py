@@ -22,9 +22,7 @@ def checked_rewards(groups: Ints, rewards: Floats) -> tuple[np.ndarray, np.ndarr
     return np.asarray(groups), r
 
 
-def group_advantages(
-    groups: Ints, rewards: Floats, normalize_std: bool = True, eps: float = 1e-6
-) -> np.ndarray:
+def group_advantages(groups: Ints, rewards: Floats, normalize_std: bool = True, eps: float = 1e-6) -> np.ndarray:
     """Advantage per sample: ``(r - mean_g) / (std_g + eps)`` over the samples of the same group ``g``.
 
     ``std_g`` is the population standard deviation (ddof=0) of the group's rewards, so a group of

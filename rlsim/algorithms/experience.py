@@ -14,8 +14,9 @@ needs a model.
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal, Mapping, Sequence
+from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 
@@ -106,8 +107,14 @@ def make_experience(
     return Experience(old_logprobs=old, advantages=adv, ref_logprobs=ref, kl=kl)
 
 
-def _check_inputs(settings: AlgorithmSettings, rollouts: Sequence[Rollout], rewards: Mapping[int, float],
-                  old: PerToken, ref: PerToken | None, values: PerToken | None) -> None:
+def _check_inputs(
+    settings: AlgorithmSettings,
+    rollouts: Sequence[Rollout],
+    rewards: Mapping[int, float],
+    old: PerToken,
+    ref: PerToken | None,
+    values: PerToken | None,
+) -> None:
     needed: list[tuple[str, Mapping | None]] = [("reward", rewards), ("policy log-probs", old)]
     if settings.uses_reference:
         needed.append(("reference log-probs (kl.coef > 0)", ref))
@@ -122,24 +129,37 @@ def _check_inputs(settings: AlgorithmSettings, rollouts: Sequence[Rollout], rewa
         if what != "reward":
             bad = [x.uid for x in rollouts if len(table[x.uid]) != len(x.response_ids)]
             if bad:
-                raise ValueError(f"{what} of rollout {bad[0]}: {len(table[bad[0]])} values for "
-                                 f"{len(next(x for x in rollouts if x.uid == bad[0]).response_ids)} response tokens")
+                raise ValueError(
+                    f"{what} of rollout {bad[0]}: {len(table[bad[0]])} values for "
+                    f"{len(next(x for x in rollouts if x.uid == bad[0]).response_ids)} response tokens"
+                )
 
 
-def _kl(settings: AlgorithmSettings, rollouts: Sequence[Rollout], old: PerToken, ref: PerToken | None
-        ) -> dict[int, np.ndarray]:
+def _kl(
+    settings: AlgorithmSettings, rollouts: Sequence[Rollout], old: PerToken, ref: PerToken | None
+) -> dict[int, np.ndarray]:
     import torch
 
     from rlsim.algorithms.kl import kl_per_token
 
     assert ref is not None
-    return {x.uid: kl_per_token(torch.as_tensor(old[x.uid], dtype=torch.float32),
-                                torch.as_tensor(ref[x.uid], dtype=torch.float32),
-                                settings.kl_estimator).numpy() for x in rollouts}
+    return {
+        x.uid: kl_per_token(
+            torch.as_tensor(old[x.uid], dtype=torch.float32),
+            torch.as_tensor(ref[x.uid], dtype=torch.float32),
+            settings.kl_estimator,
+        ).numpy()
+        for x in rollouts
+    }
 
 
-def _ppo(settings: AlgorithmSettings, rollouts: Sequence[Rollout], rewards: Mapping[int, float],
-         values: PerToken, kl: dict[int, np.ndarray] | None) -> tuple[dict[int, np.ndarray], dict[int, np.ndarray]]:
+def _ppo(
+    settings: AlgorithmSettings,
+    rollouts: Sequence[Rollout],
+    rewards: Mapping[int, float],
+    values: PerToken,
+    kl: dict[int, np.ndarray] | None,
+) -> tuple[dict[int, np.ndarray], dict[int, np.ndarray]]:
     """Per uid: advantages (GAE, whitened over the batch) and returns (the critic's targets)."""
     import torch
 

@@ -50,8 +50,10 @@ def correct_off_policy(exp: Experience, rollouts: Sequence[Rollout], cap: float)
     proximal log-probs); raises ``ValueError`` if a rollout carries no behaviour log-probs."""
     missing = [r.uid for r in rollouts if r.behaviour_logprobs is None]
     if missing:
-        raise ValueError(f"{len(missing)} rollouts carry no behaviour log-probs (first uids {missing[:5]}); the "
-                         "generator must be asked for them (GeneratorSettings.behaviour_logprobs)")
+        raise ValueError(
+            f"{len(missing)} rollouts carry no behaviour log-probs (first uids {missing[:5]}); the "
+            "generator must be asked for them (GeneratorSettings.behaviour_logprobs)"
+        )
     advantages, weights, ratios = {}, [], []
     for r in rollouts:
         behaviour = np.asarray(r.behaviour_logprobs, dtype=np.float32)

@@ -3,7 +3,7 @@ of its prompt, so the baseline never depends on the sample it judges (Ahmadian e
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 

@@ -11,8 +11,9 @@ and has a different shape (submit -> future); it is not in this registry.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Literal, Protocol, Sequence, runtime_checkable
+from typing import Literal, Protocol, runtime_checkable
 
 from rlsim.errors import RlsimError
 from rlsim.registry import Registry

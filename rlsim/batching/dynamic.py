@@ -21,10 +21,11 @@ from __future__ import annotations
 import threading
 import time
 from collections import deque
-from functools import partial
+from collections.abc import Callable, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass, field
-from typing import Callable, Generic, Sequence, TypeVar
+from functools import partial
+from typing import Generic, TypeVar
 
 from rlsim.errors import RlsimError
 
@@ -70,7 +71,7 @@ class _Pending(Generic[T, R]):
     item: T
     size: int
     enqueued: float
-    future: "Future[R]"
+    future: Future[R]
 
 
 class DynamicBatcher(Generic[T, R]):
@@ -117,7 +118,7 @@ class DynamicBatcher(Generic[T, R]):
         self._worker.start()
 
     # ---- producer side -------------------------------------------------------------------------
-    def submit(self, item: T) -> "Future[R]":
+    def submit(self, item: T) -> Future[R]:
         """Queue ``item``; returns its future. Raises ``QueueFull`` or ``BatcherClosed``, never blocks."""
         size = int(self._size_of(item))
         future: Future[R] = Future()
@@ -137,7 +138,7 @@ class DynamicBatcher(Generic[T, R]):
         future.add_done_callback(partial(self._forget_if_cancelled, pending=pending))
         return future
 
-    def _forget_if_cancelled(self, future: "Future[R]", pending: _Pending[T, R]) -> None:
+    def _forget_if_cancelled(self, future: Future[R], pending: _Pending[T, R]) -> None:
         # A caller that gave up (timeout) frees its queue space at once, so abandoned work neither
         # runs nor counts against the bound.
         if not future.cancelled():
@@ -183,7 +184,7 @@ class DynamicBatcher(Generic[T, R]):
         self._worker.join(timeout_s)
         return not self._worker.is_alive()
 
-    def __enter__(self) -> "DynamicBatcher[T, R]":
+    def __enter__(self) -> DynamicBatcher[T, R]:
         return self
 
     def __exit__(self, *exc: object) -> None:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 from rlsim.batching.base import BatcherInfo, Plan, length_order, positive, register_batcher
 
@@ -24,7 +24,7 @@ class FixedBatcher:
         self.size = positive(size, "batch size", "pass --batch-sizes 8,32 or similar")
 
     @classmethod
-    def from_settings(cls, size: int | None = None, budget: int | None = None) -> "FixedBatcher":
+    def from_settings(cls, size: int | None = None, budget: int | None = None) -> FixedBatcher:
         return cls(positive(size, f"{cls.name} batcher's batch size", "give it a batch size such as 32"))
 
     def plan(self, lengths: Sequence[int]) -> Plan:

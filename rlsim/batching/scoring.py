@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -43,18 +44,18 @@ class BatchReport:
         return dict(self.__dict__, padding_waste=self.padding_waste)
 
 
-def token_lengths(scorer: "Scorer", texts: Sequence[str]) -> list[int]:
+def token_lengths(scorer: Scorer, texts: Sequence[str]) -> list[int]:
     """Tokens per text as the scorer will see them: its own tokenizer, special tokens, truncation."""
     # The scorer reports untruncated lengths (it counts truncation); batches see at most max_length.
     return [min(int(n), scorer.max_length) for n in scorer.token_lengths(texts)]
 
 
 def score_texts(
-    scorer: "Scorer",
+    scorer: Scorer,
     texts: Sequence[str],
     batcher: Batcher,
     lengths: Sequence[int] | None = None,
-) -> tuple[np.ndarray, "BatchReport"]:
+) -> tuple[np.ndarray, BatchReport]:
     """Score ``texts`` in the batches ``batcher`` plans; returns float32 rewards ``(n,)`` in input order.
 
     ``lengths`` (tokens per text) is computed with the scorer's tokenizer when not given; that

@@ -8,7 +8,7 @@ work per forward pass (and its memory) roughly constant.
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 from rlsim.batching.base import BatcherInfo, Plan, length_order, positive, register_batcher
 from rlsim.errors import RlsimError
@@ -24,7 +24,7 @@ class TokenBudgetBatcher:
         self.budget = positive(budget, "token budget", "pass --budgets 4096 or similar (tokens per batch)")
 
     @classmethod
-    def from_settings(cls, size: int | None = None, budget: int | None = None) -> "TokenBudgetBatcher":
+    def from_settings(cls, size: int | None = None, budget: int | None = None) -> TokenBudgetBatcher:
         return cls(positive(budget, "token-budget batcher's budget", "give it a budget in tokens such as 4096"))
 
     def plan(self, lengths: Sequence[int]) -> Plan:

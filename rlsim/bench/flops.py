@@ -20,9 +20,10 @@ Check against a known figure: MiniLM-L6 (h=384, I=1536, 6 layers) at 128 tokens 
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 from rlsim.errors import RlsimError
 

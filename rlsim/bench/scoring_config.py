@@ -131,7 +131,7 @@ class Cell:
         return f"{self.runtime}/{self.batcher}/{self.batch_size or self.token_budget}"
 
     @classmethod
-    def parse(cls, label: str) -> "Cell":
+    def parse(cls, label: str) -> Cell:
         """``eager/fixed/32`` or ``ort/token-budget/8192`` -> Cell."""
         parts = label.split("/")
         if len(parts) != 3 or not parts[2].isdigit():

@@ -48,8 +48,21 @@ def table(result: dict[str, Any]):
         "paired: per-round ratio [95% t on log-ratios], p: paired t; flips: within-group pair flips vs fp32 eager "
         "on the fidelity corpus (FAIL: outside the fidelity rules)",
     )
-    for col in ("cell", "seq/s", "±%", "CV", "tok/s", "p50/p99 ms", "waste", "GEMM", "flips", "vs base", "p",
-                "paired", "p paired"):
+    for col in (
+        "cell",
+        "seq/s",
+        "±%",
+        "CV",
+        "tok/s",
+        "p50/p99 ms",
+        "waste",
+        "GEMM",
+        "flips",
+        "vs base",
+        "p",
+        "paired",
+        "p paired",
+    ):
         t.add_column(col, justify="left" if col == "cell" else "right")
     for c in result["cells"]:
         s = c["throughput_seq_s"]

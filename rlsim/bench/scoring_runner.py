@@ -11,8 +11,9 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from rlsim.bench.scoring_config import BenchScoringConfig, Cell, check_grid, check_runtimes, grid_cells
 from rlsim.bench.scoring_worker import WorkerJob, scorer_settings
@@ -39,8 +40,13 @@ def preflight(cfg: BenchScoringConfig) -> tuple[list[Cell], dict[str, Any]]:
             f"token budget(s) {small} are smaller than one sequence: the workload's longest text is "
             f"{longest} tokens after truncation; use budgets >= {longest}"
         )
-    info = {"sequences": len(lengths), "real_tokens": int(sum(lengths)), "mean_tokens": sum(lengths) / len(lengths),
-            "max_tokens": longest, "min_tokens": min(lengths)}
+    info = {
+        "sequences": len(lengths),
+        "real_tokens": int(sum(lengths)),
+        "mean_tokens": sum(lengths) / len(lengths),
+        "max_tokens": longest,
+        "min_tokens": min(lengths),
+    }
     return cells, info
 
 

@@ -98,9 +98,7 @@ def _throughputs(runs: list[dict[str, Any]]) -> list[float]:
     return [r["sequences"] / r["wall_s"] for r in runs]
 
 
-def cell_summary(
-    cell: Cell, runs: list[dict[str, Any]], gemm_gflops: float, reference: list[float]
-) -> dict[str, Any]:
+def cell_summary(cell: Cell, runs: list[dict[str, Any]], gemm_gflops: float, reference: list[float]) -> dict[str, Any]:
     """Statistics of one cell's repeats; throughputs in sequences/s and tokens/s, latency in ms."""
     seq_s = mean_ci(_throughputs(runs))
     tok_s = mean_ci([r["real_tokens"] / r["wall_s"] for r in runs])
@@ -162,13 +160,25 @@ def paired_by_round(a: list[float], b: list[float]) -> dict[str, Any]:
     """Round r of ``a`` against round r of ``b`` (the rounds both finished); nulls below two rounds."""
     n = min(len(a), len(b))
     if n < 2:
-        return {"pairs": n, "paired_ratio": None, "paired_ratio_ci_low": None, "paired_ratio_ci_high": None,
-                "p_value_paired": None, "sign_flip_p": None}
+        return {
+            "pairs": n,
+            "paired_ratio": None,
+            "paired_ratio_ci_low": None,
+            "paired_ratio_ci_high": None,
+            "p_value_paired": None,
+            "sign_flip_p": None,
+        }
     r = paired_log_ratio_ci(a[:n], b[:n])
     logs = log_ratios(a[:n], b[:n]).tolist()
-    return {"pairs": n, "paired_ratio": r.ratio, "paired_ratio_ci_low": r.ci_low, "paired_ratio_ci_high": r.ci_high,
-            "paired_method": "paired by round: t-interval on log-ratios", "p_value_paired": paired_t_p(logs),
-            "sign_flip_p": sign_flip_p(logs)}
+    return {
+        "pairs": n,
+        "paired_ratio": r.ratio,
+        "paired_ratio_ci_low": r.ci_low,
+        "paired_ratio_ci_high": r.ci_high,
+        "paired_method": "paired by round: t-interval on log-ratios",
+        "p_value_paired": paired_t_p(logs),
+        "sign_flip_p": sign_flip_p(logs),
+    }
 
 
 def targets(
@@ -195,8 +205,11 @@ def targets(
     return {
         "best_batcher_vs_fixed": gains,
         "best_batcher_min_ratio": TARGET_BATCHER_GAIN,
-        "best_cell_vs_baseline": {**best, "meets_target": best["ratio"] >= TARGET_BEST_GAIN,
-                                  "ci_low_meets_target": (best["ratio_ci_low"] or 0.0) >= TARGET_BEST_GAIN},
+        "best_cell_vs_baseline": {
+            **best,
+            "meets_target": best["ratio"] >= TARGET_BEST_GAIN,
+            "ci_low_meets_target": (best["ratio_ci_low"] or 0.0) >= TARGET_BEST_GAIN,
+        },
         "best_cell_min_ratio": TARGET_BEST_GAIN,
         "ci_half_width_max_pct": max(half_widths),
         "ci_half_width_target_pct": TARGET_CI_HALF_WIDTH_PCT,

@@ -26,8 +26,17 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from rlsim.cli.common import (add_import_arg, add_model_arg, add_settings_args, at_least_two, int_list,
-                              non_negative_int, positive_float, positive_int, settings_from_args)
+from rlsim.cli.common import (
+    add_import_arg,
+    add_model_arg,
+    add_settings_args,
+    at_least_two,
+    int_list,
+    non_negative_int,
+    positive_float,
+    positive_int,
+    settings_from_args,
+)
 
 QUICK = {"batch_sizes": [8], "budgets": [2048], "repeats": 2, "warmup_passes": 1}
 QUICK_COUNT = 32
@@ -129,13 +138,13 @@ def _fidelity(cfg) -> dict:
 def run(args: argparse.Namespace) -> int:
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsedColumn
-    from rlsim.progress import LineProgress
 
     from rlsim.bench.scoring_report import table, write_outputs
     from rlsim.bench.scoring_runner import preflight, run_grid
     from rlsim.bench.scoring_summary import add_fidelity, summarize
     from rlsim.fingerprint import gemm_key, machine_fingerprint
     from rlsim.io import atomic_write_json, check_output_dir
+    from rlsim.progress import LineProgress
     from rlsim.workloads import read_texts
 
     err = Console(stderr=True)

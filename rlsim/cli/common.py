@@ -23,8 +23,9 @@ class Parser(argparse.ArgumentParser):
         sys.exit(2)
 
 
-def _number(kind: type, what: str, low: float | None = None, high: float | None = None,
-            above: float | None = None) -> Callable[[str], int | float]:
+def _number(
+    kind: type, what: str, low: float | None = None, high: float | None = None, above: float | None = None
+) -> Callable[[str], int | float]:
     """An argparse type: ``kind`` within ``low <= x <= high`` (and ``x > above``), finite; ``what`` says so."""
 
     def parse(text: str) -> int | float:
@@ -34,8 +35,10 @@ def _number(kind: type, what: str, low: float | None = None, high: float | None 
             raise argparse.ArgumentTypeError(f"{text!r} is not {what}") from None
         if isinstance(value, float) and not math.isfinite(value):
             raise argparse.ArgumentTypeError(f"{text!r} is not a finite number; give {what}")
-        if (low is not None and value < low) or (high is not None and value > high) or (
-            above is not None and value <= above
+        if (
+            (low is not None and value < low)
+            or (high is not None and value > high)
+            or (above is not None and value <= above)
         ):
             raise argparse.ArgumentTypeError(f"{text} is out of range; give {what}")
         return value
@@ -78,12 +81,20 @@ def add_settings_args(parser: argparse.ArgumentParser) -> None:
     g.add_argument("--truncation", choices=["left", "right"], default="left", help="left keeps the response end")
     g.add_argument("--server-runtime", default="ort", help="runtime the http server wraps (default ort)")
     g.add_argument("--url", default=None, help="http runtime: use this running server instead of starting one")
-    g.add_argument("--http-protocol", choices=["rlsim", "openrlhf", "vllm-classify"], default="rlsim",
-                   help="http runtime: what the server speaks: rlsim (/score), openrlhf (/get_reward) or "
-                        "vllm-classify (vLLM's /classify); default rlsim")
+    g.add_argument(
+        "--http-protocol",
+        choices=["rlsim", "openrlhf", "vllm-classify"],
+        default="rlsim",
+        help="http runtime: what the server speaks: rlsim (/score), openrlhf (/get_reward) or "
+        "vllm-classify (vLLM's /classify); default rlsim",
+    )
     g.add_argument("--ort-lib", default=None, help="native runtime: path to libonnxruntime.so")
-    g.add_argument("--http-deadline-s", type=positive_float, default=60.0,
-                   help="http runtime: seconds one batch may take, retries included (default 60)")
+    g.add_argument(
+        "--http-deadline-s",
+        type=positive_float,
+        default=60.0,
+        help="http runtime: seconds one batch may take, retries included (default 60)",
+    )
 
 
 def add_import_arg(parser: argparse.ArgumentParser) -> None:

@@ -9,8 +9,11 @@ from rlsim.cli.common import add_import_arg, at_least_two, positive_float
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("experiment", help="experiments on the RLHF loop (contention and freed capacity)",
-                       description="Experiments that run the RLHF loop under several conditions and compare them.")
+    p = sub.add_parser(
+        "experiment",
+        help="experiments on the RLHF loop (contention and freed capacity)",
+        description="Experiments that run the RLHF loop under several conditions and compare them.",
+    )
     kinds = p.add_subparsers(dest="experiment", metavar="EXPERIMENT", required=True)
     c = kinds.add_parser(
         "contention",
@@ -19,20 +22,43 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "repeats (each a fresh Ray session); writes results.json, report.md and PNGs into --out.",
     )
     c.add_argument("config", help="YAML config, e.g. configs/contention_cpu.yaml")
-    c.add_argument("--quick", action="store_true",
-                   help="the config's quick variant (fewer runtimes, repeats and a shorter time box)")
-    c.add_argument("--repeats", type=at_least_two, default=None,
-                   help="exactly this many repeats (>= 2), overriding the config (and its max_minutes unless "
-                   "--max-minutes is given too)")
-    c.add_argument("--target-ci", type=positive_float, default=None, metavar="FRACTION",
-                   help="repeat (at least 3 times) until every runtime's freed core-s CI half-width is at most this "
-                   "share of its mean, e.g. 0.10, or --max-minutes is spent (with --repeats: only reported)")
-    c.add_argument("--max-minutes", type=positive_float, default=None, metavar="M",
-                   help="time budget: start no repeat that would end past M minutes (at the mean repeat time)")
+    c.add_argument(
+        "--quick",
+        action="store_true",
+        help="the config's quick variant (fewer runtimes, repeats and a shorter time box)",
+    )
+    c.add_argument(
+        "--repeats",
+        type=at_least_two,
+        default=None,
+        help="exactly this many repeats (>= 2), overriding the config (and its max_minutes unless "
+        "--max-minutes is given too)",
+    )
+    c.add_argument(
+        "--target-ci",
+        type=positive_float,
+        default=None,
+        metavar="FRACTION",
+        help="repeat (at least 3 times) until every runtime's freed core-s CI half-width is at most this "
+        "share of its mean, e.g. 0.10, or --max-minutes is spent (with --repeats: only reported)",
+    )
+    c.add_argument(
+        "--max-minutes",
+        type=positive_float,
+        default=None,
+        metavar="M",
+        help="time budget: start no repeat that would end past M minutes (at the mean repeat time)",
+    )
     c.add_argument("--runtimes", default=None, help="comma-separated runtimes or 'all', e.g. eager,native")
     c.add_argument("--out", default=None, help="output folder (default runs/contention[-quick])")
-    c.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
-                   help="override a setting, e.g. --set contention.timebox.budget_s=8 (repeatable)")
+    c.add_argument(
+        "--set",
+        dest="overrides",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="override a setting, e.g. --set contention.timebox.budget_s=8 (repeatable)",
+    )
     c.add_argument("--no-progress", action="store_true", help="no progress bar (for logs)")
     add_import_arg(c)  # also imported in every scoring actor (it joins loop.reward.imports)
     c.set_defaults(func=run)
@@ -48,8 +74,8 @@ def run(args: argparse.Namespace) -> int:
     from rlsim.cli.common import import_plugins
     from rlsim.experiment.config import load_contention_config
     from rlsim.io import check_output_dir
-    from rlsim.workloads import read_texts
     from rlsim.scoring.base import expand_runtimes
+    from rlsim.workloads import read_texts
 
     import_plugins(args)  # before any runtime name is checked
     runtimes = None
@@ -61,8 +87,15 @@ def run(args: argparse.Namespace) -> int:
         except Exception as err:  # noqa: BLE001  (the registry names the valid runtimes)
             raise RlsimError(f"--runtimes {args.runtimes!r}: {err}") from None
     # Everything is validated before Ray or any model starts: a bad config starts nothing.
-    config = load_contention_config(args.config, args.overrides, quick=args.quick, repeats=args.repeats,
-                                    runtimes=runtimes, target_ci=args.target_ci, max_minutes=args.max_minutes)
+    config = load_contention_config(
+        args.config,
+        args.overrides,
+        quick=args.quick,
+        repeats=args.repeats,
+        runtimes=runtimes,
+        target_ci=args.target_ci,
+        max_minutes=args.max_minutes,
+    )
     reward = config.loop.reward
     reward.imports = list(dict.fromkeys([*reward.imports, *args.imports]))
     out = Path(args.out) if args.out else Path("runs") / ("contention-quick" if args.quick else "contention")
@@ -77,11 +110,17 @@ def run(args: argparse.Namespace) -> int:
     for line in results["conclusions"]:
         console.print(f"- {line}")
     console.print(f"results in {out}/ (results.json, report.md, pool_time.png, step_vs_cost.png, generation.png)")
-    summary = {"out": str(out), "complete": results["complete"], "elapsed_s": results["elapsed_s"],
-               "freed_core_s": {k: v["freed_core_s"]["mean"] for k, v in results["runtimes"].items()},
-               "gen_slowdown": {k: v["gen_slowdown"]["mean"] for k, v in results["runtimes"].items()},
-               "repeats_done": results["repeats_done"], "stopped": results["stopping"]["reason"],
-               "freed_ci_half_width_fraction": {k: v["precision"]["half_width_fraction"]
-                                                for k, v in results["runtimes"].items() if "precision" in v}}
+    summary = {
+        "out": str(out),
+        "complete": results["complete"],
+        "elapsed_s": results["elapsed_s"],
+        "freed_core_s": {k: v["freed_core_s"]["mean"] for k, v in results["runtimes"].items()},
+        "gen_slowdown": {k: v["gen_slowdown"]["mean"] for k, v in results["runtimes"].items()},
+        "repeats_done": results["repeats_done"],
+        "stopped": results["stopping"]["reason"],
+        "freed_ci_half_width_fraction": {
+            k: v["precision"]["half_width_fraction"] for k, v in results["runtimes"].items() if "precision" in v
+        },
+    }
     print(json.dumps(summary), file=sys.stdout)
     return 0

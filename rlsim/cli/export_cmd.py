@@ -26,6 +26,15 @@ def run(args: argparse.Namespace) -> int:
         check_output_dir(args.out, "--out")
     spec = resolve_reward_model(args.model)
     ex = export_reward_model(spec, Path(args.out) if args.out else None)
-    print(json.dumps({"plain": str(ex.plain), "optimized": str(ex.optimized), "int8": str(ex.int8),
-                      "fusions": ex.fusions, "export_s": round(ex.export_s, 2)}))
+    print(
+        json.dumps(
+            {
+                "plain": str(ex.plain),
+                "optimized": str(ex.optimized),
+                "int8": str(ex.int8),
+                "fusions": ex.fusions,
+                "export_s": round(ex.export_s, 2),
+            }
+        )
+    )
     return 0

@@ -29,9 +29,14 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         description=__doc__,
         usage="rlsim plan CLUSTER.yaml [options]\n       rlsim plan validate [VALIDATION.yaml] [options]",
     )
-    p.add_argument("config", nargs="?", default=None, metavar="CLUSTER.yaml | validate",
-                   help="cluster YAML (nodes, profiles, workload, placement, search), or `validate`: run the real "
-                        "loop for each config of a validation set and report predicted vs measured step time")
+    p.add_argument(
+        "config",
+        nargs="?",
+        default=None,
+        metavar="CLUSTER.yaml | validate",
+        help="cluster YAML (nodes, profiles, workload, placement, search), or `validate`: run the real "
+        "loop for each config of a validation set and report predicted vs measured step time",
+    )
     p.add_argument(
         "validation",
         type=Path,
@@ -40,19 +45,46 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         metavar="VALIDATION.yaml",
         help="after `validate`: the validation set (default: configs/validate_cpu.yaml of a source checkout)",
     )
-    p.add_argument("--validate", nargs="?", const=_DEFAULT, default=None, metavar="VALIDATION",
-                   help="deprecated spelling of `rlsim plan validate [VALIDATION.yaml]`")
+    p.add_argument(
+        "--validate",
+        nargs="?",
+        const=_DEFAULT,
+        default=None,
+        metavar="VALIDATION",
+        help="deprecated spelling of `rlsim plan validate [VALIDATION.yaml]`",
+    )
     p.add_argument("--profile", type=Path, default=None, help="validate: predict from this profile instead")
-    p.add_argument("--reuse", action="store_true",
-                   help="validate: reuse complete runs of the same config already in OUT/runs (re-predict only)")
-    p.add_argument("--target-step-s", type=positive_float, default=None,
-                   help="step-time target (s): search for the fewest resources that meet it")
-    p.add_argument("--json", type=Path, default=None,
-                   help="write the plan JSON here (default: OUT/plan.json; validate: OUT/validate.json)")
-    p.add_argument("--out", type=Path, default=None,
-                   help="folder for plan.json and the PNG plots (validate: for the loop runs, default runs/validate)")
-    p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
-                   help="override a config value, e.g. --set workload.group_size=8 (repeatable)")
+    p.add_argument(
+        "--reuse",
+        action="store_true",
+        help="validate: reuse complete runs of the same config already in OUT/runs (re-predict only)",
+    )
+    p.add_argument(
+        "--target-step-s",
+        type=positive_float,
+        default=None,
+        help="step-time target (s): search for the fewest resources that meet it",
+    )
+    p.add_argument(
+        "--json",
+        type=Path,
+        default=None,
+        help="write the plan JSON here (default: OUT/plan.json; validate: OUT/validate.json)",
+    )
+    p.add_argument(
+        "--out",
+        type=Path,
+        default=None,
+        help="folder for plan.json and the PNG plots (validate: for the loop runs, default runs/validate)",
+    )
+    p.add_argument(
+        "--set",
+        dest="overrides",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="override a config value, e.g. --set workload.group_size=8 (repeatable)",
+    )
     p.add_argument("--top", type=positive_int, default=15, help="rows of the ranked table")
     p.set_defaults(func=run)
 
@@ -79,10 +111,19 @@ def run(args: argparse.Namespace) -> int:
     console = Console(stderr=True)
     total = (len(prep.found.feasible) if prep.found else 0) + (1 if config.placement else 0)
     if prep.found and prep.found.rejected:
-        console.print(f"{len(prep.found.rejected)} placement(s) of the grid do not fit the cluster and are "
-                      "skipped (reasons in the JSON's `rejected`)")
-    with Progress(TextColumn("simulating"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                  TextColumn("{task.description}"), console=console, transient=True) as bar:
+        console.print(
+            f"{len(prep.found.rejected)} placement(s) of the grid do not fit the cluster and are "
+            "skipped (reasons in the JSON's `rejected`)"
+        )
+    with Progress(
+        TextColumn("simulating"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        TextColumn("{task.description}"),
+        console=console,
+        transient=True,
+    ) as bar:
         task = bar.add_task("", total=total)
         outcome = execute(prep, on_progress=lambda label: bar.update(task, advance=1, description=label))
     # Piped output (a file, CI) still gets the whole table rather than 80 wrapped columns.
@@ -93,8 +134,14 @@ def run(args: argparse.Namespace) -> int:
     if summary:  # a sourced profile: say what is published and what is assumed before any number
         out.print(f"[cyan]sourced vs assumed:[/cyan] {provenance_line(summary)}")
     if outcome.ranked:
-        out.print(ranked_table(outcome.ranked, f"{config.name}: {len(outcome.ranked)} placements, "
-                               f"{config.search.objective if config.search else ''}", args.top, config.target_step_s))
+        out.print(
+            ranked_table(
+                outcome.ranked,
+                f"{config.name}: {len(outcome.ranked)} placements, {config.search.objective if config.search else ''}",
+                args.top,
+                config.target_step_s,
+            )
+        )
     if outcome.baseline is not None and outcome.ranked:
         print_plan(out, outcome.baseline, "given placement")
     print_plan(out, outcome.chosen, "chosen plan" if outcome.ranked else "given placement")
@@ -113,11 +160,15 @@ def _check_plan_args(args: argparse.Namespace) -> None:
     from rlsim.errors import RlsimError
 
     if args.config is None:
-        raise RlsimError("give a cluster YAML (rlsim plan CLUSTER.yaml), or validate a profile against the real "
-                         "loop with `rlsim plan validate [VALIDATION.yaml]`")
+        raise RlsimError(
+            "give a cluster YAML (rlsim plan CLUSTER.yaml), or validate a profile against the real "
+            "loop with `rlsim plan validate [VALIDATION.yaml]`"
+        )
     if args.validation is not None:
-        raise RlsimError(f"rlsim plan takes one cluster YAML, not two ({args.config}, {args.validation}); "
-                         "a validation set goes after `validate`: rlsim plan validate VALIDATION.yaml")
+        raise RlsimError(
+            f"rlsim plan takes one cluster YAML, not two ({args.config}, {args.validation}); "
+            "a validation set goes after `validate`: rlsim plan validate VALIDATION.yaml"
+        )
     if args.target_step_s is not None and args.target_step_s <= 0:
         raise RlsimError(f"--target-step-s must be > 0 seconds (got {args.target_step_s})")
 
@@ -142,11 +193,14 @@ def _validation_set(args: argparse.Namespace) -> Path:
     from rlsim.errors import RlsimError
 
     if args.validate is not None:
-        print("note: `rlsim plan --validate` is deprecated; use `rlsim plan validate [VALIDATION.yaml]`",
-              file=sys.stderr)
+        print(
+            "note: `rlsim plan --validate` is deprecated; use `rlsim plan validate [VALIDATION.yaml]`", file=sys.stderr
+        )
         if args.config is not None:
-            raise RlsimError("--validate takes its validation set as its own argument: "
-                             "rlsim plan validate VALIDATION.yaml (drop the cluster YAML)")
+            raise RlsimError(
+                "--validate takes its validation set as its own argument: "
+                "rlsim plan validate VALIDATION.yaml (drop the cluster YAML)"
+            )
         given = Path(args.validate) if args.validate != _DEFAULT else None
     else:
         given = args.validation
@@ -154,6 +208,8 @@ def _validation_set(args: argparse.Namespace) -> Path:
         return given
     default = CHECKOUT_CONFIGS / "validate_cpu.yaml"
     if not default.is_file():
-        raise RlsimError("no validation set given, and this rlsim has no configs/ beside it (an installed package "
-                         "ships none): name one, e.g. rlsim plan validate path/to/validate_cpu.yaml")
+        raise RlsimError(
+            "no validation set given, and this rlsim has no configs/ beside it (an installed package "
+            "ships none): name one, e.g. rlsim plan validate path/to/validate_cpu.yaml"
+        )
     return default

@@ -12,8 +12,7 @@ from __future__ import annotations
 import argparse
 import time
 from pathlib import Path
-from typing import Any
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -28,24 +27,54 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         help="measure scorer latency, generation, update and contention into a planner profile (JSON)",
         description=__doc__,
     )
-    p.add_argument("config", type=Path, nargs="?", default=None,
-                   help="profile YAML (runtimes, grid, loop set or results, contention results); not with --from-log")
+    p.add_argument(
+        "config",
+        type=Path,
+        nargs="?",
+        default=None,
+        help="profile YAML (runtimes, grid, loop set or results, contention results); not with --from-log",
+    )
     p.add_argument("--out", type=Path, required=True, help="profile JSON to write")
-    p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
-                   help="override a config value, e.g. --set repeats=5 (repeatable)")
-    p.add_argument("--fill-from", type=Path, default=None,
-                   help="copy sections this run cannot measure from another profile (listed as unmeasured)")
-    p.add_argument("--no-scorers", action="store_true",
-                   help="skip timing real scorers (fit only from the loop/contention results given)")
-    p.add_argument("--scorers-from", type=Path, default=None,
-                   help="re-fit the scorer models from the samples stored in this measured profile instead of timing")
-    p.add_argument("--runs", type=Path, default=None,
-                   help="folder for the loop set's runs (default runs/profile/HARDWARE_KIND)")
+    p.add_argument(
+        "--set",
+        dest="overrides",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="override a config value, e.g. --set repeats=5 (repeatable)",
+    )
+    p.add_argument(
+        "--fill-from",
+        type=Path,
+        default=None,
+        help="copy sections this run cannot measure from another profile (listed as unmeasured)",
+    )
+    p.add_argument(
+        "--no-scorers",
+        action="store_true",
+        help="skip timing real scorers (fit only from the loop/contention results given)",
+    )
+    p.add_argument(
+        "--scorers-from",
+        type=Path,
+        default=None,
+        help="re-fit the scorer models from the samples stored in this measured profile instead of timing",
+    )
+    p.add_argument(
+        "--runs", type=Path, default=None, help="folder for the loop set's runs (default runs/profile/HARDWARE_KIND)"
+    )
     p.add_argument("--reuse", action="store_true", help="reuse complete loop runs of the same config in --runs")
-    p.add_argument("--dry-run", action="store_true",
-                   help="check the config, its loop set and every loop config, print what would run; start nothing")
-    p.add_argument("--summary", type=Path, default=None,
-                   help="also write a short JSON summary (what was measured, fitted numbers, wall time) here")
+    p.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="check the config, its loop set and every loop config, print what would run; start nothing",
+    )
+    p.add_argument(
+        "--summary",
+        type=Path,
+        default=None,
+        help="also write a short JSON summary (what was measured, fitted numbers, wall time) here",
+    )
     from rlsim.cli.profile_log import add_log_arguments
 
     add_log_arguments(p)
@@ -60,11 +89,11 @@ def run(args: argparse.Namespace) -> int:
 
     from rich.console import Console
     from rich.progress import BarColumn, TextColumn, TimeElapsedColumn
-    from rlsim.progress import LineProgress
 
     from rlsim.config_loader import load_config
     from rlsim.planner.calibrate.build import ProfileConfig, build_profile
     from rlsim.planner.profile.schema import load_profile, save_profile
+    from rlsim.progress import LineProgress
 
     t0 = time.perf_counter()
     config = load_config(ProfileConfig, args.config, args.overrides)
@@ -77,13 +106,25 @@ def run(args: argparse.Namespace) -> int:
     console = Console(stderr=True)
     loop_results = _loop_runs(config, base_dir, args, console)
     cells = len(config.runtimes) * len(config.units) * len(config.batch_sizes) * len(config.lengths)
-    with LineProgress(TextColumn("measuring"), BarColumn(), TimeElapsedColumn(), TextColumn("{task.description}"),
-                  console=console, transient=True) as bar:
+    with LineProgress(
+        TextColumn("measuring"),
+        BarColumn(),
+        TimeElapsedColumn(),
+        TextColumn("{task.description}"),
+        console=console,
+        transient=True,
+    ) as bar:
         task = bar.add_task("", total=cells if not args.no_scorers else 0)
-        built = build_profile(config, base_dir, measure=not args.no_scorers, fill_from=fill,
-                              on_cell=lambda label: bar.update(task, advance=1, description=label),
-                              loop_results=loop_results, scorers_from=scorers_from,
-                              notes=_provenance(args, scorers_from))
+        built = build_profile(
+            config,
+            base_dir,
+            measure=not args.no_scorers,
+            fill_from=fill,
+            on_cell=lambda label: bar.update(task, advance=1, description=label),
+            loop_results=loop_results,
+            scorers_from=scorers_from,
+            notes=_provenance(args, scorers_from),
+        )
     profile = built.profile.model_copy(update={"machine": _machine(config, measured=not args.no_scorers)})
     save_profile(profile, args.out)
     if args.summary:
@@ -98,8 +139,10 @@ def run(args: argparse.Namespace) -> int:
         out.print(f"  [yellow]not measured[/yellow]  {line}")
     missing = [s for s in ("generation", "trainer", "contention") if getattr(built.profile, s) is None]
     if missing:
-        out.print(f"[yellow]the planner needs {', '.join(missing)} as well[/yellow]: give loop_set / loop_runs / "
-                  "contention_results in the config, or --fill-from a profile that has them")
+        out.print(
+            f"[yellow]the planner needs {', '.join(missing)} as well[/yellow]: give loop_set / loop_runs / "
+            "contention_results in the config, or --fill-from a profile that has them"
+        )
     return 0
 
 
@@ -113,7 +156,7 @@ def _check_outputs(args: argparse.Namespace) -> None:
         check_output_dir(args.runs, "--runs")
 
 
-def _loop_runs(config: "ProfileConfig", base_dir: Path, args: argparse.Namespace, console: "Console") -> list[Path]:
+def _loop_runs(config: ProfileConfig, base_dir: Path, args: argparse.Namespace, console: Console) -> list[Path]:
     """Run the config's loop set (if any) and return its results.json paths."""
     if not config.loop_set:
         return []
@@ -124,17 +167,20 @@ def _loop_runs(config: "ProfileConfig", base_dir: Path, args: argparse.Namespace
     loop_set, set_dir = load_loop_set(path)
     cases = resolve_cases(loop_set, set_dir, source=str(path))
     runs_dir = args.runs or Path("runs") / "profile" / config.hardware_kind
-    return run_cases(cases, RealLoopRunner(console=console, quiet=loop_set.quiet), runs_dir, reuse=args.reuse,
-                     note=console.print)
+    return run_cases(
+        cases, RealLoopRunner(console=console, quiet=loop_set.quiet), runs_dir, reuse=args.reuse, note=console.print
+    )
 
 
-def _dry_run(config: "ProfileConfig", base_dir: Path, args: argparse.Namespace) -> int:
+def _dry_run(config: ProfileConfig, base_dir: Path, args: argparse.Namespace) -> int:
     """Validate everything `rlsim profile` would run (loop configs included) and list it; no model loads."""
     cells = len(config.runtimes) * len(config.units) * len(config.batch_sizes) * len(config.lengths)
     calls = cells * (config.repeats + 1)
-    print(f"profile {config.hardware_kind} on {config.device}: {len(config.runtimes)} runtime(s) "
-          f"({', '.join(config.runtimes) or 'none'}) x {len(config.units)} unit count(s) x {len(config.batch_sizes)} "
-          f"batch sizes x {len(config.lengths)} lengths = {cells} cells, {calls} scorer calls (warm-up included)")
+    print(
+        f"profile {config.hardware_kind} on {config.device}: {len(config.runtimes)} runtime(s) "
+        f"({', '.join(config.runtimes) or 'none'}) x {len(config.units)} unit count(s) x {len(config.batch_sizes)} "
+        f"batch sizes x {len(config.lengths)} lengths = {cells} cells, {calls} scorer calls (warm-up included)"
+    )
     if config.loop_set:
         from rlsim.planner.runs.loop_set import load_loop_set, resolve_cases, resolve_path
 
@@ -152,7 +198,7 @@ def _dry_run(config: "ProfileConfig", base_dir: Path, args: argparse.Namespace) 
     return 0
 
 
-def _machine(config: "ProfileConfig", measured: bool) -> dict[str, Any]:
+def _machine(config: ProfileConfig, measured: bool) -> dict[str, Any]:
     """This machine's fingerprint, with the fp32 GEMM rate at the scorer thread counts when scorers were
     timed (torch is loaded then anyway; about a second per thread count)."""
     from rlsim.fingerprint import machine_fingerprint, measure_gemm
@@ -161,7 +207,7 @@ def _machine(config: "ProfileConfig", measured: bool) -> dict[str, Any]:
     return machine_fingerprint(gemm)
 
 
-def _provenance(args: argparse.Namespace, scorers_from: "Profile | None") -> list[str]:
+def _provenance(args: argparse.Namespace, scorers_from: Profile | None) -> list[str]:
     """When, where and by which command the profile was measured (kept in the profile's notes)."""
     import os
     import socket
@@ -182,17 +228,23 @@ def _provenance(args: argparse.Namespace, scorers_from: "Profile | None") -> lis
             f"scorer samples: {n}" for n in scorers_from.notes if n.startswith(("measured 2", "command:"))
         ]
     if args.reuse:
-        notes.append("--reuse: complete loop runs of the same config already in the runs folder were used as they "
-                     "were (made earlier on this machine); the others were run by this command")
+        notes.append(
+            "--reuse: complete loop runs of the same config already in the runs folder were used as they "
+            "were (made earlier on this machine); the others were run by this command"
+        )
     return notes
 
 
-def _summary(built: "Built", args: argparse.Namespace, wall_s: float) -> dict[str, Any]:
+def _summary(built: Built, args: argparse.Namespace, wall_s: float) -> dict[str, Any]:
     """The profile's fitted numbers without its samples, plus how and how long it was measured."""
     prof = built.profile
     return {
-        "profile": str(args.out), "hardware_kind": prof.hardware_kind, "notes": prof.notes, "wall_s": round(wall_s, 1),
-        "measured": built.measured, "unmeasured": built.unmeasured,
+        "profile": str(args.out),
+        "hardware_kind": prof.hardware_kind,
+        "notes": prof.notes,
+        "wall_s": round(wall_s, 1),
+        "measured": built.measured,
+        "unmeasured": built.unmeasured,
         "runtimes": {k: m.model_dump(mode="json", exclude={"samples"}) for k, m in prof.runtimes.items()},
         "generation": prof.generation.model_dump(mode="json") if prof.generation else None,
         "trainer": prof.trainer.model_dump(mode="json") if prof.trainer else None,

@@ -15,15 +15,27 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "and PNGs into --out, rewritten after every step.",
     )
     p.add_argument("config", help="YAML config, e.g. configs/default.yaml")
-    p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
-                   help="override a setting, e.g. --set steps=5 --set placement.preset=split (repeatable)")
+    p.add_argument(
+        "--set",
+        dest="overrides",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="override a setting, e.g. --set steps=5 --set placement.preset=split (repeatable)",
+    )
     p.add_argument("--out", default=None, help="output folder (default runs/<config name>)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar (for logs)")
-    p.add_argument("--tensorboard", default=None, metavar="DIR",
-                   help="also write each step's metrics (verl's names: timing_s/*, perf/*, ...) as TensorBoard "
-                   "scalars into DIR")
-    p.add_argument("--resume", action="store_true",
-                   help="continue the run saved in --out after its last completed step (same config)")
+    p.add_argument(
+        "--tensorboard",
+        default=None,
+        metavar="DIR",
+        help="also write each step's metrics (verl's names: timing_s/*, perf/*, ...) as TensorBoard scalars into DIR",
+    )
+    p.add_argument(
+        "--resume",
+        action="store_true",
+        help="continue the run saved in --out after its last completed step (same config)",
+    )
     add_import_arg(p)  # also imported in every scoring actor (it joins reward.imports)
     p.set_defaults(func=run)
 
@@ -54,13 +66,30 @@ def run(args: argparse.Namespace) -> int:
     from rlsim.loop.run import run_loop, summary_lines
 
     console = Console(stderr=True)
-    again = " ".join(["rlsim run", shlex.quote(args.config), *(f"--set {shlex.quote(o)}" for o in args.overrides),
-                      "--out", shlex.quote(str(out)), "--resume"])
-    results = run_loop(config, out, console=console, show_progress=not args.no_progress, resume=args.resume,
-                       resume_hint=again, tensorboard=Path(args.tensorboard) if args.tensorboard else None)
+    again = " ".join(
+        [
+            "rlsim run",
+            shlex.quote(args.config),
+            *(f"--set {shlex.quote(o)}" for o in args.overrides),
+            "--out",
+            shlex.quote(str(out)),
+            "--resume",
+        ]
+    )
+    results = run_loop(
+        config,
+        out,
+        console=console,
+        show_progress=not args.no_progress,
+        resume=args.resume,
+        resume_hint=again,
+        tensorboard=Path(args.tensorboard) if args.tensorboard else None,
+    )
     for line in summary_lines(results):
         console.print(line)
     console.print(f"results in {out}/ (results.json, timeline.json, trace.json, report.md, gantt.png, breakdown.png)")
-    print(json.dumps({"out": str(out), "steps": len(results.steps), "overhead_fraction": results.overhead_fraction}),
-          file=sys.stdout)
+    print(
+        json.dumps({"out": str(out), "steps": len(results.steps), "overhead_fraction": results.overhead_fraction}),
+        file=sys.stdout,
+    )
     return 0

@@ -8,8 +8,16 @@ from __future__ import annotations
 
 import argparse
 
-from rlsim.cli.common import (add_import_arg, add_model_arg, add_settings_args, non_negative_float, non_negative_int,
-                              port_number, positive_float, positive_int)
+from rlsim.cli.common import (
+    add_import_arg,
+    add_model_arg,
+    add_settings_args,
+    non_negative_float,
+    non_negative_int,
+    port_number,
+    positive_float,
+    positive_int,
+)
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:

@@ -88,7 +88,15 @@ def _table(report):
         row = [name, ok, fmt(r.max_abs_diff), fmt(r.max_rel_diff), "-" if r.spearman is None else f"{r.spearman:.3f}"]
         if fid:
             f = r.fidelity or {}
-            row += [f"{f['spearman']:.4f}", f"{f['pair_flip_rate']:.1%}", f"{f['advantage_sign_flip_rate']:.1%}",
-                    f"{f['advantage_mae']:.3f}"] if f else ["-"] * 4
+            row += (
+                [
+                    f"{f['spearman']:.4f}",
+                    f"{f['pair_flip_rate']:.1%}",
+                    f"{f['advantage_sign_flip_rate']:.1%}",
+                    f"{f['advantage_mae']:.3f}",
+                ]
+                if f
+                else ["-"] * 4
+            )
         t.add_row(*row, f"{r.load_s:.1f}", f"{r.compile_s:.1f}", note)
     return t

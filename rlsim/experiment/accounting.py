@@ -25,8 +25,8 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Mapping, Sequence
 
 IDENTITY_TOLERANCE = 0.05  # the issue's bound on |accounted - pool x step time| / (pool x step time)
 ORCHESTRATION = "orchestration"
@@ -82,12 +82,16 @@ class PoolTime:
 
     def as_dict(self) -> dict[str, object]:
         return {
-            "seconds": round(self.seconds, 6), "cores": self.cores,
-            "core_s": {k: round(v, 4) for k, v in self.groups.items()} | {"idle": round(self.idle, 4),
-                                                                          "kernel": round(self.kernel, 4)},
-            "pool_core_s": round(self.pool_core_s, 4), "accounted_core_s": round(self.accounted_core_s, 4),
-            "residual_fraction": round(self.residual_fraction, 5), "within_5pct": self.within_tolerance,
-            "checked": self.checked, "notes": self.notes,
+            "seconds": round(self.seconds, 6),
+            "cores": self.cores,
+            "core_s": {k: round(v, 4) for k, v in self.groups.items()}
+            | {"idle": round(self.idle, 4), "kernel": round(self.kernel, 4)},
+            "pool_core_s": round(self.pool_core_s, 4),
+            "accounted_core_s": round(self.accounted_core_s, 4),
+            "residual_fraction": round(self.residual_fraction, 5),
+            "within_5pct": self.within_tolerance,
+            "checked": self.checked,
+            "notes": self.notes,
         }
 
 
@@ -134,8 +138,14 @@ def process_deltas(before: Mapping[int, Proc], after: Mapping[int, Proc]) -> dic
     return out
 
 
-def pool_time(before: Snapshot, after: Snapshot, roots: Mapping[str, Sequence[int]], driver: int, cores: int,
-              whole_machine: bool = True) -> PoolTime:
+def pool_time(
+    before: Snapshot,
+    after: Snapshot,
+    roots: Mapping[str, Sequence[int]],
+    driver: int,
+    cores: int,
+    whole_machine: bool = True,
+) -> PoolTime:
     """Core-seconds per group between two snapshots; groups from the process trees at ``after``."""
     owner = assign_groups(after.processes, roots, driver)
     groups = {g: 0.0 for g in [*roots, ORCHESTRATION, OTHER]}
@@ -144,10 +154,19 @@ def pool_time(before: Snapshot, after: Snapshot, roots: Mapping[str, Sequence[in
     notes = []
     if not whole_machine:
         groups.pop(OTHER, None)
-        notes.append("the pool is not the whole machine: other processes' time cannot be placed on it, "
-                     "so the identity is not checked")
-    return PoolTime(after.wall - before.wall, cores, groups, after.idle - before.idle,
-                    after.kernel - before.kernel, checked=whole_machine, notes=notes)
+        notes.append(
+            "the pool is not the whole machine: other processes' time cannot be placed on it, "
+            "so the identity is not checked"
+        )
+    return PoolTime(
+        after.wall - before.wall,
+        cores,
+        groups,
+        after.idle - before.idle,
+        after.kernel - before.kernel,
+        checked=whole_machine,
+        notes=notes,
+    )
 
 
 def parse_proc_stat(text: str, cores: Sequence[int], ticks_per_s: float) -> tuple[float, float]:

@@ -11,7 +11,8 @@ Units: seconds, core-seconds (one core busy for one second), tokens/s, rollouts.
 from __future__ import annotations
 
 from collections import defaultdict
-from typing import Any, Iterable, Mapping
+from collections.abc import Iterable, Mapping
+from typing import Any
 
 # Pool time of a "together" step per activity, as drawn in the stacked bar. The rollout actor also
 # loads the new weights and the trainer exports them, so weight sync is inside generate and update.
@@ -79,8 +80,12 @@ def capacity_samples(
     """
     rt, base = defaultdict(dict, per.get(runtime, {})), defaultdict(dict, per.get(baseline, {}))
     cost = generation_cost_per_rollout(per)
-    score, step, tps, rph = ("together.score_core_s", "together.step_s", "together.gen_tokens_per_s",
-                             "timeboxed.rollouts_per_hour")
+    score, step, tps, rph = (
+        "together.score_core_s",
+        "together.step_s",
+        "together.gen_tokens_per_s",
+        "timeboxed.rollouts_per_hour",
+    )
     out: dict[str, list[float]] = defaultdict(list)
     for rep in _common(rt[score], base[score], base[step], cost):
         freed = base[score][rep] - rt[score][rep]
@@ -103,9 +108,9 @@ def values(per: Mapping[str, Mapping[str, Samples]], runtime: str, key: str) -> 
     return [series[r] for r in sorted(series)]
 
 
-
-def paired(per: Mapping[str, Mapping[str, Samples]], a: tuple[str, str], b: tuple[str, str]) -> tuple[list[float],
-                                                                                                   list[float]]:
+def paired(
+    per: Mapping[str, Mapping[str, Samples]], a: tuple[str, str], b: tuple[str, str]
+) -> tuple[list[float], list[float]]:
     """Two series as pairs (same repeat): ``a`` and ``b`` are ``(runtime, "condition.figure")``; only
     repeats where both were measured, in repeat order."""
     sa, sb = per.get(a[0], {}).get(a[1], {}), per.get(b[0], {}).get(b[1], {})

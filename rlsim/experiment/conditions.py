@@ -15,8 +15,9 @@ actors' own event times and the pool accounting, never from the driver's clock a
 from __future__ import annotations
 
 import time
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any
 
 from rlsim.experiment.accounting import PoolAccountant, PoolTime
 from rlsim.loop.records import breakdown, gpu_seconds, union_length
@@ -44,9 +45,15 @@ class Measurement:
     extra: dict[str, Any] = field(default_factory=dict)
 
     def as_dict(self) -> dict[str, Any]:
-        return {"condition": self.condition, "runtime": self.runtime, "repeat": self.repeat, "step": self.step,
-                "figures": {k: round(v, 6) for k, v in self.figures.items()}, "pool": self.pool.as_dict(),
-                **self.extra}
+        return {
+            "condition": self.condition,
+            "runtime": self.runtime,
+            "repeat": self.repeat,
+            "step": self.step,
+            "figures": {k: round(v, 6) for k, v in self.figures.items()},
+            "pool": self.pool.as_dict(),
+            **self.extra,
+        }
 
 
 @dataclass(frozen=True)
@@ -65,8 +72,16 @@ class ConditionRunner:
     """Runs conditions for one runtime. ``roots``: accounting group -> actor pids (``generate``,
     ``score``, ``update``, ...), as ``PoolAccountant.between`` takes them."""
 
-    def __init__(self, backend: StepBackend, accountant: PoolAccountant, roots: Mapping[str, Sequence[int]],
-                 work: Workload, runtime: str, repeat: int, settle_max_s: float = 0.0) -> None:
+    def __init__(
+        self,
+        backend: StepBackend,
+        accountant: PoolAccountant,
+        roots: Mapping[str, Sequence[int]],
+        work: Workload,
+        runtime: str,
+        repeat: int,
+        settle_max_s: float = 0.0,
+    ) -> None:
         self.backend, self.accountant, self.roots, self.work = backend, accountant, dict(roots), work
         self.runtime, self.repeat, self.settle_max_s = runtime, repeat, settle_max_s
         self._streamed: dict[int, list[list[Rollout]]] = {}
@@ -75,12 +90,26 @@ class ConditionRunner:
 
     def _trace(self, condition: str, step: int, events: Sequence[Event]) -> None:
         for e in events:
-            self.spans.append({"track": e.actor, "name": e.phase, "start": e.start, "end": e.end,
-                               "args": {"runtime": self.runtime, "repeat": self.repeat, "condition": condition,
-                                        "step": step, "batch": e.batch, "items": e.items}})
+            self.spans.append(
+                {
+                    "track": e.actor,
+                    "name": e.phase,
+                    "start": e.start,
+                    "end": e.end,
+                    "args": {
+                        "runtime": self.runtime,
+                        "repeat": self.repeat,
+                        "condition": condition,
+                        "step": step,
+                        "batch": e.batch,
+                        "items": e.items,
+                    },
+                }
+            )
 
-    def _measure(self, condition: str, step: int, body: Callable[[], tuple[dict[str, float], dict[str, Any]]]
-                 ) -> Measurement:
+    def _measure(
+        self, condition: str, step: int, body: Callable[[], tuple[dict[str, float], dict[str, Any]]]
+    ) -> Measurement:
         settle = self.settle()
         before = self.accountant.snapshot()
         figures, extra = body()
@@ -111,8 +140,12 @@ class ConditionRunner:
             prev = cur
 
     def run(self, condition: str, step: int) -> Measurement:
-        bodies = {"gen_alone": self._gen_alone, "score_alone": self._score_alone,
-                  "together": self._together, "timeboxed": self._timeboxed}
+        bodies = {
+            "gen_alone": self._gen_alone,
+            "score_alone": self._score_alone,
+            "together": self._together,
+            "timeboxed": self._timeboxed,
+        }
         if condition == "score_alone" and step not in self._streamed:
             raise RuntimeError("score_alone scores the rollouts of gen_alone: run gen_alone for this step first")
         measurement = self._measure(condition, step, lambda: bodies[condition](step))
@@ -134,8 +167,12 @@ class ConditionRunner:
         self._trace("gen_alone", step, events)
         tokens = sum(len(r.response_ids) for b in batches for r in b)
         gen_s = union_length((e.start, e.end) for e in events)
-        return {"gen_s": gen_s, "gen_tokens": tokens, "gen_tokens_per_s": tokens / gen_s,
-                "rollouts": sum(len(b) for b in batches)}, {}
+        return {
+            "gen_s": gen_s,
+            "gen_tokens": tokens,
+            "gen_tokens_per_s": tokens / gen_s,
+            "rollouts": sum(len(b) for b in batches),
+        }, {}
 
     def _score_alone(self, step: int) -> tuple[dict[str, float], dict[str, Any]]:
         batches = self._streamed.pop(step)
@@ -151,7 +188,8 @@ class ConditionRunner:
         outcome = run_step(self.backend, "overlapped", self._requests(step), self.work.micro_batch)
         self._trace("together", step, outcome.events)
         return together_figures(outcome.events, outcome.start, outcome.end, outcome.rollouts), {
-            "sync": outcome.sync.method}
+            "sync": outcome.sync.method
+        }
 
     def _timeboxed(self, step: int) -> tuple[dict[str, float], dict[str, Any]]:
         w, n = self.work, self.backend.num_scorers
@@ -175,8 +213,9 @@ class ConditionRunner:
         return figures, {"waves": wave}
 
 
-def together_figures(events: Sequence[Event], start: float, end: float,
-                     rollouts: Sequence[Rollout]) -> dict[str, float]:
+def together_figures(
+    events: Sequence[Event], start: float, end: float, rollouts: Sequence[Rollout]
+) -> dict[str, float]:
     """Step time, its phases, throughputs and how much scoring sits on the critical path.
 
     Scoring is on the critical path while it runs and generation does not (after generation ends,
@@ -188,20 +227,27 @@ def together_figures(events: Sequence[Event], start: float, end: float,
     tokens = sum(len(r.response_ids) for r in rollouts)
     busy = sum(e.duration for e in events if e.phase == "score")
     figures = {f"{k}_s": v for k, v in times.items()}
-    figures.update({
-        "step_s": times["total"], "gen_s": times["generate"], "gen_tokens": tokens,
-        "gen_tokens_per_s": tokens / times["generate"] if times["generate"] > 0 else 0.0,
-        "rollouts": len(rollouts), "score_busy_s": busy,
-        "score_rollouts_per_s": len(rollouts) / busy if busy > 0 else 0.0,
-        "score_exposed_s": exposed, "score_critical_share": exposed / times["total"] if times["total"] > 0 else 0.0,
-        # GPU-seconds (busy time x GPU share) of the scorers: the scoring cost on a GPU; 0 on CPU.
-        "score_gpu_s": sum(v for a, v in gpu_seconds(events, start, end).items() if a.startswith("scorer")),
-    })
+    figures.update(
+        {
+            "step_s": times["total"],
+            "gen_s": times["generate"],
+            "gen_tokens": tokens,
+            "gen_tokens_per_s": tokens / times["generate"] if times["generate"] > 0 else 0.0,
+            "rollouts": len(rollouts),
+            "score_busy_s": busy,
+            "score_rollouts_per_s": len(rollouts) / busy if busy > 0 else 0.0,
+            "score_exposed_s": exposed,
+            "score_critical_share": exposed / times["total"] if times["total"] > 0 else 0.0,
+            # GPU-seconds (busy time x GPU share) of the scorers: the scoring cost on a GPU; 0 on CPU.
+            "score_gpu_s": sum(v for a, v in gpu_seconds(events, start, end).items() if a.startswith("scorer")),
+        }
+    )
     return figures
 
 
-def timebox_counts(gen_events: Sequence[Event], score_events: Sequence[Event], deadline: float,
-                   budget_s: float) -> dict[str, float]:
+def timebox_counts(
+    gen_events: Sequence[Event], score_events: Sequence[Event], deadline: float, budget_s: float
+) -> dict[str, float]:
     """Rollouts generated, and generated *and* scored, by ``deadline``; rates per hour of budget.
 
     A micro-batch counts when its event ended by the deadline (its rollouts finish together), and
@@ -209,5 +255,10 @@ def timebox_counts(gen_events: Sequence[Event], score_events: Sequence[Event], d
     """
     generated = sum(e.items for e in gen_events if e.end <= deadline)
     scored = sum(e.items for e in score_events if e.end <= deadline)
-    return {"budget_s": budget_s, "generated_in_budget": generated, "scored_in_budget": scored,
-            "rollouts_per_hour": scored * 3600.0 / budget_s, "generated_per_hour": generated * 3600.0 / budget_s}
+    return {
+        "budget_s": budget_s,
+        "generated_in_budget": generated,
+        "scored_in_budget": scored,
+        "rollouts_per_hour": scored * 3600.0 / budget_s,
+        "generated_per_hour": generated * 3600.0 / budget_s,
+    }

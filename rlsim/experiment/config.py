@@ -8,8 +8,8 @@ runtime in ``contention.runtimes`` in turn), ``loop.steps`` (``contention.steps_
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -84,8 +84,9 @@ class ContentionConfig(_Strict):
     def for_runtime(self, runtime: str) -> RunConfig:
         """The loop config with ``runtime`` scoring, the overlapped schedule and the experiment's step count."""
         reward = self.loop.reward.model_copy(update={"runtime": runtime})
-        return self.loop.model_copy(update={"reward": reward, "schedule": "overlapped",
-                                            "steps": self.contention.steps_per_condition})
+        return self.loop.model_copy(
+            update={"reward": reward, "schedule": "overlapped", "steps": self.contention.steps_per_condition}
+        )
 
 
 def load_contention_config(
@@ -108,11 +109,15 @@ def load_contention_config(
     settings = config.contention
     if quick:
         q = settings.quick
-        settings = settings.model_copy(update={
-            "runtimes": list(q.runtimes), "repeats": q.repeats, "steps_per_condition": q.steps_per_condition,
-            "together_trials": q.together_trials,
-            "timebox": settings.timebox.model_copy(update={"budget_s": q.budget_s}),
-        })
+        settings = settings.model_copy(
+            update={
+                "runtimes": list(q.runtimes),
+                "repeats": q.repeats,
+                "steps_per_condition": q.steps_per_condition,
+                "together_trials": q.together_trials,
+                "timebox": settings.timebox.model_copy(update={"budget_s": q.budget_s}),
+            }
+        )
     updates: dict[str, object] = {}
     if repeats is not None:
         updates.update(repeats=repeats, max_minutes=None)
@@ -145,29 +150,41 @@ def contention_problems(config: ContentionConfig) -> list[str]:
     if s.max_minutes is not None and s.max_minutes <= 0:
         problems.append(f"contention.max_minutes: {s.max_minutes}; give a budget above 0 minutes, e.g. 60")
     if s.repeats is None and s.target_ci is None:
-        problems.append("contention.repeats: null needs contention.target_ci (repeat until what?); set a number "
-                        "of repeats or a target, e.g. --target-ci 0.10")
+        problems.append(
+            "contention.repeats: null needs contention.target_ci (repeat until what?); set a number "
+            "of repeats or a target, e.g. --target-ci 0.10"
+        )
     if s.repeats is None and s.max_minutes is None:
-        problems.append("contention.max_minutes: not set, so a target out of reach would repeat forever; give a "
-                        "budget, e.g. --max-minutes 60")
+        problems.append(
+            "contention.max_minutes: not set, so a target out of reach would repeat forever; give a "
+            "budget, e.g. --max-minutes 60"
+        )
     if not s.runtimes:
         problems.append("contention.runtimes: empty; name at least the baseline, e.g. [eager, native]")
     if len(set(s.runtimes)) != len(s.runtimes):
         problems.append(f"contention.runtimes: {s.runtimes} names a runtime twice; list each once")
     if s.baseline not in s.runtimes:
-        problems.append(f"contention.baseline: {s.baseline!r} is not in contention.runtimes {s.runtimes}; "
-                        "add it (freed capacity is measured against it)")
+        problems.append(
+            f"contention.baseline: {s.baseline!r} is not in contention.runtimes {s.runtimes}; "
+            "add it (freed capacity is measured against it)"
+        )
     problems += check_runtimes(list(s.runtimes))
     if config.loop.placement.preset != "shared":
-        problems.append("loop.placement.preset: the contention experiment measures one shared pool; "
-                        "set it to shared (split pools do not contend)")
+        problems.append(
+            "loop.placement.preset: the contention experiment measures one shared pool; "
+            "set it to shared (split pools do not contend)"
+        )
     if config.loop.ray.address is not None:
-        problems.append("loop.ray.address: pool time is measured from this machine's process and kernel "
-                        "accounting, so the experiment starts its own local Ray; remove ray.address")
+        problems.append(
+            "loop.ray.address: pool time is measured from this machine's process and kernel "
+            "accounting, so the experiment starts its own local Ray; remove ray.address"
+        )
     faults = config.loop.faults
     injected = (faults.kill_scorer_steps, faults.kill_http_server_steps, faults.stall_http_server_steps)
     if any(injected) or faults.kill_rollout_step is not None:
-        problems.append("loop.faults: the contention experiment injects no faults (a restart would distort "
-                        "the figures); remove loop.faults")
+        problems.append(
+            "loop.faults: the contention experiment injects no faults (a restart would distort "
+            "the figures); remove loop.faults"
+        )
     problems += [f"loop: {p}" for p in cross_field_problems(config.loop)]
     return problems

@@ -8,14 +8,22 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 from rlsim.io import atomic_write_bytes
 from rlsim.metrics.plots import png_bytes, subplots
 
-ACTIVITY_COLOURS = {"generate": "#4c72b0", "score": "#dd8452", "update": "#55a868", "orchestration": "#8172b3",
-                    "other processes": "#937860", "kernel": "#da8bc3", "idle": "#dddddd"}
+ACTIVITY_COLOURS = {
+    "generate": "#4c72b0",
+    "score": "#dd8452",
+    "update": "#55a868",
+    "orchestration": "#8172b3",
+    "other processes": "#937860",
+    "kernel": "#da8bc3",
+    "idle": "#dddddd",
+}
 
 
 def _mean(e: Mapping[str, Any] | None) -> float:
@@ -51,8 +59,10 @@ def step_vs_cost_png(results: Mapping[str, Any]) -> bytes:
     runtimes = results["runtimes"]
     names = list(runtimes)
     fig, (left, right) = subplots(max(8.0, 1.6 * len(names) + 4), 4.2, ncols=2, constrained=True)
-    for ax, key, label, colour in ((left, "step_time_s", "step time (s)", "#4c72b0"),
-                                   (right, "scoring_core_s", "scoring core-seconds per step", "#dd8452")):
+    for ax, key, label, colour in (
+        (left, "step_time_s", "step time (s)", "#4c72b0"),
+        (right, "scoring_core_s", "scoring core-seconds per step", "#dd8452"),
+    ):
         est = [runtimes[n][key] for n in names]
         ax.bar(names, [_mean(e) for e in est], yerr=_err(est), capsize=4, color=colour)
         ax.set_ylabel(label)
@@ -69,11 +79,20 @@ def generation_png(results: Mapping[str, Any]) -> bytes:
     names = list(runtimes)
     x = list(range(len(names)))
     fig, (left, right) = subplots(max(8.0, 1.6 * len(names) + 4), 4.2, ncols=2, constrained=True)
-    for offset, key, label, colour in ((-0.2, "gen_tokens_per_s_alone", "alone", "#999999"),
-                                       (0.2, "gen_tokens_per_s_together", "together", "#4c72b0")):
+    for offset, key, label, colour in (
+        (-0.2, "gen_tokens_per_s_alone", "alone", "#999999"),
+        (0.2, "gen_tokens_per_s_together", "together", "#4c72b0"),
+    ):
         est = [runtimes[n][key] for n in names]
-        left.bar([i + offset for i in x], [_mean(e) for e in est], width=0.4, yerr=_err(est), capsize=3,
-                 color=colour, label=label)
+        left.bar(
+            [i + offset for i in x],
+            [_mean(e) for e in est],
+            width=0.4,
+            yerr=_err(est),
+            capsize=3,
+            color=colour,
+            label=label,
+        )
     left.set_xticks(x, names)
     left.set_ylabel("generated tokens/s")
     left.set_title("Generation alone vs beside scoring (95% CI)")

@@ -26,9 +26,9 @@ from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsed
 import rlsim
 from rlsim.experiment.accounting import PoolAccountant
 from rlsim.experiment.analysis import accounting_summary, runtime_figures
+from rlsim.experiment.capacity import per_repeat
 from rlsim.experiment.conditions import ConditionRunner, Measurement, Workload
 from rlsim.experiment.config import CONDITIONS, ContentionConfig
-from rlsim.experiment.capacity import per_repeat
 from rlsim.experiment.report import conclusions, render_markdown
 from rlsim.experiment.stopping import (
     LoopOutcome,
@@ -44,20 +44,24 @@ from rlsim.metrics.trace import experiment_trace
 from rlsim.progress import LineProgress
 
 UNITS = {
-    "time": "seconds", "core_s": "core-seconds: one core busy for one second (process accounting)",
+    "time": "seconds",
+    "core_s": "core-seconds: one core busy for one second (process accounting)",
     "gen_slowdown": "fraction: generation tokens/s alone / together - 1 (0.25 = the same generation takes 25% longer "
-                    "while scoring runs beside it)",
+    "while scoring runs beside it)",
     "score_slowdown": "fraction: scoring rollouts/s (per busy second) alone / together - 1 (0.25 = 25% slower)",
     "step_time_change": "fraction: step time / baseline step time - 1",
     "freed_core_s": "core-seconds per together step: baseline scoring core-s - this runtime's",
     "freed_pool_share": "fraction of the pool's core-seconds in a baseline step (pool cores x step time)",
     "figures": "each {mean, ci_low, ci_high, n, method}: mean over repeats with a 95% CI; null where undefined; "
-               "method 'paired: ...' = per-repeat pairs with the baseline (or alone vs together), else unpaired",
+    "method 'paired: ...' = per-repeat pairs with the baseline (or alone vs together), else unpaired",
     "precision": "freed core-s CI: half_width (core-s), half_width_fraction (of |mean|), target_half_width "
-                 "(target_ci x max(|mean|, 5% of the baseline's scoring core-s)), repeats_needed for it, stopped_by",
+    "(target_ci x max(|mean|, 5% of the baseline's scoring core-s)), repeats_needed for it, stopped_by",
 }
-STOP_WORDS = {"repeats": "the fixed number of repeats was done", "target": "every compared runtime met the target",
-              "minutes": "the next repeat would have ended past max_minutes"}
+STOP_WORDS = {
+    "repeats": "the fixed number of repeats was done",
+    "target": "every compared runtime met the target",
+    "minutes": "the next repeat would have ended past max_minutes",
+}
 
 
 def condition_order(repeat: int) -> list[str]:
@@ -93,8 +97,9 @@ class ExperimentOutputs:
         self.rows.append(measurement.as_dict())
 
     def flush(self, complete: bool = False, figures: list[str] | None = None) -> None:
-        self.results = build_results(self.rows, self.config, self.pool_cores, complete, self.repeats_done, self.skipped,
-                                     self.stop_reason)
+        self.results = build_results(
+            self.rows, self.config, self.pool_cores, complete, self.repeats_done, self.skipped, self.stop_reason
+        )
         self.results.update(sessions=self.sessions, elapsed_s=round(time.time() - self.started, 1))
         atomic_write_json(self.out / "results.json", self.results)
         atomic_write_text(self.out / "report.md", render_markdown(self.results, figures or []))
@@ -102,9 +107,15 @@ class ExperimentOutputs:
             atomic_write_json(self.out / "trace.json", experiment_trace(self.spans))
 
 
-def build_results(rows: list[dict[str, Any]], config: ContentionConfig, pool_cores: int, complete: bool,
-                  repeats_done: int, skipped: dict[str, str] | None = None,
-                  stop_reason: str | None = None) -> dict[str, Any]:
+def build_results(
+    rows: list[dict[str, Any]],
+    config: ContentionConfig,
+    pool_cores: int,
+    complete: bool,
+    repeats_done: int,
+    skipped: dict[str, str] | None = None,
+    stop_reason: str | None = None,
+) -> dict[str, Any]:
     """results.json content from measurement rows (``Measurement.as_dict()``): pure, so recorded
     rows can be re-analysed (and tested) without running anything. ``stop_reason``: why the repeats
     stopped (``stopping.stop_reason``), None while they go on."""
@@ -115,28 +126,52 @@ def build_results(rows: list[dict[str, Any]], config: ContentionConfig, pool_cor
     for rt, p in precision.items():
         runtimes[rt]["precision"] = {**p.as_dict(), "target_ci": s.target_ci, "stopped_by": stopped_by(stop_reason, p)}
     results: dict[str, Any] = {
-        "experiment": "contention", "rlsim_version": rlsim.__version__, "complete": complete,
-        "baseline": s.baseline, "runtime_order": list(s.runtimes), "pool_cores": pool_cores,
-        "repeats": s.repeats, "repeats_done": repeats_done,
-        "stopping": {"repeats": s.repeats, "target_ci": s.target_ci, "max_minutes": s.max_minutes,
-                     "reason": stop_reason, "words": STOP_WORDS.get(stop_reason or "", "still running")},
+        "experiment": "contention",
+        "rlsim_version": rlsim.__version__,
+        "complete": complete,
+        "baseline": s.baseline,
+        "runtime_order": list(s.runtimes),
+        "pool_cores": pool_cores,
+        "repeats": s.repeats,
+        "repeats_done": repeats_done,
+        "stopping": {
+            "repeats": s.repeats,
+            "target_ci": s.target_ci,
+            "max_minutes": s.max_minutes,
+            "reason": stop_reason,
+            "words": STOP_WORDS.get(stop_reason or "", "still running"),
+        },
         "steps_per_condition": s.steps_per_condition,
         "together_trials": s.together_trials,
-        "timebox_budget_s": s.timebox.budget_s, "units": UNITS, "runtimes": runtimes, "skipped_runtimes": skipped or {},
-        "accounting": accounting_summary(rows), "conclusions": [], "sessions": [], "elapsed_s": 0.0,
-        "config": config.model_dump(mode="json"), "measurements": rows,
+        "timebox_budget_s": s.timebox.budget_s,
+        "units": UNITS,
+        "runtimes": runtimes,
+        "skipped_runtimes": skipped or {},
+        "accounting": accounting_summary(rows),
+        "conclusions": [],
+        "sessions": [],
+        "elapsed_s": 0.0,
+        "config": config.model_dump(mode="json"),
+        "measurements": rows,
     }
     results["conclusions"] = conclusions(results)
     return results
 
 
-def run_contention(config: ContentionConfig, out: Path, console: Console | None = None,
-                   show_progress: bool = True) -> dict[str, Any]:
+def run_contention(
+    config: ContentionConfig, out: Path, console: Console | None = None, show_progress: bool = True
+) -> dict[str, Any]:
     """Run repeats until the stopping rule says stop; returns the final results.json content."""
     s = config.contention
     loop = config.loop
-    work = Workload(loop.workload.spec, loop.workload.prompts_per_step, loop.workload.group_size, loop.micro_batch,
-                    s.timebox.micro_batch, s.timebox.budget_s)
+    work = Workload(
+        loop.workload.spec,
+        loop.workload.prompts_per_step,
+        loop.workload.group_size,
+        loop.micro_batch,
+        s.timebox.micro_batch,
+        s.timebox.budget_s,
+    )
     pool = loop.placement.pool or sorted(os.sched_getaffinity(0))  # as ExperimentSession resolves it
     outputs = ExperimentOutputs(out, config, len(pool))
     columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
@@ -217,9 +252,10 @@ class _Repeats:
 def _one_repeat(session: Any, outputs: ExperimentOutputs, work: Workload, repeat: int, repeats: _Repeats) -> None:
     s = outputs.config.contention
     accountant = PoolAccountant(session.pool)
-    runners = {rt: ConditionRunner(session.backend(rt), accountant, session.roots(rt), work, rt, repeat,
-                                   s.settle_max_s)
-               for rt in session.runtimes}
+    runners = {
+        rt: ConditionRunner(session.backend(rt), accountant, session.roots(rt), work, rt, repeat, s.settle_max_s)
+        for rt in session.runtimes
+    }
     for step in range(1, s.steps_per_condition + 1):
         for rt in runtime_order(list(session.runtimes), repeat, step, s.steps_per_condition):
             for condition in condition_order(repeat):

@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import os
 import time
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import ray
 
@@ -61,8 +62,14 @@ class ExperimentSession:
         t1 = time.perf_counter()
         p = self.loop.placement
         # replicas=0: the scorers are started below, one set per runtime, with the same placement.
-        self._core = create_actors(placements, factories(self.loop, placements), 0, p.strategy,
-                                   p.ready_timeout_s, self.loop.ray.start_timeout_s)
+        self._core = create_actors(
+            placements,
+            factories(self.loop, placements),
+            0,
+            p.strategy,
+            p.ready_timeout_s,
+            self.loop.ray.start_timeout_s,
+        )
         self._pids = {info["name"]: int(info["pid"]) for info in self._core.info}
         note(f"starting scorers: {', '.join(self.runtimes)}")
         t2 = time.perf_counter()
@@ -70,8 +77,12 @@ class ExperimentSession:
         t3 = time.perf_counter()
         note("warming up every actor")
         self._warmup()
-        self.startup_s = {"ray": t1 - t0, "generator_trainer": t2 - t1, "scorers": t3 - t2,
-                          "warmup": time.perf_counter() - t3}
+        self.startup_s = {
+            "ray": t1 - t0,
+            "generator_trainer": t2 - t1,
+            "scorers": t3 - t2,
+            "warmup": time.perf_counter() - t3,
+        }
 
     def _start_scorers(self, placement: Any) -> None:
         """Every runtime's scorers, started together; a runtime whose scorer fails is dropped (``failed``)."""
@@ -83,8 +94,9 @@ class ExperimentSession:
             # num_cpus=0: Ray's CPU count is bookkeeping; the pool is shared by pinning, as in the loop.
             # num_gpus: without it Ray hides the GPU from the actor (CUDA_VISIBLE_DEVICES="").
             options = ScoringActor.options(num_cpus=0, num_gpus=placement.gpu, runtime_env={"env_vars": env})
-            self._scorers[runtime] = [options.remote(f"scorer-{runtime}-{i}", placement, maker)
-                                      for i in range(cfg.reward.replicas)]
+            self._scorers[runtime] = [
+                options.remote(f"scorer-{runtime}-{i}", placement, maker) for i in range(cfg.reward.replicas)
+            ]
         refs = {rt: [a.ready.remote() for a in actors] for rt, actors in self._scorers.items()}
         deadline = time.perf_counter() + self.loop.ray.start_timeout_s
         for runtime, ready in refs.items():
@@ -102,7 +114,8 @@ class ExperimentSession:
             raise RlsimError(
                 f"the experiment asks Ray for {need:g} GPUs (rollout + trainer + {len(self.runtimes)} runtimes' "
                 f"scorers x {scorer_share:g}) but there are {have:g}; lower loop.placement.scorer.gpu (it is "
-                "bookkeeping: the scorers share the GPU and run one at a time)")
+                "bookkeeping: the scorers share the GPU and run one at a time)"
+            )
 
     def _get_or_drop(self, runtime: str, refs: list[Any], timeout: float, what: str) -> Any:
         """``ray.get(refs)``; on failure record why in ``failed``, drop the runtime and return None."""
@@ -114,8 +127,9 @@ class ExperimentSession:
             lines = [ln for ln in str(err).strip().splitlines() if ln.strip()]
             reason = f"its scorer failed to {what}: {lines[-1] if lines else type(err).__name__}"
         if runtime == self.config.contention.baseline:
-            raise RlsimError(f"the baseline runtime {runtime!r} cannot run: {reason}; fix it or choose another "
-                             "contention.baseline") from None
+            raise RlsimError(
+                f"the baseline runtime {runtime!r} cannot run: {reason}; fix it or choose another contention.baseline"
+            ) from None
         self.failed[runtime] = reason
         kill_quietly(self._scorers.pop(runtime, []))
         self._scorer_pids.pop(runtime, None)
@@ -150,14 +164,22 @@ class ExperimentSession:
     def roots(self, runtime: str) -> dict[str, list[int]]:
         """Accounting groups -> actor pids while ``runtime`` is measured."""
         idle = [pid for rt, pids in self._scorer_pids.items() if rt != runtime for pid in pids]
-        return {"generate": [self._pids["rollout"]], "score": list(self._scorer_pids[runtime]),
-                "update": [self._pids["trainer"]], "idle_scorers": idle}
+        return {
+            "generate": [self._pids["rollout"]],
+            "score": list(self._scorer_pids[runtime]),
+            "update": [self._pids["trainer"]],
+            "idle_scorers": idle,
+        }
 
     def describe(self) -> dict[str, Any]:
-        return {"pool": self.pool, "pids": dict(self._pids), "runtimes": list(self.runtimes),
-                "failed": dict(self.failed),
-                "startup_s": {k: round(v, 3) for k, v in self.startup_s.items()},
-                "weight_sync": self._sync.fallback_reason or self.loop.trainer.sync}
+        return {
+            "pool": self.pool,
+            "pids": dict(self._pids),
+            "runtimes": list(self.runtimes),
+            "failed": dict(self.failed),
+            "startup_s": {k: round(v, 3) for k, v in self.startup_s.items()},
+            "weight_sync": self._sync.fallback_reason or self.loop.trainer.sync,
+        }
 
     def close(self) -> None:
         """Close every scorer, then the generator and trainer, then Ray if this session started it.

@@ -15,8 +15,9 @@ from __future__ import annotations
 
 import math
 import statistics
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any
 
 from rlsim.experiment.capacity import capacity_samples, per_repeat, values
 from rlsim.metrics.stats import mean_ci, repeats_for_half_width
@@ -62,9 +63,16 @@ class Precision:
 
     def as_dict(self) -> dict[str, Any]:
         r = lambda x: None if x is None or not math.isfinite(x) else round(x, 6)  # noqa: E731
-        return {"n": self.n, "mean": r(self.mean), "half_width": r(self.half_width),
-                "half_width_fraction": r(self.half_width_fraction), "target_half_width": r(self.target_half_width),
-                "met": self.met, "repeats_needed": self.repeats_needed, "further_repeats": self.further_repeats}
+        return {
+            "n": self.n,
+            "mean": r(self.mean),
+            "half_width": r(self.half_width),
+            "half_width_fraction": r(self.half_width_fraction),
+            "target_half_width": r(self.target_half_width),
+            "met": self.met,
+            "repeats_needed": self.repeats_needed,
+            "further_repeats": self.further_repeats,
+        }
 
 
 def precision_of(samples: Sequence[float], baseline_cost: float, target_ci: float | None) -> Precision | None:
@@ -78,8 +86,9 @@ def precision_of(samples: Sequence[float], baseline_cost: float, target_ci: floa
     return Precision(e.n, e.mean, sd, e.half_width, target, needed)
 
 
-def precision_from_rows(rows: Sequence[Mapping[str, Any]], runtimes: Sequence[str], baseline: str,
-                        target_ci: float | None) -> dict[str, Precision]:
+def precision_from_rows(
+    rows: Sequence[Mapping[str, Any]], runtimes: Sequence[str], baseline: str, target_ci: float | None
+) -> dict[str, Precision]:
     """Every compared runtime's precision from the measurement rows so far (the baseline excluded)."""
     per = per_repeat(rows)
     base_cost = values(per, baseline, "together.score_core_s")
@@ -94,15 +103,20 @@ def precision_from_rows(rows: Sequence[Mapping[str, Any]], runtimes: Sequence[st
     return out
 
 
-def stop_reason(rule: StopRule, done: int, durations: Sequence[float], elapsed_s: float,
-                precision: Mapping[str, Precision]) -> str | None:
+def stop_reason(
+    rule: StopRule, done: int, durations: Sequence[float], elapsed_s: float, precision: Mapping[str, Precision]
+) -> str | None:
     """None: run another repeat. Else why to stop: ``"repeats"`` (the fixed count is done),
     ``"target"`` (every compared runtime met it) or ``"minutes"`` (the next repeat would end past
     the budget)."""
     if rule.repeats is not None and done >= rule.repeats:
         return "repeats"
-    if (rule.repeats is None and rule.target_ci is not None and done >= MIN_REPEATS_FOR_TARGET
-            and all(p.met for p in precision.values())):
+    if (
+        rule.repeats is None
+        and rule.target_ci is not None
+        and done >= MIN_REPEATS_FOR_TARGET
+        and all(p.met for p in precision.values())
+    ):
         return "target"
     if rule.max_minutes is not None and done >= MIN_REPEATS and durations:
         if elapsed_s + statistics.fmean(durations) > rule.max_minutes * 60.0:
@@ -147,8 +161,13 @@ class LoopOutcome:
     precision: dict[str, Precision]
 
 
-def run_repeats(rule: StopRule, run_repeat: Callable[[int], None], measure: Callable[[], dict[str, Precision]],
-                clock: Callable[[], float], on_repeat: Callable[[LoopOutcome], None] = lambda _: None) -> LoopOutcome:
+def run_repeats(
+    rule: StopRule,
+    run_repeat: Callable[[int], None],
+    measure: Callable[[], dict[str, Precision]],
+    clock: Callable[[], float],
+    on_repeat: Callable[[LoopOutcome], None] = lambda _: None,
+) -> LoopOutcome:
     """Run repeats 0, 1, ... until ``stop_reason`` says stop; ``measure`` is called after each one
     and ``on_repeat`` gets the state (for the progress line). ``clock``: seconds, monotonic."""
     start = clock()

@@ -8,8 +8,9 @@ GRPO/PPO is to order a group's samples, so these two say whether the training si
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -56,9 +57,9 @@ def corpus_fidelity(reference: np.ndarray, candidate: np.ndarray, corpus: Fideli
 
 
 def runtime_fidelity(
-    spec: "RewardModelSpec",
+    spec: RewardModelSpec,
     runtimes: Sequence[str],
-    settings: "ScorerSettings",
+    settings: ScorerSettings,
     rules: FidelityRules | None = None,
     corpus: FidelityCorpus | None = None,
 ) -> dict[str, dict]:
@@ -92,7 +93,7 @@ def runtime_fidelity(
     return out
 
 
-def _score_with(runtime: str, spec: "RewardModelSpec", settings: "ScorerSettings", texts: Sequence[str]) -> np.ndarray:
+def _score_with(runtime: str, spec: RewardModelSpec, settings: ScorerSettings, texts: Sequence[str]) -> np.ndarray:
     from rlsim.scoring.base import make_scorer
 
     scorer = make_scorer(runtime, spec, settings)

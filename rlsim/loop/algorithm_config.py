@@ -71,8 +71,10 @@ def _role_problems(config: RunConfig) -> list[str]:
     scorer_group = next((g for g in config.placement.colocate if "scorer" in g), [])
     stateful = [r for r in scorer_group if r in ("critic", "trainer")]
     if config.faults.kill_scorer_steps and stateful:
-        problems.append(f"faults.kill_scorer_steps: scorer-0 shares a process with the {stateful[0]}, which Ray "
-                        "does not restart (it holds trained weights); inject the fault without that colocation")
+        problems.append(
+            f"faults.kill_scorer_steps: scorer-0 shares a process with the {stateful[0]}, which Ray "
+            "does not restart (it holds trained weights); inject the fault without that colocation"
+        )
     return problems + colocation_problems(config.placement.colocate, run_roles(config))
 
 
@@ -101,9 +103,11 @@ def _rules(config: RunConfig) -> list[str]:
             problems.append(f"critic.model: {err}")
         else:
             if context is not None and longest > context:
-                problems.append(f"critic.model: {model} reads at most {context} tokens, but prompt + response can "
-                                f"reach {longest}; lower the workload's length maxima or use a critic with a "
-                                "longer context")
+                problems.append(
+                    f"critic.model: {model} reads at most {context} tokens, but prompt + response can "
+                    f"reach {longest}; lower the workload's length maxima or use a critic with a "
+                    "longer context"
+                )
     return problems
 
 
@@ -116,8 +120,10 @@ def model_context(name_or_path: str) -> int | None:
         return int(TINY_LLAMA["max_position_embeddings"])
     cfg = Path(name_or_path).expanduser() / "config.json"
     if not cfg.is_file():
-        raise RlsimError(f"{name_or_path!r} is neither a built-in policy ({', '.join(sorted(BUILTIN_POLICIES))}) "
-                         "nor a folder with config.json")
+        raise RlsimError(
+            f"{name_or_path!r} is neither a built-in policy ({', '.join(sorted(BUILTIN_POLICIES))}) "
+            "nor a folder with config.json"
+        )
     try:
         data = json.loads(cfg.read_text())
     except json.JSONDecodeError as err:
@@ -130,17 +136,31 @@ def algorithm_settings(config: RunConfig) -> AlgorithmSettings:
     from rlsim.algorithms.experience import AlgorithmSettings
 
     t, kl = config.trainer, config.kl
-    return AlgorithmSettings(algorithm=t.algorithm, gamma=t.gamma, lam=t.lam, kl_coef=kl.coef,
-                             kl_estimator=kl.estimator, kl_target=kl.target, normalize_std=t.normalize_std)
+    return AlgorithmSettings(
+        algorithm=t.algorithm,
+        gamma=t.gamma,
+        lam=t.lam,
+        kl_coef=kl.coef,
+        kl_estimator=kl.estimator,
+        kl_target=kl.target,
+        normalize_std=t.normalize_std,
+    )
 
 
 def critic_settings(config: RunConfig, threads: int | None = None) -> CriticSettings:
     from rlsim.loop.critic import CriticSettings
 
     t = config.trainer
-    return CriticSettings(lr=t.critic_lr, value_clip=t.value_clip, epochs=t.epochs,
-                          micro_batch=config.critic.micro_batch,
-                          max_grad_norm=t.max_grad_norm, device=config.critic.device, threads=threads, seed=config.seed)
+    return CriticSettings(
+        lr=t.critic_lr,
+        value_clip=t.value_clip,
+        epochs=t.epochs,
+        micro_batch=config.critic.micro_batch,
+        max_grad_norm=t.max_grad_norm,
+        device=config.critic.device,
+        threads=threads,
+        seed=config.seed,
+    )
 
 
 def reference_settings(config: RunConfig, threads: int | None = None) -> ReferenceSettings:

@@ -40,18 +40,26 @@ def async_problems(config: Any) -> list[str]:
     batch = config.workload.prompts_per_step * config.workload.group_size
     problems = []
     if a.max_staleness < 0:
-        problems.append(f"async.max_staleness: {a.max_staleness} is negative; it counts policy versions a trained "
-                        "rollout may lag (0: on-policy, 1: one-step off-policy)")
+        problems.append(
+            f"async.max_staleness: {a.max_staleness} is negative; it counts policy versions a trained "
+            "rollout may lag (0: on-policy, 1: one-step off-policy)"
+        )
     if a.queue_size is not None and a.queue_size < batch:
-        problems.append(f"async.queue_size: {a.queue_size} rollouts cannot hold one training batch (workload."
-                        f"prompts_per_step x group_size = {batch}); raise it to at least {batch}")
+        problems.append(
+            f"async.queue_size: {a.queue_size} rollouts cannot hold one training batch (workload."
+            f"prompts_per_step x group_size = {batch}); raise it to at least {batch}"
+        )
     if a.partial_rollouts:
-        problems.append("async.partial_rollouts: not supported: new weights reach the vLLM engine between generate "
-                        "calls (the engine pauses for the reload, and the pause is recorded), never mid-generation; "
-                        "set it to false")
+        problems.append(
+            "async.partial_rollouts: not supported: new weights reach the vLLM engine between generate "
+            "calls (the engine pauses for the reload, and the pause is recorded), never mid-generation; "
+            "set it to false"
+        )
     if not a.is_cap >= 1.0:
-        problems.append(f"async.is_cap: {a.is_cap} is below 1; the importance weight is truncated at is_cap, and a "
-                        "cap below 1 would down-weight on-policy tokens")
+        problems.append(
+            f"async.is_cap: {a.is_cap} is below 1; the importance weight is truncated at is_cap, and a "
+            "cap below 1 would down-weight on-policy tokens"
+        )
     problem = _behaviour_logprob_problem(config.policy.backend)
     if problem:
         problems.append(problem)
@@ -70,6 +78,8 @@ def _behaviour_logprob_problem(backend: str) -> str | None:
     if name in GENERATORS and GENERATORS.info(name).behaviour_logprobs:
         return None
     able = [e.name for e in GENERATORS.entries() if e.info.behaviour_logprobs]
-    return (f"policy.backend: schedule async needs the behaviour log-probs of every generated token, and the "
-            f"{name} backend{' (what auto picks here)' if backend == 'auto' else ''} cannot report them; "
-            f"use {', '.join(able) or 'a backend that can'}")
+    return (
+        f"policy.backend: schedule async needs the behaviour log-probs of every generated token, and the "
+        f"{name} backend{' (what auto picks here)' if backend == 'auto' else ''} cannot report them; "
+        f"use {', '.join(able) or 'a backend that can'}"
+    )

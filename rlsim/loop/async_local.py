@@ -18,14 +18,17 @@ from rlsim.rollout.types import Rollout, RolloutRequest
 class ThreadedAsyncBackend:
     """``AsyncBackend`` over in-process workers; handles are ``concurrent.futures.Future``."""
 
-    def __init__(self, rollout: RolloutWorker, scorers: list[ScoringWorker], trainer: TrainerWorker,
-                 sync: WeightSync) -> None:
+    def __init__(
+        self, rollout: RolloutWorker, scorers: list[ScoringWorker], trainer: TrainerWorker, sync: WeightSync
+    ) -> None:
         if not scorers:
             raise ValueError("at least one scoring worker is needed")
         self.rollout, self.scorers, self.trainer, self._sync = rollout, scorers, trainer, sync
         self.num_scorers = len(scorers)
-        self._pools = {name: ThreadPoolExecutor(1, thread_name_prefix=name)
-                       for name in ["rollout", "trainer"] + [f"scorer-{i}" for i in range(len(scorers))]}
+        self._pools = {
+            name: ThreadPoolExecutor(1, thread_name_prefix=name)
+            for name in ["rollout", "trainer"] + [f"scorer-{i}" for i in range(len(scorers))]
+        }
 
     def submit_generate(self, requests: Sequence[RolloutRequest]) -> Future:
         return self._pools["rollout"].submit(self.rollout.generate, list(requests))
@@ -40,8 +43,9 @@ class ThreadedAsyncBackend:
         """Export now (ahead of any later update on the trainer's thread), load after the rollout worker's
         current call: the same order a Ray actor's queue gives."""
         if self._sync.mode == "simulated":
-            return self._pools["rollout"].submit(self.rollout.simulate_sync, self._sync.simulated_s,
-                                                 "trainer.sync: simulated")
+            return self._pools["rollout"].submit(
+                self.rollout.simulate_sync, self._sync.simulated_s, "trainer.sync: simulated"
+            )
         exported = self._pools["trainer"].submit(self.trainer.export_weights)
 
         def load() -> Any:

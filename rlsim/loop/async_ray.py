@@ -46,8 +46,9 @@ class RayAsyncBackend:
         weights after its current call, straight from the object store."""
         sync = self._sync
         if sync.mode == "simulated":
-            return self._sent(self._actors.rollout.simulate_sync.remote(sync.simulated_s, "trainer.sync: simulated"),
-                              "rollout")
+            return self._sent(
+                self._actors.rollout.simulate_sync.remote(sync.simulated_s, "trainer.sync: simulated"), "rollout"
+            )
         state_ref, event_ref = self._actors.trainer.export_weights.options(num_returns=2).remote()
         ref = self._sent(self._actors.rollout.load_weights.remote(state_ref), "rollout")
         self._export_events[ref] = event_ref

@@ -17,12 +17,15 @@ from rlsim.loop.records import _clipped, step_record, timeline_rows, union_lengt
 from rlsim.run_results import AsyncRecord, RolloutTotals, RunResults, StepRecord
 
 
-def async_step_record(step: int, outcome: AsyncStepOutcome, cpu_s: dict[str, float], run_start: float
-                      ) -> tuple[StepRecord, list[dict[str, Any]]]:
+def async_step_record(
+    step: int, outcome: AsyncStepOutcome, cpu_s: dict[str, float], run_start: float
+) -> tuple[StepRecord, list[dict[str, Any]]]:
     """The step's ``results.json`` record and its timeline rows; each row also carries ``run_start``
     (seconds from the run's start to this step's), so the whole run can be drawn on one time axis."""
-    tokens = {"prompt": sum(len(r.prompt_ids) for r in outcome.rollouts),
-              "generated": sum(len(r.response_ids) for r in outcome.rollouts)}
+    tokens = {
+        "prompt": sum(len(r.prompt_ids) for r in outcome.rollouts),
+        "generated": sum(len(r.response_ids) for r in outcome.rollouts),
+    }
     record = step_record(step, "async", outcome, cpu_s, tokens)
     record.policy_version = outcome.version
     record.staleness = outcome.staleness

@@ -102,12 +102,18 @@ class _Job:
 class AsyncPipeline:
     """Runs the async schedule on ``backend``; ``next_step()`` returns each update's outcome in turn."""
 
-    def __init__(self, backend: AsyncBackend, settings: AsyncSettings, make_requests: MakeRequests,
-                 clock: Callable[[], float] = time.time) -> None:
+    def __init__(
+        self,
+        backend: AsyncBackend,
+        settings: AsyncSettings,
+        make_requests: MakeRequests,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
         self.backend, self.settings, self._make, self._clock = backend, settings, make_requests, clock
         self.ledger = Ledger()
-        self.buffer = StalenessBuffer(settings.group_size, settings.prompts_per_step, settings.max_staleness,
-                                      self.ledger)
+        self.buffer = StalenessBuffer(
+            settings.group_size, settings.prompts_per_step, settings.max_staleness, self.ledger
+        )
         self.version = 0  # updates done
         self.trained_tokens = 0  # response tokens handed to the trainer
         self.loaded = 0  # last version sent to the engine
@@ -183,8 +189,7 @@ class AsyncPipeline:
 
     def _generate(self) -> None:
         s, k = self.settings, self._gen_batches
-        requests = [replace(r, uid=k * s.batch + r.uid, group=k * s.prompts_per_step + r.group)
-                    for r in self._make(k)]
+        requests = [replace(r, uid=k * s.batch + r.uid, group=k * s.prompts_per_step + r.group) for r in self._make(k)]
         self._gen_batches += 1
         self._submitted_groups += s.prompts_per_step
         self._submit(self.backend.submit_generate(requests), _Job("generate", self.loaded, index=k))
@@ -200,8 +205,10 @@ class AsyncPipeline:
         done = self.backend.wait(list(self._jobs), timeout=self.settings.stall_s)
         if not done:
             kinds = sorted({j.kind for j in self._jobs.values()})
-            raise RlsimError(f"no call finished within {self.settings.stall_s:g} s (waiting on {', '.join(kinds)}); "
-                             "a worker stalls; raise faults.generate_timeout_s if it is just slow")
+            raise RlsimError(
+                f"no call finished within {self.settings.stall_s:g} s (waiting on {', '.join(kinds)}); "
+                "a worker stalls; raise faults.generate_timeout_s if it is just slow"
+            )
         for handle in sorted(done, key=lambda h: self._jobs[h].seq):
             job = self._jobs.pop(handle)
             getattr(self, f"_on_{job.kind}")(job, self.backend.result(handle))
@@ -220,8 +227,9 @@ class AsyncPipeline:
         for chunk in chunks:  # round robin over the replicas, across batches
             replica = self._score_calls % self.backend.num_scorers
             self._score_calls += 1
-            self._submit(self.backend.submit_score(replica, chunk, self._score_calls),
-                         _Job("score", job.version, rollouts=chunk))
+            self._submit(
+                self.backend.submit_score(replica, chunk, self._score_calls), _Job("score", job.version, rollouts=chunk)
+            )
 
     def _on_score(self, job: _Job, result: tuple[dict[int, float], list[Event]]) -> None:
         rewards, events = result
@@ -254,10 +262,21 @@ class AsyncPipeline:
             key = str(trained_at - g.version)
             staleness[key] = staleness.get(key, 0) + len(g.rollouts)
         w = self._window
-        self._done.append(AsyncStepOutcome(
-            rollouts, {u: v for g in batch for u, v in g.rewards.items()}, stats, sync, w["events"], w["start"], now,
-            {"generated": w["generated"], "scored": w["scored"], "trained": len(rollouts)},
-            dict(sorted(staleness.items())), job.version, len(self.ledger.dropped) - w["dropped_before"]))
+        self._done.append(
+            AsyncStepOutcome(
+                rollouts,
+                {u: v for g in batch for u, v in g.rewards.items()},
+                stats,
+                sync,
+                w["events"],
+                w["start"],
+                now,
+                {"generated": w["generated"], "scored": w["scored"], "trained": len(rollouts)},
+                dict(sorted(staleness.items())),
+                job.version,
+                len(self.ledger.dropped) - w["dropped_before"],
+            )
+        )
         self._window = self._new_window(now)
 
     def _drain(self) -> None:
@@ -273,8 +292,7 @@ class AsyncPipeline:
         self._window["events"] += events
 
     def _new_window(self, start: float) -> dict[str, Any]:
-        return {"start": start, "events": [], "generated": 0, "scored": 0,
-                "dropped_before": len(self.ledger.dropped)}
+        return {"start": start, "events": [], "generated": 0, "scored": 0, "dropped_before": len(self.ledger.dropped)}
 
     def _note_queue(self) -> None:
         t = self._clock() - (self.start or 0.0)

@@ -27,19 +27,27 @@ class AsyncRun:
         w = cfg.workload
         batch = w.prompts_per_step * w.group_size
         settings = AsyncSettings(
-            w.prompts_per_step, w.group_size, cfg.async_.max_staleness, cfg.async_.resolved_queue_size(batch),
-            steps=cfg.steps, micro_batch=cfg.micro_batch, stall_s=cfg.faults.generate_timeout_s,
+            w.prompts_per_step,
+            w.group_size,
+            cfg.async_.max_staleness,
+            cfg.async_.resolved_queue_size(batch),
+            steps=cfg.steps,
+            micro_batch=cfg.micro_batch,
+            stall_s=cfg.faults.generate_timeout_s,
         )
         backend = RayAsyncBackend(session.backend, WeightSync(cfg.trainer.sync, cfg.trainer.simulated_sync_s))
         self.pipeline = AsyncPipeline(
-            backend, settings, lambda k: make_step_requests(w.spec, k + 1, w.prompts_per_step, w.group_size))
+            backend, settings, lambda k: make_step_requests(w.spec, k + 1, w.prompts_per_step, w.group_size)
+        )
         self._next = 1
         self._last_end: float | None = None
 
     def step(self, step: int, progress: Progress | None = None) -> tuple[StepRecord, list[dict[str, Any]]]:
         if step != self._next:
-            raise RlsimError(f"schedule async runs its steps in one pipeline from step 1 (asked for step {step}, "
-                             f"next is {self._next}); --resume is not supported for it: start a new run")
+            raise RlsimError(
+                f"schedule async runs its steps in one pipeline from step 1 (asked for step {step}, "
+                f"next is {self._next}); --resume is not supported for it: start a new run"
+            )
         outcome = self.pipeline.next_step(progress)
         self._next += 1
         self._last_end = outcome.end

@@ -7,8 +7,9 @@ cluster without shipping folders around.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import partial
-from typing import Any, Callable
+from typing import Any
 
 from rlsim.loop.algorithm_config import algorithm_settings, critic_settings, reference_settings
 from rlsim.loop.config import RunConfig
@@ -21,9 +22,17 @@ from rlsim.rollout.generator import GeneratorSettings
 def generator_settings(config: RunConfig, placement: ResolvedPlacement) -> GeneratorSettings:
     p = config.policy
     return GeneratorSettings(
-        device=p.device, dtype=p.dtype, max_model_len=p.max_model_len, enforce_eager=p.enforce_eager,
-        kv_cache_gib=p.kv_cache_gib, gpu_memory_fraction=placement.gpu or 0.5, seed=config.seed,
-        temperature=p.temperature, top_p=p.top_p, cores=placement.cores, threads=placement.threads,
+        device=p.device,
+        dtype=p.dtype,
+        max_model_len=p.max_model_len,
+        enforce_eager=p.enforce_eager,
+        kv_cache_gib=p.kv_cache_gib,
+        gpu_memory_fraction=placement.gpu or 0.5,
+        seed=config.seed,
+        temperature=p.temperature,
+        top_p=p.top_p,
+        cores=placement.cores,
+        threads=placement.threads,
         behaviour_logprobs=config.schedule == "async",
     )
 
@@ -31,18 +40,35 @@ def generator_settings(config: RunConfig, placement: ResolvedPlacement) -> Gener
 def reward_settings(config: RunConfig, placement: ResolvedPlacement) -> RewardStageSettings:
     r = config.reward
     return RewardStageSettings(
-        runtime=r.runtime, model=r.model, batcher=r.batcher, batch_size=r.batch_size, token_budget=r.token_budget,
-        max_length=r.max_length, device=r.device, threads=placement.threads, spinning=r.spinning,
-        server_runtime=r.server_runtime, http_deadline_s=r.http_deadline_s, imports=tuple(r.imports),
-        http_protocol=r.http_protocol, url=r.url,
+        runtime=r.runtime,
+        model=r.model,
+        batcher=r.batcher,
+        batch_size=r.batch_size,
+        token_budget=r.token_budget,
+        max_length=r.max_length,
+        device=r.device,
+        threads=placement.threads,
+        spinning=r.spinning,
+        server_runtime=r.server_runtime,
+        http_deadline_s=r.http_deadline_s,
+        imports=tuple(r.imports),
+        http_protocol=r.http_protocol,
+        url=r.url,
     )
 
 
 def trainer_settings(config: RunConfig, placement: ResolvedPlacement) -> TrainerSettings:
     t = config.trainer
     return TrainerSettings(
-        lr=t.lr, clip_eps=t.clip_eps, epochs=t.epochs, micro_batch=t.micro_batch, max_grad_norm=t.max_grad_norm,
-        device=t.device, threads=placement.threads, seed=config.seed, algorithm=algorithm_settings(config),
+        lr=t.lr,
+        clip_eps=t.clip_eps,
+        epochs=t.epochs,
+        micro_batch=t.micro_batch,
+        max_grad_norm=t.max_grad_norm,
+        device=t.device,
+        threads=placement.threads,
+        seed=config.seed,
+        algorithm=algorithm_settings(config),
         is_cap=config.async_.is_cap if config.schedule == "async" else None,
     )
 
@@ -102,9 +128,9 @@ def factories(config: RunConfig, placements: dict[str, ResolvedPlacement]) -> di
         "trainer": partial(build_trainer, policy, trainer_settings(config, placements["trainer"])),
     }
     if "reference" in placements:
-        out["reference"] = partial(build_reference, policy,
-                                   reference_settings(config, placements["reference"].threads))
+        out["reference"] = partial(build_reference, policy, reference_settings(config, placements["reference"].threads))
     if "critic" in placements:
-        out["critic"] = partial(build_critic, config.critic.model or policy,
-                                critic_settings(config, placements["critic"].threads))
+        out["critic"] = partial(
+            build_critic, config.critic.model or policy, critic_settings(config, placements["critic"].threads)
+        )
     return out

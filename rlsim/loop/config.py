@@ -11,15 +11,16 @@ here too, so nothing starts on a config that cannot run.
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Literal, Sequence
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from rlsim.config_loader import load_config
 from rlsim.errors import ConfigError, RlsimError
-from rlsim.loop.async_config import AsyncConfig, async_problems
 from rlsim.loop.algorithm_config import CriticConfig, KlConfig, ReferenceConfig, algorithm_problems
+from rlsim.loop.async_config import AsyncConfig, async_problems
 from rlsim.loop.deadline import PhaseTimeouts
 from rlsim.placement import ALL_ROLES, ActorPlacement, PlacementConfig, resolve_placement
 from rlsim.workloads import LognormalLengths, WorkloadSpec
@@ -109,7 +110,7 @@ class RewardConfig(_Strict):
         return v
 
     @model_validator(mode="after")
-    def _runtime_runs_on_device(self) -> "RewardConfig":
+    def _runtime_runs_on_device(self) -> RewardConfig:
         from rlsim.scoring import SCORERS
 
         # e.g. eager-fp16 on cpu, or eager-bf16 on a CPU without bf16 instructions
@@ -220,8 +221,13 @@ class FaultsConfig(_Strict):
     probe_timeout_s: float = Field(120.0, gt=0)
 
     def phase_timeouts(self) -> PhaseTimeouts:
-        return PhaseTimeouts(self.generate_timeout_s, self.update_timeout_s, self.sync_timeout_s,
-                             self.warmup_timeout_s, self.probe_timeout_s)
+        return PhaseTimeouts(
+            self.generate_timeout_s,
+            self.update_timeout_s,
+            self.sync_timeout_s,
+            self.warmup_timeout_s,
+            self.probe_timeout_s,
+        )
 
 
 class RunConfig(_Strict):
@@ -292,17 +298,24 @@ def _fault_problems(config: RunConfig) -> list[str]:
         if getattr(config.reward, key) not in (None, "rlsim") and config.reward.runtime != "http":
             problems.append(f"reward.{key}: applies to reward.runtime: http only (it is {config.reward.runtime})")
     if http_faults and config.reward.url is not None:
-        problems.append(f"faults.{http_faults[0]}: server faults act on the server the http runtime starts; "
-                        "leave reward.url unset")
+        problems.append(
+            f"faults.{http_faults[0]}: server faults act on the server the http runtime starts; leave reward.url unset"
+        )
     if http_faults and config.reward.runtime != "http":
-        problems.append(f"faults.{http_faults[0]}: http server faults need reward.runtime: http "
-                        f"(it is {config.reward.runtime}, which runs no server)")
+        problems.append(
+            f"faults.{http_faults[0]}: http server faults need reward.runtime: http "
+            f"(it is {config.reward.runtime}, which runs no server)"
+        )
     lists = {k: set(getattr(f, k)) for k in ("kill_scorer_steps", "kill_http_server_steps", "stall_http_server_steps")}
-    for a, b in [("kill_scorer_steps", "kill_http_server_steps"), ("kill_scorer_steps", "stall_http_server_steps"),
-                 ("kill_http_server_steps", "stall_http_server_steps")]:
+    for a, b in [
+        ("kill_scorer_steps", "kill_http_server_steps"),
+        ("kill_scorer_steps", "stall_http_server_steps"),
+        ("kill_http_server_steps", "stall_http_server_steps"),
+    ]:
         if lists[a] & lists[b]:
-            problems.append(f"faults: step {min(lists[a] & lists[b])} is in both {a} and {b}; "
-                            "inject one scorer fault per step")
+            problems.append(
+                f"faults: step {min(lists[a] & lists[b])} is in both {a} and {b}; inject one scorer fault per step"
+            )
     for k, steps in lists.items():
         if steps and min(steps) < 1:
             problems.append(f"faults.{k}: steps are numbered from 1")
@@ -315,16 +328,22 @@ def _placement_problems(config: RunConfig) -> list[str]:
     problems = []
     pool = config.placement.pool
     if local and pool and set(pool) - set(available):
-        problems.append(f"placement.pool: cores {sorted(set(pool) - set(available))} are not available here "
-                        f"(this machine offers {available})")
+        problems.append(
+            f"placement.pool: cores {sorted(set(pool) - set(available))} are not available here "
+            f"(this machine offers {available})"
+        )
     for role in ALL_ROLES:
         p: ActorPlacement = getattr(config.placement, role)
         if local and p.cores and set(p.cores) - set(available):
-            problems.append(f"placement.{role}.cores: {sorted(set(p.cores) - set(available))} not available here "
-                            f"(this machine offers {available})")
+            problems.append(
+                f"placement.{role}.cores: {sorted(set(p.cores) - set(available))} not available here "
+                f"(this machine offers {available})"
+            )
         if p.threads and p.cores and p.threads > len(p.cores):
-            problems.append(f"placement.{role}.threads: {p.threads} threads on {len(p.cores)} pinned cores; "
-                            "give more cores or fewer threads")
+            problems.append(
+                f"placement.{role}.threads: {p.threads} threads on {len(p.cores)} pinned cores; "
+                "give more cores or fewer threads"
+            )
     if not problems:
         try:
             resolve_placement(config.placement, pool or available)

@@ -11,9 +11,10 @@ critic's own AdamW. Plain torch, no Ray, so a Ray actor can hold it later.
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -89,8 +90,9 @@ class CriticModel:
                 out.update(b.split(self._values(b)))
         return out
 
-    def update(self, rollouts: Sequence[Rollout], returns: Mapping[int, np.ndarray],
-               old_values: Mapping[int, np.ndarray]) -> CriticStats:
+    def update(
+        self, rollouts: Sequence[Rollout], returns: Mapping[int, np.ndarray], old_values: Mapping[int, np.ndarray]
+    ) -> CriticStats:
         """Fit the values to ``returns`` (from GAE); ``old_values``: what ``values`` gave in the experience phase."""
         import torch
 
@@ -105,8 +107,9 @@ class CriticModel:
         for _ in range(self.settings.epochs):
             loss_sum, clipped = 0.0, 0.0
             for b in batches:
-                loss, was_clipped = clipped_value_loss(self._values(b), b.extra["old"], b.extra["returns"],
-                                                       self.settings.value_clip)
+                loss, was_clipped = clipped_value_loss(
+                    self._values(b), b.extra["old"], b.extra["returns"], self.settings.value_clip
+                )
                 # Summed over the batch's tokens / all tokens: the gradient of one full-batch mean.
                 part = loss.sum() / total
                 part.backward()
@@ -115,8 +118,13 @@ class CriticModel:
             norm = torch.nn.utils.clip_grad_norm_(self._params, self.settings.max_grad_norm)
             self._opt.step()
             self._opt.zero_grad(set_to_none=True)
-        return CriticStats(value_loss=loss_sum, value_clip_fraction=clipped / max(total, 1), grad_norm=float(norm),
-                           response_tokens=total, seconds=time.perf_counter() - t0)
+        return CriticStats(
+            value_loss=loss_sum,
+            value_clip_fraction=clipped / max(total, 1),
+            grad_norm=float(norm),
+            response_tokens=total,
+            seconds=time.perf_counter() - t0,
+        )
 
     def close(self) -> None:
         self._backbone = None

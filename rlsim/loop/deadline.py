@@ -60,7 +60,12 @@ class PhaseTimeouts:
 
     def start(self, phase: str) -> Deadline:
         """A deadline for ``phase``: ``generate``, ``update``, ``sync``, ``warmup`` or ``probe``."""
-        seconds = {"generate": self.generate_s, "update": self.update_s, "sync": self.sync_s,
-                   "warmup": self.warmup_s, "probe": self.probe_s}[phase]
+        seconds = {
+            "generate": self.generate_s,
+            "update": self.update_s,
+            "sync": self.sync_s,
+            "warmup": self.warmup_s,
+            "probe": self.probe_s,
+        }[phase]
         name = {"probe": "CPU-time probe", "warmup": "warm-up"}.get(phase, f"{phase} phase")
         return Deadline(name, seconds, f"faults.{phase}_timeout_s")

@@ -6,7 +6,8 @@ schedule in a debugger. Scoring runs when submitted, so nothing actually overlap
 
 from __future__ import annotations
 
-from typing import Any, Iterator, Sequence
+from collections.abc import Iterator, Sequence
+from typing import Any
 
 from rlsim.actors.workers import RolloutWorker, ScoringWorker, TrainerWorker
 from rlsim.loop.sync import WeightSync
@@ -55,8 +56,15 @@ class InProcessExperienceBackend(InProcessBackend):
     """``InProcessBackend`` plus the reference and the critic (``rlsim.loop.ppo_step``); either may be
     None when the algorithm does not use it."""
 
-    def __init__(self, rollout: RolloutWorker, scorers: list[ScoringWorker], trainer: TrainerWorker,
-                 sync: WeightSync, reference: Any = None, critic: Any = None) -> None:
+    def __init__(
+        self,
+        rollout: RolloutWorker,
+        scorers: list[ScoringWorker],
+        trainer: TrainerWorker,
+        sync: WeightSync,
+        reference: Any = None,
+        critic: Any = None,
+    ) -> None:
         super().__init__(rollout, scorers, trainer, sync)
         self.reference, self.critic = reference, critic
         self.uses_reference, self.uses_critic = reference is not None, critic is not None
@@ -70,8 +78,9 @@ class InProcessExperienceBackend(InProcessBackend):
     def collect_experience(self, handles: list[Any]) -> list[Any]:
         return list(handles)
 
-    def experience(self, rollouts: list[Rollout], rewards: dict[int, float], ref_logprobs: Any,
-                   values: Any) -> tuple[Any, list[Event]]:
+    def experience(
+        self, rollouts: list[Rollout], rewards: dict[int, float], ref_logprobs: Any, values: Any
+    ) -> tuple[Any, list[Event]]:
         return self.trainer.experience(rollouts, rewards, ref_logprobs, values)
 
     def update(self, rollouts: list[Rollout], returns: Any, values: Any) -> tuple[dict[str, Any], list[Event]]:

@@ -8,8 +8,9 @@ every per-token quantity (log-prob, value, advantage) is a flat ``(n_tokens,)`` 
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -56,8 +57,10 @@ def check_tokens(rollouts: Sequence[Rollout]) -> None:
     """Raise ``ValueError`` on a rollout without prompt or response tokens (nothing to predict from or score)."""
     for x in rollouts:
         if not x.prompt_ids or not x.response_ids:
-            raise ValueError(f"rollout {x.uid} has {len(x.prompt_ids)} prompt and {len(x.response_ids)} response "
-                             "tokens; both must be at least 1")
+            raise ValueError(
+                f"rollout {x.uid} has {len(x.prompt_ids)} prompt and {len(x.response_ids)} response "
+                "tokens; both must be at least 1"
+            )
 
 
 def pack(rollouts: Sequence[Rollout], pad_id: int, device: Any) -> Packed:
@@ -75,8 +78,15 @@ def pack(rollouts: Sequence[Rollout], pad_id: int, device: Any) -> Packed:
         attn[i, : len(seq)] = 1
         mask[i, len(x.prompt_ids) - 1 : len(seq) - 1] = True
     targets = ids[:, 1:][mask]
-    return Packed([x.uid for x in rollouts], [len(x.response_ids) for x in rollouts], ids.to(device),
-                  attn.to(device), mask.to(device), targets.to(device), {})
+    return Packed(
+        [x.uid for x in rollouts],
+        [len(x.response_ids) for x in rollouts],
+        ids.to(device),
+        attn.to(device),
+        mask.to(device),
+        targets.to(device),
+        {},
+    )
 
 
 def micro_batches(rollouts: Sequence[Rollout], size: int, pad_id: int, device: Any) -> list[Packed]:

@@ -14,7 +14,8 @@ set (none lost, none doubled). GRPO without a KL never comes here (``rlsim.loop.
 from __future__ import annotations
 
 import time
-from typing import Any, Mapping, Protocol, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any, Protocol
 
 from rlsim.loop.schedules import Progress, Schedule, StepBackend, StepOutcome, check_accounting, split_evenly
 from rlsim.rollout.types import Event, Rollout, RolloutRequest
@@ -36,11 +37,17 @@ class ExperienceBackend(StepBackend, Protocol):
 
     def collect_experience(self, handles: list[Any]) -> list[tuple[dict[int, Any], list[Event]]]: ...
 
-    def experience(self, rollouts: list[Rollout], rewards: dict[int, float], ref_logprobs: Mapping[int, Any] | None,
-                   values: Mapping[int, Any] | None) -> tuple[dict[int, Any] | None, list[Event]]: ...
+    def experience(
+        self,
+        rollouts: list[Rollout],
+        rewards: dict[int, float],
+        ref_logprobs: Mapping[int, Any] | None,
+        values: Mapping[int, Any] | None,
+    ) -> tuple[dict[int, Any] | None, list[Event]]: ...
 
-    def update(self, rollouts: list[Rollout], returns: Mapping[int, Any] | None,
-               values: Mapping[int, Any] | None) -> tuple[dict[str, Any], list[Event]]: ...
+    def update(
+        self, rollouts: list[Rollout], returns: Mapping[int, Any] | None, values: Mapping[int, Any] | None
+    ) -> tuple[dict[str, Any], list[Event]]: ...
 
 
 class _InFlight:
@@ -91,8 +98,9 @@ def run_ppo_step(
             flight.send(batch, k, k % backend.num_scorers)
             note("generate", len(rollouts), len(requests))
     else:
-        raise ValueError(f"unknown schedule {schedule!r} for a step with a reference or critic; "
-                         "valid: sequential, overlapped")
+        raise ValueError(
+            f"unknown schedule {schedule!r} for a step with a reference or critic; valid: sequential, overlapped"
+        )
     rewards = _joined(backend.collect(flight.score), events, "scored")
     note("score", len(rewards), len(rollouts))
     counts = check_accounting(requests, rollouts, rewards)
@@ -114,8 +122,9 @@ def run_ppo_step(
         raise RuntimeError(f"trainer used {counts['trained']} rollouts of {counts['generated']} generated")
     note("sync", 0, 1)
     sync, ev = backend.sync()
-    return StepOutcome(rollouts, rewards, train, sync, events + ev, start, time.time(), counts,
-                       phases=EXPERIENCE_PHASES)
+    return StepOutcome(
+        rollouts, rewards, train, sync, events + ev, start, time.time(), counts, phases=EXPERIENCE_PHASES
+    )
 
 
 def _joined(results: list[tuple[dict[int, Any], list[Event]]], events: list[Event], what: str) -> dict[int, Any]:
@@ -136,10 +145,13 @@ def _count(rollouts: Sequence[Rollout], per_uid: Mapping[int, Any], what: str) -
     made = {r.uid for r in rollouts}
     if set(per_uid) != made:
         lost, extra = sorted(made - set(per_uid))[:5], sorted(set(per_uid) - made)[:5]
-        raise RuntimeError(f"{len(made - set(per_uid))} rollouts were not {what} (first uids {lost}); "
-                           f"unknown uids {extra}")
+        raise RuntimeError(
+            f"{len(made - set(per_uid))} rollouts were not {what} (first uids {lost}); unknown uids {extra}"
+        )
     bad = [r.uid for r in rollouts if len(per_uid[r.uid]) != len(r.response_ids)]
     if bad:
-        raise RuntimeError(f"rollout {bad[0]} was {what} with {len(per_uid[bad[0]])} values for its "
-                           f"{len(next(r for r in rollouts if r.uid == bad[0]).response_ids)} response tokens")
+        raise RuntimeError(
+            f"rollout {bad[0]} was {what} with {len(per_uid[bad[0]])} values for its "
+            f"{len(next(r for r in rollouts if r.uid == bad[0]).response_ids)} response tokens"
+        )
     return len(per_uid)

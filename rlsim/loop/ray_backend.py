@@ -11,8 +11,9 @@ engine or trainer fails the step with a ``PhaseTimeout`` naming the phase instea
 from __future__ import annotations
 
 import time
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any, Iterator, Sequence
+from typing import Any
 
 import ray
 
@@ -23,7 +24,6 @@ from rlsim.loop.deadline import Deadline, PhaseTimeouts
 from rlsim.loop.sync import WeightSync
 from rlsim.rollout.generator import SyncResult
 from rlsim.rollout.types import Event, Rollout, RolloutRequest
-
 
 # How long a batch may keep meeting a restarting scorer before the step gives up (seconds): a
 # scorer restart reloads its model, about 20 s on a busy 2-core machine.
@@ -181,8 +181,9 @@ class RayStepBackend:
         time.sleep(min(2.0, 0.1 * 2 ** min(p.retries, 5)))
         self.faults["resubmitted_batches"] += 1
         ref = self.actors.scorers[p.replica].score.remote(p.rollouts, p.batch)
-        return PendingScore(ref, p.replica, p.rollouts, p.batch, attempts, p.retries + 1,
-                            p.first_failure or time.monotonic())
+        return PendingScore(
+            ref, p.replica, p.rollouts, p.batch, attempts, p.retries + 1, p.first_failure or time.monotonic()
+        )
 
     def train(self, rollouts: list[Rollout], rewards: dict[int, float]) -> tuple[dict[str, Any], list[Event]]:
         return self._get(self.actors.trainer.train.remote(rollouts, rewards), "trainer", self._timeouts.start("update"))

@@ -13,8 +13,9 @@ fails the step with an ``RlsimError`` naming it (completed steps are on disk).
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 import ray
 
@@ -46,8 +47,15 @@ class RayExperienceBackend(RayStepBackend):
         self.uses_critic = self.actors.critic is not None
         self.faults["resubmitted_reference_batches"] = 0
 
-    def _send(self, role: str, method: str, rollouts: list[Rollout], batch: int, attempts: int = 1,
-              first_failure: float | None = None) -> PendingCall:
+    def _send(
+        self,
+        role: str,
+        method: str,
+        rollouts: list[Rollout],
+        batch: int,
+        attempts: int = 1,
+        first_failure: float | None = None,
+    ) -> PendingCall:
         handle = self.actors.reference if role == "reference" else self.actors.critic
         ref = getattr(handle, method).remote(rollouts, batch)
         return PendingCall(ref, role, method, rollouts, batch, attempts, first_failure)
@@ -67,9 +75,11 @@ class RayExperienceBackend(RayStepBackend):
             done, _ = ray.wait(list(pending), num_returns=1, timeout=self._score_timeout_s)
             if not done:
                 roles = sorted({p.role for p in pending.values()})
-                raise RlsimError(f"no {' or '.join(roles)} batch finished within {self._score_timeout_s:g} s "
-                                 f"({len(pending)} waiting); the actor stalls: raise faults.score_timeout_s or look "
-                                 "at its log")
+                raise RlsimError(
+                    f"no {' or '.join(roles)} batch finished within {self._score_timeout_s:g} s "
+                    f"({len(pending)} waiting); the actor stalls: raise faults.score_timeout_s or look "
+                    "at its log"
+                )
             p = pending.pop(done[0])
             try:
                 results.append(self._get(p.ref, p.role, None, fatal=False))
@@ -83,23 +93,33 @@ class RayExperienceBackend(RayStepBackend):
         attempts = p.attempts + (0 if unavailable else 1)
         waited = time.monotonic() - (p.first_failure or time.monotonic())
         if p.method not in RESENDABLE:
-            raise RlsimError(f"the {p.role} actor died computing batch {p.batch} ({_cause(err)}); the critic "
-                             "holds weights this run has trained, so it is not restarted: the step fails "
-                             "(rerun with --resume)") from None
+            raise RlsimError(
+                f"the {p.role} actor died computing batch {p.batch} ({_cause(err)}); the critic "
+                "holds weights this run has trained, so it is not restarted: the step fails "
+                "(rerun with --resume)"
+            ) from None
         if attempts > self._max_attempts or waited > RESTART_WAIT_S:
-            raise RlsimError(f"the {p.role} actor failed {p.attempts} times on batch {p.batch} ({_cause(err)}); "
-                             "raise faults.score_attempts / faults.scorer_restarts, or look at its log") from None
+            raise RlsimError(
+                f"the {p.role} actor failed {p.attempts} times on batch {p.batch} ({_cause(err)}); "
+                "raise faults.score_attempts / faults.scorer_restarts, or look at its log"
+            ) from None
         time.sleep(min(2.0, 0.1 * 2 ** min(attempts, 5)))
         self.faults["resubmitted_reference_batches"] += 1
         return self._send(p.role, p.method, p.rollouts, p.batch, attempts, p.first_failure or time.monotonic())
 
-    def experience(self, rollouts: list[Rollout], rewards: dict[int, float], ref_logprobs: Mapping[int, Any] | None,
-                   values: Mapping[int, Any] | None) -> tuple[dict[int, Any] | None, list[Event]]:
+    def experience(
+        self,
+        rollouts: list[Rollout],
+        rewards: dict[int, float],
+        ref_logprobs: Mapping[int, Any] | None,
+        values: Mapping[int, Any] | None,
+    ) -> tuple[dict[int, Any] | None, list[Event]]:
         ref = self.actors.trainer.experience.remote(rollouts, rewards, ref_logprobs, values)
         return self._get(ref, "trainer", self._timeouts.start("update"))
 
-    def update(self, rollouts: list[Rollout], returns: Mapping[int, Any] | None,
-               values: Mapping[int, Any] | None) -> tuple[dict[str, Any], list[Event]]:
+    def update(
+        self, rollouts: list[Rollout], returns: Mapping[int, Any] | None, values: Mapping[int, Any] | None
+    ) -> tuple[dict[str, Any], list[Event]]:
         """The actor and critic updates, both sent before either is awaited."""
         deadline = self._timeouts.start("update")
         actor_ref = self.actors.trainer.update_actor.remote()

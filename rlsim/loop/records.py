@@ -8,7 +8,8 @@ That is the orchestration overhead; ``overhead_fraction`` = idle / step time.
 
 from __future__ import annotations
 
-from typing import Any, Iterable, Sequence
+from collections.abc import Iterable, Sequence
+from typing import Any
 
 from rlsim.rollout.types import Event
 from rlsim.run_results import StepRecord

@@ -11,9 +11,10 @@ Two runtimes, one interface (``ReferenceModel.logprobs``), so a Ray actor can ho
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal, Protocol, Sequence
+from typing import Literal, Protocol
 
 import numpy as np
 
@@ -23,8 +24,10 @@ from rlsim.rollout.types import Rollout
 from rlsim.torch_setup import prepare_torch
 
 ReferenceRuntime = Literal["eager", "ort", "native"]
-NATIVE_REFUSED = ("the native engine returns one float per sequence (native_engine/src/engine.h), not the per-token "
-                  "log-probs the KL needs; use reference.runtime: ort (the same ONNX Runtime) or eager")
+NATIVE_REFUSED = (
+    "the native engine returns one float per sequence (native_engine/src/engine.h), not the per-token "
+    "log-probs the KL needs; use reference.runtime: ort (the same ONNX Runtime) or eager"
+)
 
 
 @dataclass(frozen=True)

@@ -5,18 +5,28 @@ Figures are rendered to bytes and written atomically, like every result file.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 from rlsim.io import atomic_write_bytes
 from rlsim.loop.ppo_step import EXPERIENCE_PHASES
 from rlsim.loop.records import PHASES
-from rlsim.run_results import RunResults, StepRecord
 from rlsim.metrics.plots import png_bytes, pyplot
+from rlsim.run_results import RunResults, StepRecord
 
-COLORS = {"generate": "#4C72B0", "score": "#DD8452", "update": "#55A868", "sync": "#C44E52", "idle": "#BBBBBB",
-          "reference": "#8172B3", "values": "#937860", "advantages": "#DA8BC3", "update_actor": "#55A868",
-          "update_critic": "#8C8C3C"}
+COLORS = {
+    "generate": "#4C72B0",
+    "score": "#DD8452",
+    "update": "#55A868",
+    "sync": "#C44E52",
+    "idle": "#BBBBBB",
+    "reference": "#8172B3",
+    "values": "#937860",
+    "advantages": "#DA8BC3",
+    "update_actor": "#55A868",
+    "update_critic": "#8C8C3C",
+}
 
 
 def render_markdown(results: RunResults, figures: Sequence[str] = ()) -> str:
@@ -66,9 +76,11 @@ def _step_row(s: StepRecord) -> str:
     t, r = s.time_s, s.rollouts
     overhead = "-" if s.overhead_fraction is None else f"{100 * s.overhead_fraction:.1f}%"
     counts = "/".join("-" if n is None else str(n) for n in (r.generated, r.scored, r.trained))
-    return (f"| {s.step} | {t.total:.2f} | {t.generate:.2f} | {t.score:.2f} | {t.update:.2f} | {t.sync:.2f} | "
-            f"{t.idle:.3f} | {overhead} | {counts} | {s.tokens.generated if s.tokens else '-'} | "
-            f"{s.sync.method if s.sync else '-'} |")
+    return (
+        f"| {s.step} | {t.total:.2f} | {t.generate:.2f} | {t.score:.2f} | {t.update:.2f} | {t.sync:.2f} | "
+        f"{t.idle:.3f} | {overhead} | {counts} | {s.tokens.generated if s.tokens else '-'} | "
+        f"{s.sync.method if s.sync else '-'} |"
+    )
 
 
 def _experience_rows(steps: Sequence[StepRecord]) -> list[str]:
@@ -76,9 +88,13 @@ def _experience_rows(steps: Sequence[StepRecord]) -> list[str]:
     rows = [s for s in steps if s.time_s.advantages is not None]
     if not rows:
         return []
-    lines = ["", "The experience roles (seconds; `update` above is the union of the last three):", "",
-             "| step | " + " | ".join(EXPERIENCE_PHASES) + " | referenced | valued | policy loss | value loss | kl |",
-             "|---:|" + "---:|" * (len(EXPERIENCE_PHASES) + 5)]
+    lines = [
+        "",
+        "The experience roles (seconds; `update` above is the union of the last three):",
+        "",
+        "| step | " + " | ".join(EXPERIENCE_PHASES) + " | referenced | valued | policy loss | value loss | kl |",
+        "|---:|" + "---:|" * (len(EXPERIENCE_PHASES) + 5),
+    ]
     for s in rows:
         times = " | ".join(f"{getattr(s.time_s, p) or 0:.2f}" for p in EXPERIENCE_PHASES)
         train = [s.train.get(k) for k in ("policy_loss", "value_loss", "kl")]
@@ -117,8 +133,14 @@ def breakdown_png(steps: Sequence[StepRecord]) -> bytes:
         vals = [getattr(s.time_s, phase) for s in steps]
         ax.bar(xs, vals, bottom=bottom, color=COLORS[phase], label=phase, width=0.35, align="edge")
         bottom = [b + v for b, v in zip(bottom, vals, strict=True)]
-    ax.bar([x - 0.35 for x in xs], [s.time_s.total for s in steps], width=0.35, align="edge",
-           color="#333333", label="step time")
+    ax.bar(
+        [x - 0.35 for x in xs],
+        [s.time_s.total for s in steps],
+        width=0.35,
+        align="edge",
+        color="#333333",
+        label="step time",
+    )
     ax.set_xticks(xs)
     ax.set_xlabel("step")
     ax.set_ylabel("seconds")

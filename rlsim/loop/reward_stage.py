@@ -15,10 +15,11 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, Sequence
+from typing import TYPE_CHECKING
 
 from rlsim.errors import RlsimError
 from rlsim.rollout.types import Rollout
@@ -128,8 +129,9 @@ class RewardStage:
         """``err`` with the run-config setting to raise when the http client ran out of time."""
         if self.settings.runtime != "http" or elapsed_s < self.settings.http_deadline_s:
             return err
-        return RlsimError(f"{err}\n(in a run config that deadline is reward.http_deadline_s, now "
-                          f"{self.settings.http_deadline_s:g} s)")
+        return RlsimError(
+            f"{err}\n(in a run config that deadline is reward.http_deadline_s, now {self.settings.http_deadline_s:g} s)"
+        )
 
     def close(self) -> None:
         self.scorer.close()

@@ -37,9 +37,14 @@ class RunOutputs:
         self.rows: list[dict[str, Any]] = []
         self.flops: UpdateFlops | None = None  # for perf/mfu/actor, once measured
         self.scalars: ScalarLog | None = None  # --tensorboard
-        self.results = RunResults(rlsim_version=rlsim.__version__, config=config.model_dump(mode="json"),
-                                  complete=False, steps=[], overhead_fraction=0.0,
-                                  faults={"injected": 0, "survived": 0})
+        self.results = RunResults(
+            rlsim_version=rlsim.__version__,
+            config=config.model_dump(mode="json"),
+            complete=False,
+            steps=[],
+            overhead_fraction=0.0,
+            faults={"injected": 0, "survived": 0},
+        )
         if config.trainer.algorithm != "grpo":
             self.results.algorithm = config.trainer.algorithm
         if resume:
@@ -58,8 +63,9 @@ class RunOutputs:
         old = RunResults.read(path)
         mine = self.results.config
         # steps may grow and faults may be dropped on resume; anything else would mix two experiments.
-        differ = sorted(k for k in set(mine) | set(old.config)
-                        if k not in ("steps", "faults") and mine.get(k) != old.config.get(k))
+        differ = sorted(
+            k for k in set(mine) | set(old.config) if k not in ("steps", "faults") and mine.get(k) != old.config.get(k)
+        )
         if differ:
             raise RlsimError(
                 f"--resume: {self.out} holds a run of a different config ({', '.join(differ)} differ); resume with "
@@ -153,13 +159,14 @@ def _measure_peak(outputs: RunOutputs, config: RunConfig) -> None:
     """The GEMM peak behind ``perf/mfu/actor``, on the trainer's thread count, before the first step."""
     import os
 
-    from rlsim.placement import resolve_placement
     from rlsim.models import resolve_policy
+    from rlsim.placement import resolve_placement
 
     pool = config.placement.pool or sorted(os.sched_getaffinity(0))
     threads = resolve_placement(config.placement, pool)["trainer"].threads
-    outputs.flops = measure_update_flops(resolve_policy(config.policy.model), config.trainer.epochs, threads,
-                                         config.trainer.device)
+    outputs.flops = measure_update_flops(
+        resolve_policy(config.policy.model), config.trainer.epochs, threads, config.trainer.device
+    )
     if outputs.flops is not None:
         outputs.update(gemm_peak_gflops=round(outputs.flops.peak_flops / 1e9, 2), gemm_peak_threads=threads)
 
@@ -167,12 +174,14 @@ def _measure_peak(outputs: RunOutputs, config: RunConfig) -> None:
 def _faults_from(config: RunConfig, first: int) -> RunConfig:
     """``config`` without the faults of steps before ``first + 1``: the stopped run already injected them."""
     f = config.faults
-    kept = f.model_copy(update={
-        "kill_scorer_steps": [s for s in f.kill_scorer_steps if s > first],
-        "kill_http_server_steps": [s for s in f.kill_http_server_steps if s > first],
-        "stall_http_server_steps": [s for s in f.stall_http_server_steps if s > first],
-        "kill_rollout_step": f.kill_rollout_step if (f.kill_rollout_step or 0) > first else None,
-    })
+    kept = f.model_copy(
+        update={
+            "kill_scorer_steps": [s for s in f.kill_scorer_steps if s > first],
+            "kill_http_server_steps": [s for s in f.kill_http_server_steps if s > first],
+            "stall_http_server_steps": [s for s in f.stall_http_server_steps if s > first],
+            "kill_rollout_step": f.kill_rollout_step if (f.kill_rollout_step or 0) > first else None,
+        }
+    )
     return config.model_copy(update={"faults": kept})
 
 
@@ -221,15 +230,25 @@ def summary_lines(results: RunResults) -> list[str]:
     if not steps:
         return ["no step completed"]
     n = len(steps)
-    mean = {k: sum(getattr(s.time_s, k) for s in steps) / n
-            for k in ("total", "generate", "score", "update", "sync", "idle")}
+    mean = {
+        k: sum(getattr(s.time_s, k) for s in steps) / n
+        for k in ("total", "generate", "score", "update", "sync", "idle")
+    }
     rollouts = sum(s.rollouts.trained or 0 for s in steps)
     sync = steps[-1].sync
     t = results.rollouts_total
-    stages = "generated = scored = " + ("referenced = " if steps[-1].rollouts.referenced is not None else "") \
-        + ("valued = " if steps[-1].rollouts.valued is not None else "") + "trained"
-    counted = (f"{t.generated} rollouts generated = {t.trained} trained + {t.dropped_stale} dropped as stale + "
-               f"{t.unfinished_at_end} unfinished" if t else f"{rollouts} rollouts {stages}")
+    stages = (
+        "generated = scored = "
+        + ("referenced = " if steps[-1].rollouts.referenced is not None else "")
+        + ("valued = " if steps[-1].rollouts.valued is not None else "")
+        + "trained"
+    )
+    counted = (
+        f"{t.generated} rollouts generated = {t.trained} trained + {t.dropped_stale} dropped as stale + "
+        f"{t.unfinished_at_end} unfinished"
+        if t
+        else f"{rollouts} rollouts {stages}"
+    )
     return [
         f"{n} steps ({results.config.get('schedule')}), {counted}",
         "mean step {total:.2f} s: generate {generate:.2f}, score {score:.2f}, update {update:.2f}, "

@@ -12,8 +12,9 @@ none doubled).
 from __future__ import annotations
 
 import time
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterator, Literal, Protocol, Sequence
+from typing import Any, Literal, Protocol
 
 from rlsim.rollout.generator import SyncResult
 from rlsim.rollout.types import Event, Rollout, RolloutRequest

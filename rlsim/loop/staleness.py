@@ -51,8 +51,9 @@ class Ledger:
         unknown = [u for u in uids if u not in self.versions]
         settled = [u for u in uids if u in self.trained or u in self.dropped]
         if unknown or settled:
-            raise RuntimeError(f"rollout fates out of order: never generated {unknown[:5]}, "
-                               f"already settled {settled[:5]}")
+            raise RuntimeError(
+                f"rollout fates out of order: never generated {unknown[:5]}, already settled {settled[:5]}"
+            )
 
     def totals(self) -> dict[str, int]:
         """``generated == trained + dropped_stale + unfinished_at_end`` by construction; checked anyway."""

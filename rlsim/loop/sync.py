@@ -7,7 +7,7 @@ reload that runs past its deadline (``PhaseTimeout``) fails the step instead: th
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 from rlsim.errors import RlsimError
 from rlsim.loop.deadline import PhaseTimeout

@@ -15,9 +15,10 @@ critic only as a convenience that updates it with the same experience.
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -102,9 +103,14 @@ class PolicyTrainer:
                 out.update(b.split(response_logprobs(self._model, b)[0]))
         return out
 
-    def train_step(self, rollouts: Sequence[Rollout], rewards: Mapping[int, float],
-                   ref_logprobs: PerToken | None = None, values: PerToken | None = None,
-                   critic: Any = None) -> TrainStats:
+    def train_step(
+        self,
+        rollouts: Sequence[Rollout],
+        rewards: Mapping[int, float],
+        ref_logprobs: PerToken | None = None,
+        values: PerToken | None = None,
+        critic: Any = None,
+    ) -> TrainStats:
         """One update on ``rollouts``; ``rewards`` maps each uid to its reward. ``ref_logprobs`` (needed
         when ``kl.coef`` > 0) and ``values`` (needed for ppo) come per uid from the reference and the
         critic; ``critic`` (a ``CriticModel``), when given, is updated with this step's returns."""
@@ -125,16 +131,22 @@ class PolicyTrainer:
         stats.seconds = time.perf_counter() - t0
         return stats
 
-    def experience(self, rollouts: Sequence[Rollout], rewards: Mapping[int, float],
-                   ref_logprobs: PerToken | None = None, values: PerToken | None = None) -> Experience:
+    def experience(
+        self,
+        rollouts: Sequence[Rollout],
+        rewards: Mapping[int, float],
+        ref_logprobs: PerToken | None = None,
+        values: PerToken | None = None,
+    ) -> Experience:
         """The behaviour log-probs under this copy, then the advantages (and ppo's returns); raises
         ``RuntimeError`` naming what is missing (a reward, the reference's log-probs, the critic's values)."""
         missing = [r.uid for r in rollouts if r.uid not in rewards]
         if missing:
             raise RuntimeError(f"{len(missing)} rollouts have no reward (first uids {missing[:5]}); none may be lost")
         try:
-            return make_experience(self.settings.algorithm, rollouts, rewards, self.policy_logprobs(rollouts),
-                                   ref_logprobs, values)
+            return make_experience(
+                self.settings.algorithm, rollouts, rewards, self.policy_logprobs(rollouts), ref_logprobs, values
+            )
         except ValueError as err:
             raise RuntimeError(f"the {self.settings.algorithm.algorithm} experience is incomplete: {err}") from err
 
@@ -155,11 +167,19 @@ class PolicyTrainer:
             self._opt.step()
             self._opt.zero_grad(set_to_none=True)
         return TrainStats(
-            sequences=len(rollouts), response_tokens=total, loss=sums["loss"],
+            sequences=len(rollouts),
+            response_tokens=total,
+            loss=sums["loss"],
             clip_fraction=sums["clipped"] / max(total, 1),
-            approx_kl=sums["approx_kl"] / max(total, 1), grad_norm=float(norm), reward_mean=0.0, reward_std=0.0,
-            seconds=time.perf_counter() - t0, algorithm=self.settings.algorithm.algorithm,
-            policy_loss=sums["policy_loss"], kl=exp.kl_mean(), entropy=sums["entropy"] / max(total, 1),
+            approx_kl=sums["approx_kl"] / max(total, 1),
+            grad_norm=float(norm),
+            reward_mean=0.0,
+            reward_std=0.0,
+            seconds=time.perf_counter() - t0,
+            algorithm=self.settings.algorithm.algorithm,
+            policy_loss=sums["policy_loss"],
+            kl=exp.kl_mean(),
+            entropy=sums["entropy"] / max(total, 1),
         )
 
     def _epoch(self, batches: list[Packed], total: int) -> dict[str, float]:

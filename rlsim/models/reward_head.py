@@ -103,7 +103,7 @@ def train_head(model, tokenizer, config: HeadTraining) -> dict:
         "config": asdict(config),
         "train_pairs": len(train),
         "heldout_pairs": len(held),
-        "final_epoch_loss": sum(losses[-len(train_batches):]) / len(train_batches),
+        "final_epoch_loss": sum(losses[-len(train_batches) :]) / len(train_batches),
         "train_accuracy": _accuracy(top, train_batches),
         "heldout_accuracy": _accuracy(top, held_batches),
         "features_s": features_s,

@@ -7,9 +7,10 @@ micro-batches as soon as they finish, while the rest keep generating.
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterator, Literal, Protocol, Sequence, runtime_checkable
+from typing import Literal, Protocol, runtime_checkable
 
 from rlsim.registry import Registry
 from rlsim.rollout.types import Rollout, RolloutRequest

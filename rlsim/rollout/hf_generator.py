@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import time
 from collections import defaultdict
+from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Iterator, Sequence
 
 from rlsim.errors import RlsimError
 from rlsim.rollout.generator import GeneratorSettings, SyncResult, register_generator

@@ -15,8 +15,9 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Any, Iterator, Sequence
+from typing import Any
 
 from rlsim.errors import RlsimError
 from rlsim.rollout.generator import GeneratorInfo, GeneratorSettings, SyncResult, register_generator
@@ -108,9 +109,9 @@ class VllmGenerator:
             positions = sample.logprobs
             if positions is None or any(pos is None for pos in positions):
                 raise RuntimeError("vLLM returned no log-probs although asked for them (logprobs=0); this is a bug")
-            rollout.behaviour_logprobs = [
-                float(pos[tok].logprob) for pos, tok in zip(positions, tokens, strict=True)  # type: ignore[index]
-            ]
+            # mypy cannot see that the check above excludes None positions.
+            pairs = zip(positions, tokens, strict=True)
+            rollout.behaviour_logprobs = [float(pos[tok].logprob) for pos, tok in pairs]  # type: ignore[index]
         return rollout
 
     def _submit(self, requests: Sequence[RolloutRequest]) -> dict[str, RolloutRequest]:

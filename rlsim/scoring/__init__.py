@@ -25,7 +25,12 @@ from rlsim.scoring.base import (
 # Registration order is the order ``all`` lists runtimes in: the reference first, http last, then
 # the precision variants (bf16/fp16 and calibrated int8), which ``all`` lists only where they can run.
 for _module in (
-    "torch_scorers", "ort_scorer", "native_scorer", "http_scorer", "half_precision_scorers", "int8_static_scorers"
+    "torch_scorers",
+    "ort_scorer",
+    "native_scorer",
+    "http_scorer",
+    "half_precision_scorers",
+    "int8_static_scorers",
 ):
     import_module(f"rlsim.scoring.{_module}")
 

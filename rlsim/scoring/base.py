@@ -15,10 +15,11 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal, Protocol, Sequence, runtime_checkable
+from typing import TYPE_CHECKING, Literal, Protocol, runtime_checkable
 
 import numpy as np
 
@@ -225,7 +226,7 @@ def unavailable_reason(runtime: str, device: str | None = "cpu") -> str | None:
     return None if device is None else info.hardware_reason(runtime, device)
 
 
-def make_scorer(runtime: str, model: "RewardModelSpec", settings: ScorerSettings | None = None) -> Scorer:
+def make_scorer(runtime: str, model: RewardModelSpec, settings: ScorerSettings | None = None) -> Scorer:
     """Build a scorer by registry name, e.g. ``make_scorer("ort", resolve_reward_model("minilm-rm"))``.
 
     Raises ``UnsupportedRuntime`` when the hardware lacks what the runtime needs, ``RlsimError`` when a package does.

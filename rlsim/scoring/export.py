@@ -16,10 +16,11 @@ import shutil
 import tempfile
 import time
 import warnings
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterator
+from typing import TYPE_CHECKING, Any
 
 from rlsim.errors import RlsimError
 from rlsim.models.builtin import _locked
@@ -122,8 +123,7 @@ def quiet_torchscript_export() -> Iterator[None]:
     import torch
 
     with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", "You are using the legacy TorchScript-based ONNX export",
-                                DeprecationWarning)
+        warnings.filterwarnings("ignore", "You are using the legacy TorchScript-based ONNX export", DeprecationWarning)
         warnings.filterwarnings("ignore", module=r"torch\.onnx")
         warnings.filterwarnings("ignore", category=torch.jit.TracerWarning)
         yield

@@ -47,8 +47,9 @@ class WireProtocol:
     name: str
     path: str
 
-    def request(self, texts: Sequence[str], model: str | None, max_length: int | None = None,
-                truncation: str = "left") -> dict[str, Any]:
+    def request(
+        self, texts: Sequence[str], model: str | None, max_length: int | None = None, truncation: str = "left"
+    ) -> dict[str, Any]:
         """The body for ``texts``; ``max_length`` / ``truncation`` (vllm-classify only): tokens kept and which end
         is cut (``rlsim serve`` and OpenRLHF servers truncate with their own settings)."""
         if self.name == "rlsim":
@@ -75,9 +76,11 @@ class WireProtocol:
                 rewards, truncated = _classify_rewards(ClassifyResponse.model_validate(body), url), 0
         except ValidationError as err:
             first = err.errors()[0]
-            raise RlsimError(f"the server at {url} answered {self.path} with a body that is not {self.name}'s "
-                             f"({'.'.join(str(x) for x in first['loc'])}: {first['msg']}); check --http-protocol "
-                             "and --url") from None
+            raise RlsimError(
+                f"the server at {url} answered {self.path} with a body that is not {self.name}'s "
+                f"({'.'.join(str(x) for x in first['loc'])}: {first['msg']}); check --http-protocol "
+                "and --url"
+            ) from None
         if len(rewards) != count:
             raise RlsimError(f"the server at {url} returned {len(rewards)} rewards for {count} texts on {self.path}")
         return rewards, truncated
@@ -87,8 +90,10 @@ def _classify_rewards(parsed: Any, url: str) -> list[float]:
     rows = sorted(parsed.data, key=lambda d: d.index)
     wide = [d.num_classes for d in rows if len(d.probs) != 1]
     if wide:
-        raise RlsimError(f"the model served at {url} is a {wide[0]}-label classifier; a reward model has one label "
-                         "(serve a sequence-classification model with num_labels=1)")
+        raise RlsimError(
+            f"the model served at {url} is a {wide[0]}-label classifier; a reward model has one label "
+            "(serve a sequence-classification model with num_labels=1)"
+        )
     return [float(d.probs[0]) for d in rows]
 
 

@@ -47,6 +47,7 @@ from rlsim.scoring.tokenizing import check_texts, load_reward_tokenizer
 if TYPE_CHECKING:
     from rlsim.models.reward import RewardModelSpec
 
+
 @register_scorer("http", RuntimeInfo(needs=HTTP, precision=None, server=True))
 class HttpScorer:
     """``score_batch(texts)`` is one POST /score (chunked only past the server's ``max_texts``).
@@ -87,8 +88,10 @@ class HttpScorer:
         runtime = self.settings.server_runtime
         cls = SCORERS.get(runtime)  # unknown names fail here, listing the valid ones
         if SCORERS.info(runtime).server:
-            raise RlsimError(f"server_runtime {runtime!r} would start servers recursively; use an in-process "
-                             f"runtime such as {', '.join(in_process_runtimes())}")
+            raise RlsimError(
+                f"server_runtime {runtime!r} would start servers recursively; use an in-process "
+                f"runtime such as {', '.join(in_process_runtimes())}"
+            )
         port_file = self._workdir / "port"
         cmd = [sys.executable, "-m", "rlsim", "serve", "--runtime", runtime, "--model", self._model_arg()]
         cmd += ["--host", "127.0.0.1", "--port", "0", "--port-file", str(port_file), "--parent-pid", str(os.getpid())]
@@ -228,8 +231,9 @@ class HttpScorer:
         truncated = 0
         for start in range(0, len(texts), self._max_texts):
             chunk = texts[start : start + self._max_texts]
-            body = self._post(self._protocol.request(chunk, self._served_model, self.max_length,
-                                                     self.settings.truncation))
+            body = self._post(
+                self._protocol.request(chunk, self._served_model, self.max_length, self.settings.truncation)
+            )
             got, cut = self._protocol.rewards(body, len(chunk), self.url)
             rewards += got
             truncated += cut
@@ -260,8 +264,10 @@ class HttpScorer:
                     try:
                         return r.json()
                     except ValueError:
-                        raise RlsimError(f"the server at {self.url} answered {self._protocol.path} with a body "
-                                         "that is not JSON; check --url and --http-protocol") from None
+                        raise RlsimError(
+                            f"the server at {self.url} answered {self._protocol.path} with a body "
+                            "that is not JSON; check --url and --http-protocol"
+                        ) from None
                 detail = response_detail(r)
                 if r.status_code not in (503, 504):
                     raise RlsimError(

@@ -14,8 +14,8 @@ from __future__ import annotations
 import json
 import shutil
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 import numpy as np
 
@@ -83,8 +83,14 @@ def quantize_with_calibration(spec: RewardModelSpec, plain: Path, out: Path, cou
         )
     except Exception as err:
         raise RlsimError(f"static int8 quantization of {plain} failed ({err}); use ort-int8 for this model") from err
-    info = {"model": spec.name, "texts": len(texts), "batch": CALIBRATION_BATCH, "method": "MinMax", "format": "QDQ",
-            "ops": list(QUANTIZED_OPS)}
+    info = {
+        "model": spec.name,
+        "texts": len(texts),
+        "batch": CALIBRATION_BATCH,
+        "method": "MinMax",
+        "format": "QDQ",
+        "ops": list(QUANTIZED_OPS),
+    }
     (out.parent / "calibration.json").write_text(json.dumps(info, indent=2))
 
 
@@ -94,8 +100,10 @@ class _Reader:
     def __init__(self, spec: RewardModelSpec, texts: list[str]) -> None:
         tokenizer = load_reward_tokenizer(spec, ScorerSettings())
         self._batches: Iterator[dict[str, np.ndarray]] = iter(
-            [self._encode(tokenizer, texts[i : i + CALIBRATION_BATCH], spec.max_length)
-             for i in range(0, len(texts), CALIBRATION_BATCH)]
+            [
+                self._encode(tokenizer, texts[i : i + CALIBRATION_BATCH], spec.max_length)
+                for i in range(0, len(texts), CALIBRATION_BATCH)
+            ]
         )
 
     @staticmethod

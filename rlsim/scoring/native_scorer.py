@@ -13,10 +13,10 @@ import numpy as np
 from rlsim.errors import RlsimError
 from rlsim.models.reward import RewardModelSpec
 from rlsim.scoring.base import RuntimeInfo, ScorerSettings, register_scorer
-from rlsim.scoring.needs import NATIVE
-from rlsim.scoring.tokenizing import EncodedBatch, TokenizingScorer
 from rlsim.scoring.export import check_graph_matches, export_reward_model
+from rlsim.scoring.needs import NATIVE
 from rlsim.scoring.ort_library import find_ort_library, load_native
+from rlsim.scoring.tokenizing import EncodedBatch, TokenizingScorer
 
 
 @register_scorer("native", RuntimeInfo(needs=NATIVE))

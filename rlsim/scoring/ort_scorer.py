@@ -9,9 +9,9 @@ import numpy as np
 from rlsim.errors import RlsimError
 from rlsim.models.reward import RewardModelSpec
 from rlsim.scoring.base import RuntimeInfo, ScorerSettings, register_scorer
+from rlsim.scoring.export import check_graph_matches, export_reward_model
 from rlsim.scoring.needs import ORT
 from rlsim.scoring.tokenizing import EncodedBatch, TokenizingScorer
-from rlsim.scoring.export import check_graph_matches, export_reward_model
 
 
 def ort_session(path: Path, settings: ScorerSettings):

@@ -78,16 +78,30 @@ def _export(policy_dir: Path, path: Path) -> None:
         mask = torch.ones((2, 12), dtype=torch.int64)
         mask[1, 8:] = 0
         positions = torch.tensor([[6, 7, 8, 9], [5, 6, 7, 7]], dtype=torch.int64)
-        dynamic = {"input_ids": {0: "batch", 1: "seq"}, "attention_mask": {0: "batch", 1: "seq"},
-                   "positions": {0: "batch", 1: "resp"}, OUTPUT: {0: "batch", 1: "resp"}}
+        dynamic = {
+            "input_ids": {0: "batch", 1: "seq"},
+            "attention_mask": {0: "batch", 1: "seq"},
+            "positions": {0: "batch", 1: "resp"},
+            OUTPUT: {0: "batch", 1: "resp"},
+        }
         with torch.inference_mode(), quiet_torchscript_export():
-            torch.onnx.export(module, (ids, mask, positions), str(path), input_names=list(INPUTS),
-                              output_names=[OUTPUT], dynamic_axes=dynamic, opset_version=OPSET, dynamo=False)
+            torch.onnx.export(
+                module,
+                (ids, mask, positions),
+                str(path),
+                input_names=list(INPUTS),
+                output_names=[OUTPUT],
+                dynamic_axes=dynamic,
+                opset_version=OPSET,
+                dynamo=False,
+            )
     except RlsimError:
         raise
     except Exception as err:  # any model ONNX tracing cannot handle: name it and the way out
-        raise RlsimError(f"the reference model {policy_dir} could not be exported to ONNX ({type(err).__name__}: "
-                         f"{err}); use reference.runtime: eager for this model") from err
+        raise RlsimError(
+            f"the reference model {policy_dir} could not be exported to ONNX ({type(err).__name__}: "
+            f"{err}); use reference.runtime: eager for this model"
+        ) from err
 
 
 def _GatheredLogprobs(model):  # noqa: N802 - builds an nn.Module; torch is imported lazily
@@ -122,5 +136,7 @@ def check_reference_graph(path: Path) -> None:
     inputs = [i.name for i in graph.input]
     outputs = [o.name for o in graph.output]
     if sorted(inputs) != sorted(INPUTS) or outputs != [OUTPUT]:
-        raise RlsimError(f"{path} takes {inputs} and gives {outputs}, not a reference graph (inputs {list(INPUTS)}, "
-                         f"output {OUTPUT}); delete it to export again")
+        raise RlsimError(
+            f"{path} takes {inputs} and gives {outputs}, not a reference graph (inputs {list(INPUTS)}, "
+            f"output {OUTPUT}); delete it to export again"
+        )

@@ -7,8 +7,9 @@ e.g. ``compile``'s buckets); callers use the public ``TokenScorer`` surface only
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -38,7 +39,7 @@ class TokenizingScorer:
 
     name = "base"
 
-    def __init__(self, model: "RewardModelSpec", settings: ScorerSettings) -> None:
+    def __init__(self, model: RewardModelSpec, settings: ScorerSettings) -> None:
         self.model = model
         self.settings = settings
         self.stats = ScorerStats()
@@ -122,7 +123,7 @@ class TokenizingScorer:
         pass
 
 
-def load_reward_tokenizer(model: "RewardModelSpec", settings: ScorerSettings):
+def load_reward_tokenizer(model: RewardModelSpec, settings: ScorerSettings):
     """The reward model's tokenizer, set up for rlsim's own truncation (side from ``settings``)."""
     from transformers import AutoTokenizer
     from transformers.utils import logging as hf_logging

@@ -25,8 +25,9 @@ class EagerScorer(TokenizingScorer):
         from transformers import AutoModelForSequenceClassification
 
         super().__init__(model, settings)
-        self._device = prepare_torch(settings.device, "the scorer's device (reward.device or --device)",
-                                     settings.resolved_threads())
+        self._device = prepare_torch(
+            settings.device, "the scorer's device (reward.device or --device)", settings.resolved_threads()
+        )
         self._model = (
             AutoModelForSequenceClassification.from_pretrained(str(model.path), dtype=torch.float32)
             .eval()

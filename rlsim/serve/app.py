@@ -12,8 +12,9 @@ import asyncio
 import logging
 import threading
 import time
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
-from typing import Any, AsyncIterator, Callable
+from typing import Any
 
 from fastapi import FastAPI, HTTPException, Request
 from fastapi.exceptions import RequestValidationError
@@ -147,8 +148,11 @@ def create_app(
         ready = body["status"] == "ready"
         return JSONResponse(body, status_code=200 if ready else 503, headers=None if ready else {"Retry-After": "1"})
 
-    @app.get("/metrics", response_class=PlainTextResponse,
-             responses={200: {"description": "Prometheus text exposition format (version 0.0.4)"}})
+    @app.get(
+        "/metrics",
+        response_class=PlainTextResponse,
+        responses={200: {"description": "Prometheus text exposition format (version 0.0.4)"}},
+    )
     async def metrics() -> Response:
         return Response(state.metrics.render(), media_type=CONTENT_TYPE)
 

@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Callable
 from concurrent.futures import Future
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -97,12 +98,19 @@ class ScoringBackend:
         )
 
     @classmethod
-    def from_settings(cls, scorer: Scorer, settings: "ServeSettings",
-                      on_batch: Callable[[int, float], None] | None = None) -> "ScoringBackend":
+    def from_settings(
+        cls, scorer: Scorer, settings: ServeSettings, on_batch: Callable[[int, float], None] | None = None
+    ) -> ScoringBackend:
         """The backend ``rlsim serve`` runs for ``settings`` around ``scorer`` (its timeout caps queueing)."""
-        return cls(scorer, max_batch_size=settings.max_batch_size, max_wait_s=settings.max_wait_s,
-                   max_queue=settings.max_queue, max_delay_s=settings.request_timeout_s, on_batch=on_batch,
-                   sub_batch_size=settings.sub_batch_size)
+        return cls(
+            scorer,
+            max_batch_size=settings.max_batch_size,
+            max_wait_s=settings.max_wait_s,
+            max_queue=settings.max_queue,
+            max_delay_s=settings.request_timeout_s,
+            on_batch=on_batch,
+            sub_batch_size=settings.sub_batch_size,
+        )
 
     def _observe(self, sequences: int, seconds: float) -> None:
         if sequences > 0:
@@ -142,7 +150,7 @@ class ScoringBackend:
         self.scorer.score_batch(WARMUP_TEXTS)
         self.warmup_s = time.perf_counter() - t0
 
-    def submit(self, job: ScoreJob) -> "Future[JobResult]":
+    def submit(self, job: ScoreJob) -> Future[JobResult]:
         """Queue a job; raises ``QueueFull``/``Overloaded`` (answer 503) or ``BatcherClosed`` (shutting down)."""
         queued = self._batcher.queued_size
         # An empty queue always admits: the estimate may be stale, and the job would run next anyway.

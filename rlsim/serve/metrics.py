@@ -6,7 +6,7 @@ counts. Names follow Prometheus conventions: ``_total`` counters, ``_seconds`` u
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 

@@ -39,7 +39,7 @@ class RewardRequest(BaseModel):
         return query
 
     @model_validator(mode="after")
-    def _same_lengths(self) -> "RewardRequest":
+    def _same_lengths(self) -> RewardRequest:
         for name in ("prompts", "labels"):
             given = getattr(self, name)
             if given is not None and len(given) != len(self.query):
@@ -72,7 +72,7 @@ class ClassifyRequest(BaseModel):
     user: StrictStr | None = None
 
     @model_validator(mode="after")
-    def _not_empty(self) -> "ClassifyRequest":
+    def _not_empty(self) -> ClassifyRequest:
         if isinstance(self.input, list) and not self.input:
             raise ValueError("input is an empty list; give a text, a list of texts or token-id rows")
         if isinstance(self.input, list) and self.input and isinstance(self.input[0], list) and not all(self.input):

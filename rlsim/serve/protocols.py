@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import asyncio
 import math
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from typing import Awaitable, Callable, Sequence
 
 from fastapi import APIRouter, HTTPException
 
@@ -48,9 +48,7 @@ def protocol_router(score: ScoreFn, served: Callable[[], ServedModel]) -> APIRou
     """The protocols' routes; ``score`` is the server's ``/score`` path, ``served()`` the model now served."""
     router = APIRouter(tags=["framework protocols"])
 
-    @router.post(
-        "/get_reward", response_model=RewardResponse, responses=error_responses(400, 413, 422, 500, 503, 504)
-    )
+    @router.post("/get_reward", response_model=RewardResponse, responses=error_responses(400, 413, 422, 500, 503, 504))
     async def get_reward(request: RewardRequest) -> RewardResponse:
         """OpenRLHF's remote reward model: one reward per ``query`` text."""
         answer = await score(ScoreRequest.model_construct(texts=list(request.query), token_ids=None))
@@ -65,8 +63,9 @@ def protocol_router(score: ScoreFn, served: Callable[[], ServedModel]) -> APIRou
         if request.model is not None and request.model != model.name:
             # vLLM answers an unknown model with 404 too.
             raise HTTPException(
-                404, f"model: the model `{request.model}` does not exist; this server serves `{model.name}` "
-                "(GET /v1/models)"
+                404,
+                f"model: the model `{request.model}` does not exist; this server serves `{model.name}` "
+                "(GET /v1/models)",
             )
         texts, rows = request.texts, request.token_ids
         scoring = score(ScoreRequest.model_construct(texts=texts, token_ids=rows))

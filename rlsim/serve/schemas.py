@@ -6,11 +6,11 @@ Types are checked here (a wrong type is a 422); limits that depend on the server
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr, field_validator, model_validator
 from pydantic.config import JsonDict
-
 
 # "Exactly one of texts or token_ids, not null" in the published schema, so a client generated from
 # /openapi.json knows that {} and {"texts": [...], "token_ids": [...]} are refused (pydantic cannot say it).
@@ -50,7 +50,7 @@ class ScoreRequest(BaseModel):
         return check_encodable(texts)
 
     @model_validator(mode="after")
-    def _exactly_one_input(self) -> "ScoreRequest":
+    def _exactly_one_input(self) -> ScoreRequest:
         if (self.texts is None) == (self.token_ids is None):
             raise ValueError('give exactly one of "texts" (a list of strings) or "token_ids" (a list of lists of ints)')
         return self
@@ -89,12 +89,15 @@ class ValidationErrorBody(ErrorBody):
 def error_responses(*statuses: int) -> dict[int | str, dict[str, Any]]:
     """The ``responses=`` of a route: the real body of each error status it can answer."""
     meaning = {
-        400: "a body that is not JSON", 404: "no such model", 413: "over a request limit", 422: "malformed request",
-        500: "server fault", 503: "loading, overloaded (see Retry-After) or shutting down", 504: "not scored in time",
+        400: "a body that is not JSON",
+        404: "no such model",
+        413: "over a request limit",
+        422: "malformed request",
+        500: "server fault",
+        503: "loading, overloaded (see Retry-After) or shutting down",
+        504: "not scored in time",
     }
-    return {
-        s: {"model": ValidationErrorBody if s == 422 else ErrorBody, "description": meaning[s]} for s in statuses
-    }
+    return {s: {"model": ValidationErrorBody if s == 422 else ErrorBody, "description": meaning[s]} for s in statuses}
 
 
 def describe_validation_errors(errors: Sequence[dict[str, Any]], limit: int = 10) -> str:

@@ -45,7 +45,7 @@ class ServeSettings:
     warmup: bool = True
     shutdown_grace_s: float = 30.0
 
-    def check(self) -> "ServeSettings":
+    def check(self) -> ServeSettings:
         """Raise one ``ConfigError`` listing every invalid setting; returns self when all are fine."""
         errors = []
         positive = ("max_batch_size", "max_queue", "max_texts", "max_text_chars", "max_row_tokens", "max_body_bytes")
@@ -67,8 +67,10 @@ class ServeSettings:
         if not 0 <= self.port <= 65535:
             errors.append(f"port must be 0..65535 (got {self.port}; 0 picks a free port)")
         if self.runtime in SCORERS and SCORERS.info(self.runtime).server:
-            errors.append(f"runtime {self.runtime!r} is server-backed and would make the server call itself; "
-                          "serve an in-process runtime such as eager, ort or native")
+            errors.append(
+                f"runtime {self.runtime!r} is server-backed and would make the server call itself; "
+                "serve an in-process runtime such as eager, ort or native"
+            )
         if errors:
             raise ConfigError(errors, source="rlsim serve settings")
         return self

@@ -79,11 +79,18 @@ def test_a_bad_ppo_config_is_one_error_listing_every_problem(tmp_path: Path) -> 
     from rlsim.loop.config import load_run_config
 
     path = tmp_path / "bad.yaml"
-    path.write_text(yaml.safe_dump({
-        "trainer": {"algorithm": "ppo"}, "kl": {"coef": 0.1},
-        "placement": {"colocate": [["reference", "scorer", "scorer"], ["critic", "judge"]],
-                      "critic": {"gpu": 0.5}},
-    }))
+    path.write_text(
+        yaml.safe_dump(
+            {
+                "trainer": {"algorithm": "ppo"},
+                "kl": {"coef": 0.1},
+                "placement": {
+                    "colocate": [["reference", "scorer", "scorer"], ["critic", "judge"]],
+                    "critic": {"gpu": 0.5},
+                },
+            }
+        )
+    )
     with pytest.raises(ConfigError) as err:
         load_run_config(path)
     text = str(err.value)
@@ -94,6 +101,11 @@ def test_a_bad_ppo_config_is_one_error_listing_every_problem(tmp_path: Path) -> 
 def test_a_scorer_kill_is_refused_when_scorer_0_shares_the_critics_process() -> None:
     from rlsim.loop.config import RunConfig, cross_field_problems
 
-    config = RunConfig.model_validate({"trainer": {"algorithm": "ppo"}, "faults": {"kill_scorer_steps": [2]},
-                                       "placement": {"colocate": [["scorer", "critic"]]}})
+    config = RunConfig.model_validate(
+        {
+            "trainer": {"algorithm": "ppo"},
+            "faults": {"kill_scorer_steps": [2]},
+            "placement": {"colocate": [["scorer", "critic"]]},
+        }
+    )
     assert any("shares a process with the critic" in p for p in cross_field_problems(config))

@@ -8,12 +8,12 @@ with the deadline error naming the run-config setting, and the server is resumed
 from __future__ import annotations
 
 import time
-from typing import Iterator
+from collections.abc import Iterator
 
 import psutil
 import pytest
-
 from loop_doubles import FakeStage
+
 from rlsim.actors.server_faults import ServerFault, server_fault
 from rlsim.actors.workers import ScoringWorker
 from rlsim.errors import RlsimError
@@ -26,8 +26,9 @@ ROLLOUTS = [Rollout(uid, uid // 2, [1, 2, 3], [100 + uid] * (4 + uid)) for uid i
 
 @pytest.fixture(scope="module")
 def worker(tiny_policy) -> Iterator[ScoringWorker]:
-    settings = RewardStageSettings(runtime="http", server_runtime="eager", threads=1, max_length=64,
-                                   batch_size=4, http_deadline_s=DEADLINE_S)
+    settings = RewardStageSettings(
+        runtime="http", server_runtime="eager", threads=1, max_length=64, batch_size=4, http_deadline_s=DEADLINE_S
+    )
     w = ScoringWorker("scorer-0", None, lambda: RewardStage(tiny_policy, settings), pin=False)
     try:
         yield w

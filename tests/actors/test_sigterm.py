@@ -37,8 +37,9 @@ def test_sigterm_stops_the_driver_and_every_ray_process() -> None:
     psutil = pytest.importorskip("psutil")
     pytest.importorskip("ray")
     env = {**os.environ, "PYTHONPATH": str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", "")}
-    proc = subprocess.Popen([sys.executable, "-c", DRIVER], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, env=env)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", DRIVER], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env
+    )
     try:
         assert proc.stdout is not None and proc.stdout.readline().strip() == "ready", proc.stderr.read()
         ray_pids = [c.pid for c in psutil.Process(proc.pid).children(recursive=True)]

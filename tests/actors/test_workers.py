@@ -5,8 +5,9 @@ from __future__ import annotations
 import os
 
 from loop_doubles import FakeGenerator, FakeStage, FakeTrainer, requests
-from rlsim.placement import ResolvedPlacement
+
 from rlsim.actors.workers import RolloutWorker, ScoringWorker, TrainerWorker
+from rlsim.placement import ResolvedPlacement
 
 
 def test_stream_events_tile_the_generation_without_gaps_for_the_consumer() -> None:
@@ -27,7 +28,13 @@ def test_events_carry_the_actor_its_cores_and_its_gpu_share() -> None:
     rewards, [event] = worker.score(rollouts, batch=7)
     assert rewards == {0: 5.0, 1: 12.0}  # FakeStage: reward = response length (5 + uid*7 % 11)
     assert (event.actor, event.phase, event.batch, event.cores, event.gpu, event.items) == (
-        "scorer-3", "score", 7, list(cores), 0.25, 2)
+        "scorer-3",
+        "score",
+        7,
+        list(cores),
+        0.25,
+        2,
+    )
     info = worker.ready()
     assert info["name"] == "scorer-3" and info["pid"] == os.getpid() and info["start_s"] >= 0
 

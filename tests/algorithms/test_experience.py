@@ -9,8 +9,12 @@ from rlsim.algorithms.experience import AlgorithmSettings, make_experience
 from rlsim.rollout.types import Rollout
 
 # Two prompts x 2 samples; response lengths 2, 3, 1, 2.
-ROLLOUTS = [Rollout(0, 0, [1], [5, 6]), Rollout(1, 0, [1], [5, 6, 7]), Rollout(2, 1, [2], [8]),
-            Rollout(3, 1, [2], [8, 9])]
+ROLLOUTS = [
+    Rollout(0, 0, [1], [5, 6]),
+    Rollout(1, 0, [1], [5, 6, 7]),
+    Rollout(2, 1, [2], [8]),
+    Rollout(3, 1, [2], [8, 9]),
+]
 REWARDS = {0: 1.0, 1: 3.0, 2: 0.0, 3: 4.0}
 OLD = {x.uid: np.full(len(x.response_ids), -1.0, dtype=np.float32) for x in ROLLOUTS}
 REF = {x.uid: np.full(len(x.response_ids), -1.5, dtype=np.float32) for x in ROLLOUTS}
@@ -56,12 +60,15 @@ def test_kl_in_the_reward_lowers_ppo_returns_token_by_token() -> None:
     np.testing.assert_allclose(exp.returns[1], [2.7, 2.8, 2.9], atol=1e-5)
 
 
-@pytest.mark.parametrize("settings, kwargs, match", [
-    (AlgorithmSettings("ppo"), {}, "critic values"),
-    (AlgorithmSettings("grpo", kl_coef=0.1), {}, "reference log-probs"),
-    (AlgorithmSettings("grpo", kl_coef=0.1), {"ref_logprobs": {0: np.zeros(2)}}, "3 rollouts have no reference"),
-    (AlgorithmSettings("ppo"), {"values": {x.uid: np.zeros(1) for x in ROLLOUTS}}, "values for"),
-])
+@pytest.mark.parametrize(
+    "settings, kwargs, match",
+    [
+        (AlgorithmSettings("ppo"), {}, "critic values"),
+        (AlgorithmSettings("grpo", kl_coef=0.1), {}, "reference log-probs"),
+        (AlgorithmSettings("grpo", kl_coef=0.1), {"ref_logprobs": {0: np.zeros(2)}}, "3 rollouts have no reference"),
+        (AlgorithmSettings("ppo"), {"values": {x.uid: np.zeros(1) for x in ROLLOUTS}}, "values for"),
+    ],
+)
 def test_missing_or_misshapen_inputs_are_named(settings, kwargs, match) -> None:
     with pytest.raises(ValueError, match=match):
         make_experience(settings, ROLLOUTS, REWARDS, OLD, **kwargs)

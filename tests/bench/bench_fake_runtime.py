@@ -7,7 +7,7 @@ it can be checked exactly and runs in a second instead of loading a model.
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 

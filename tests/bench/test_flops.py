@@ -37,4 +37,3 @@ def test_workload_sums_sequences() -> None:
 def test_unknown_model_type_is_named() -> None:
     with pytest.raises(RlsimError, match="no FLOP estimate for model_type 't5'"):
         shape_from_config({"model_type": "t5"})
-

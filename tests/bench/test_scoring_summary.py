@@ -86,8 +86,10 @@ def test_paired_ratio_with_round_noise_known_answer() -> None:
     import math
 
     base = [10.0, 20.0, 40.0]
-    raw = {FIXED.label: [run(x, [0.1]) for x in base],
-           SORTED.label: [run(x * math.exp(d), [0.1]) for x, d in zip(base, (0.1, 0.2, 0.3), strict=True)]}
+    raw = {
+        FIXED.label: [run(x, [0.1]) for x in base],
+        SORTED.label: [run(x * math.exp(d), [0.1]) for x, d in zip(base, (0.1, 0.2, 0.3), strict=True)],
+    }
     result = summarize(
         cfg, [FIXED, SORTED], raw, [{"gflops": 100.0}], {"sequences": 100, "mean_tokens": 1, "max_tokens": 1}
     )

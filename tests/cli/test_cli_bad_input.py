@@ -165,10 +165,15 @@ PLAN = ["plan", "missing.yaml"]
 PROFILE_LOG = ["profile", "--from-log", "missing.jsonl", "--out", "/dev/null/profile.json"]
 # (argv before the flag, flag, bad values). test_every_numeric_flag_is_listed keeps this complete.
 NUMERIC_FLAGS = [
-    *[(prefix, flag, _ints_below(1)) for prefix in (SCORE, ["verify", "--runtimes", "nope"], BENCH, SERVE)
-      for flag in ("--threads", "--max-length")],
-    *[(prefix, "--http-deadline-s", _floats_not_above(0.0, inclusive=True))
-      for prefix in (SCORE, ["verify", "--runtimes", "nope"], BENCH, SERVE)],
+    *[
+        (prefix, flag, _ints_below(1))
+        for prefix in (SCORE, ["verify", "--runtimes", "nope"], BENCH, SERVE)
+        for flag in ("--threads", "--max-length")
+    ],
+    *[
+        (prefix, "--http-deadline-s", _floats_not_above(0.0, inclusive=True))
+        for prefix in (SCORE, ["verify", "--runtimes", "nope"], BENCH, SERVE)
+    ],
     (SCORE, "--batch-size", _ints_below(1)),
     (SCORE, "--budget", _ints_below(1)),
     (BENCH, "--batch-sizes", INT_LIST),
@@ -226,4 +231,3 @@ def test_every_numeric_flag_is_listed_and_range_checked() -> None:
     missing = [f"{' '.join(p)} {flag}" for p, flag, _ in found if (p[0], flag) not in listed]
     assert not missing, f"numeric flags no test covers: {missing}"
     assert len(found) >= 30  # the walk must really reach the subcommands' flags
-

@@ -187,8 +187,11 @@ def test_output_of_the_wrong_kind(tmp_path, command, flag, kind, argv):
         refuse(argv(tmp_path, out), [flag, out, "is a file"], [out])
 
 
-@pytest.mark.parametrize("command,flag,kind,argv", [w for w in WRITERS if w[2] == "file"],
-                         ids=[i for i, w in zip(IDS, WRITERS, strict=True) if w[2] == "file"])
+@pytest.mark.parametrize(
+    "command,flag,kind,argv",
+    [w for w in WRITERS if w[2] == "file"],
+    ids=[i for i, w in zip(IDS, WRITERS, strict=True) if w[2] == "file"],
+)
 def test_output_in_a_missing_folder(tmp_path, command, flag, kind, argv):
     out = tmp_path / "no" / "such" / "out.json"
     refuse(argv(tmp_path, out), [flag, "does not exist", "mkdir -p"], [out])

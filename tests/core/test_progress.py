@@ -28,8 +28,10 @@ def test_non_terminal_console_gets_one_line_per_description() -> None:
 
 
 def test_terminal_and_disabled_consoles_get_no_plain_lines() -> None:
-    for console, disable in ((Console(file=io.StringIO(), force_terminal=True), False),
-                             (Console(file=io.StringIO(), force_terminal=False), True)):
+    for console, disable in (
+        (Console(file=io.StringIO(), force_terminal=True), False),
+        (Console(file=io.StringIO(), force_terminal=False), True),
+    ):
         _run(console, disable)
         assert "] 0/3 repeat" not in console.file.getvalue()
 

@@ -20,8 +20,11 @@ def test_version_is_pyprojects() -> None:
 
 def test_no_second_copy_of_the_version_in_the_package() -> None:
     # A literal like __version__ = "1.2.3" anywhere under rlsim/ would be a second source that drifts.
-    copies = [p for p in (ROOT / "rlsim").rglob("*.py")
-              if re.search(r"""__version__\s*=\s*["']""", p.read_text(encoding="utf-8"))]
+    copies = [
+        p
+        for p in (ROOT / "rlsim").rglob("*.py")
+        if re.search(r"""__version__\s*=\s*["']""", p.read_text(encoding="utf-8"))
+    ]
     assert copies == []
 
 

@@ -25,17 +25,29 @@ from typing import Any
 
 TABLE = {
     "eager": {
-        "together": {"step_s": [10, 11, 12], "score_core_s": [3.0, 3.2, 3.4], "gen_tokens_per_s": [100, 100, 100],
-                     "score_rollouts_per_s": [20, 20, 20], "score_exposed_s": [1.0, 1.1, 1.2],
-                     "score_critical_share": [0.1, 0.1, 0.1], "score_gpu_s": [0, 0, 0]},
+        "together": {
+            "step_s": [10, 11, 12],
+            "score_core_s": [3.0, 3.2, 3.4],
+            "gen_tokens_per_s": [100, 100, 100],
+            "score_rollouts_per_s": [20, 20, 20],
+            "score_exposed_s": [1.0, 1.1, 1.2],
+            "score_critical_share": [0.1, 0.1, 0.1],
+            "score_gpu_s": [0, 0, 0],
+        },
         "gen_alone": {"gen_tokens_per_s": [125, 125, 125], "gen_core_s_per_rollout": [0.4, 0.5, 0.5]},
         "score_alone": {"score_rollouts_per_s": [40, 40, 40], "score_core_s": [2.0, 2.0, 2.0]},
         "timeboxed": {"rollouts_per_hour": [1000, 1100, 1200]},
     },
     "fast": {
-        "together": {"step_s": [10, 10.5, 12.5], "score_core_s": [1.0, 1.1, 1.2], "gen_tokens_per_s": [110, 112, 114],
-                     "score_rollouts_per_s": [50, 50, 50], "score_exposed_s": [0.5, 0.5, 0.5],
-                     "score_critical_share": [0.05, 0.05, 0.04], "score_gpu_s": [0, 0, 0]},
+        "together": {
+            "step_s": [10, 10.5, 12.5],
+            "score_core_s": [1.0, 1.1, 1.2],
+            "gen_tokens_per_s": [110, 112, 114],
+            "score_rollouts_per_s": [50, 50, 50],
+            "score_exposed_s": [0.5, 0.5, 0.5],
+            "score_critical_share": [0.05, 0.05, 0.04],
+            "score_gpu_s": [0, 0, 0],
+        },
         "gen_alone": {"gen_tokens_per_s": [121, 123.2, 125.4], "gen_core_s_per_rollout": [0.6, 0.5, 0.5]},
         "score_alone": {"score_rollouts_per_s": [60, 60, 60], "score_core_s": [0.8, 0.8, 0.8]},
         "timeboxed": {"rollouts_per_hour": [1500, 1500, 1500]},
@@ -50,9 +62,17 @@ FIXED = {"generate": 8.0, "update": 6.0, "orchestration": 0.3, "idle_scorers": 0
 def _pool(core_s: dict[str, float], pool_core_s: float) -> dict[str, Any]:
     accounted = sum(core_s.values())
     residual = (accounted - pool_core_s) / pool_core_s
-    return {"seconds": pool_core_s / POOL_CORES, "cores": POOL_CORES, "core_s": core_s, "pool_core_s": pool_core_s,
-            "accounted_core_s": accounted,
-            "residual_fraction": residual, "within_5pct": abs(residual) <= 0.05, "checked": True, "notes": []}
+    return {
+        "seconds": pool_core_s / POOL_CORES,
+        "cores": POOL_CORES,
+        "core_s": core_s,
+        "pool_core_s": pool_core_s,
+        "accounted_core_s": accounted,
+        "residual_fraction": residual,
+        "within_5pct": abs(residual) <= 0.05,
+        "checked": True,
+        "notes": [],
+    }
 
 
 def row(runtime: str, condition: str, repeat: int, figures: dict[str, float], step: int = 1) -> dict[str, Any]:
@@ -62,8 +82,14 @@ def row(runtime: str, condition: str, repeat: int, figures: dict[str, float], st
         core_s["idle"] = pool - sum(core_s.values())
     else:
         core_s, pool = {"generate": 1.0, "idle": 1.0}, 2.0
-    return {"condition": condition, "runtime": runtime, "repeat": repeat, "step": step, "figures": dict(figures),
-            "pool": _pool(core_s, pool)}
+    return {
+        "condition": condition,
+        "runtime": runtime,
+        "repeat": repeat,
+        "step": step,
+        "figures": dict(figures),
+        "pool": _pool(core_s, pool),
+    }
 
 
 def rows() -> list[dict[str, Any]]:

@@ -23,8 +23,15 @@ from rlsim.experiment.accounting import (
 # started the three actors; vLLM's engine (201) is the rollout actor's child, the http server (301)
 # the scorer's; 500 is another tenant's process under init (1).
 TABLE = {
-    1: (0, 0.5, 0.0), 100: (1, 1.0, 0.0), 101: (100, 2.0, 0.0), 200: (101, 5.0, 0.0), 201: (200, 7.0, 0.0),
-    300: (101, 3.0, 0.0), 301: (300, 1.5, 0.0), 400: (101, 4.0, 0.0), 500: (1, 9.0, 0.0),
+    1: (0, 0.5, 0.0),
+    100: (1, 1.0, 0.0),
+    101: (100, 2.0, 0.0),
+    200: (101, 5.0, 0.0),
+    201: (200, 7.0, 0.0),
+    300: (101, 3.0, 0.0),
+    301: (300, 1.5, 0.0),
+    400: (101, 4.0, 0.0),
+    500: (1, 9.0, 0.0),
 }
 ROOTS = {"generate": [200], "score": [300], "update": [400]}
 
@@ -32,7 +39,12 @@ ROOTS = {"generate": [200], "score": [300], "update": [400]}
 def test_groups_own_their_whole_process_trees() -> None:
     owner = assign_groups(TABLE, ROOTS, driver=100)
     assert {pid: owner[pid] for pid in (200, 201, 300, 301, 400)} == {
-        200: "generate", 201: "generate", 300: "score", 301: "score", 400: "update"}
+        200: "generate",
+        201: "generate",
+        300: "score",
+        301: "score",
+        400: "update",
+    }
     assert (owner[100], owner[101], owner[1], owner[500]) == ("orchestration", "orchestration", "other", "other")
     # a root that is gone claims nothing: its would-be tree stays with the driver
     assert assign_groups(TABLE, {"generate": [999]}, driver=100)[200] == "orchestration"
@@ -68,10 +80,18 @@ def test_a_child_not_reaped_yet_does_not_make_its_parent_negative() -> None:
 
 
 def test_pool_time_and_the_identity() -> None:
-    before = Snapshot(100.0, {100: (1, 1.0, 0.0), 200: (100, 1.0, 0.0), 300: (100, 1.0, 0.0), 500: (1, 0.0, 0.0)},
-                      idle=5.0, kernel=0.1)
-    after = Snapshot(102.0, {100: (1, 1.2, 0.0), 200: (100, 2.5, 0.0), 300: (100, 1.5, 0.0), 500: (1, 0.5, 0.0)},
-                     idle=6.2, kernel=0.1)
+    before = Snapshot(
+        100.0,
+        {100: (1, 1.0, 0.0), 200: (100, 1.0, 0.0), 300: (100, 1.0, 0.0), 500: (1, 0.0, 0.0)},
+        idle=5.0,
+        kernel=0.1,
+    )
+    after = Snapshot(
+        102.0,
+        {100: (1, 1.2, 0.0), 200: (100, 2.5, 0.0), 300: (100, 1.5, 0.0), 500: (1, 0.5, 0.0)},
+        idle=6.2,
+        kernel=0.1,
+    )
     p = pool_time(before, after, {"generate": [200], "score": [300]}, driver=100, cores=2)
     assert p.groups == pytest.approx({"generate": 1.5, "score": 0.5, "orchestration": 0.2, "other": 0.5})
     # 2 cores x 2 s = 4 core-s; accounted 1.5 + 0.5 + 0.2 + 0.5 + idle 1.2 + kernel 0 = 3.9

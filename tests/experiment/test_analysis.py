@@ -140,8 +140,19 @@ def _shared_slowdown_rows() -> list[dict]:
     out = []
     for rep, (f, e) in enumerate(zip(session, noise, strict=True)):
         for rt, step, cost in (("eager", 10.0, 3.0), ("fast", 9.0 * (1 + e), 1.5 * (1 - e))):
-            out.append(row(rt, "together", rep, {"step_s": step * f, "score_core_s": cost * f,
-                                                 "gen_tokens_per_s": 100 / f, "score_rollouts_per_s": 20 / f}))
+            out.append(
+                row(
+                    rt,
+                    "together",
+                    rep,
+                    {
+                        "step_s": step * f,
+                        "score_core_s": cost * f,
+                        "gen_tokens_per_s": 100 / f,
+                        "score_rollouts_per_s": 20 / f,
+                    },
+                )
+            )
             out.append(row(rt, "gen_alone", rep, {"gen_tokens_per_s": 125 / f, "gen_core_s_per_rollout": 0.5 * f}))
             out.append(row(rt, "score_alone", rep, {"score_rollouts_per_s": 40 / f}))
             out.append(row(rt, "timeboxed", rep, {"rollouts_per_hour": 1000 / f}))

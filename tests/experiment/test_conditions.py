@@ -20,8 +20,14 @@ def ev(phase: str, start: float, end: float, items: int = 0, actor: str | None =
 
 def test_together_figures_on_a_recorded_step() -> None:
     # generate [0,4] and [4,6]; score [3,5] and [6,7.5]; update [7.5,9]; sync [9,9.5]; step [0,10].
-    events = [ev("generate", 0, 4), ev("generate", 4, 6), ev("score", 3, 5), ev("score", 6, 7.5),
-              ev("update", 7.5, 9), ev("sync", 9, 9.5)]
+    events = [
+        ev("generate", 0, 4),
+        ev("generate", 4, 6),
+        ev("score", 3, 5),
+        ev("score", 6, 7.5),
+        ev("update", 7.5, 9),
+        ev("sync", 9, 9.5),
+    ]
     rollouts = [Rollout(0, 0, [1], [7] * 10), Rollout(1, 0, [1], [7] * 20)]
     f = together_figures(events, 0.0, 10.0, rollouts)
     phases = (f["step_s"], f["generate_s"], f["score_s"], f["update_s"], f["sync_s"])

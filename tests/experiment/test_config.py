@@ -50,13 +50,16 @@ def test_for_runtime_sets_the_runtime_schedule_and_steps(tmp_path: Path) -> None
 
 
 def test_every_problem_is_listed_at_once(tmp_path: Path) -> None:
-    path = write(tmp_path, """
+    path = write(
+        tmp_path,
+        """
 contention: {runtimes: [ort, ort, nonsense], baseline: eager, repeats: 2}
 loop:
   placement: {preset: split}
   ray: {address: auto}
   faults: {kill_scorer_steps: [1]}
-""")
+""",
+    )
     with pytest.raises(ConfigError) as err:
         load_contention_config(path)
     text = "\n".join(err.value.errors)

@@ -53,8 +53,22 @@ def experiment(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict, di
     (tmp / "tiny.yaml").write_text(CONFIG)
     env = {**os.environ, "PYTHONPATH": str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", "")}
     proc = subprocess.run(
-        [sys.executable, "-m", "rlsim", "experiment", "contention", str(tmp / "tiny.yaml"), "--out", str(tmp / "out"),
-         "--no-progress"], capture_output=True, text=True, timeout=900, env=env, cwd=tmp,
+        [
+            sys.executable,
+            "-m",
+            "rlsim",
+            "experiment",
+            "contention",
+            str(tmp / "tiny.yaml"),
+            "--out",
+            str(tmp / "out"),
+            "--no-progress",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=900,
+        env=env,
+        cwd=tmp,
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
     summary = json.loads(proc.stdout.strip().splitlines()[-1])  # last stdout line: one JSON object
@@ -89,8 +103,14 @@ def test_figures_exist_for_both_runtimes(experiment) -> None:
     _, results, summary = experiment
     for name in ("eager", "ort"):
         f = results["runtimes"][name]
-        for key in ("step_time_s", "scoring_core_s", "gen_slowdown", "score_slowdown", "timeboxed_rollouts_per_hour",
-                    "freed_core_s"):
+        for key in (
+            "step_time_s",
+            "scoring_core_s",
+            "gen_slowdown",
+            "score_slowdown",
+            "timeboxed_rollouts_per_hour",
+            "freed_core_s",
+        ):
             assert f[key]["mean"] is not None, (name, key)
         assert f["scoring_core_s"]["mean"] > 0 and f["step_time_s"]["mean"] > 0
     assert results["runtimes"]["eager"]["freed_core_s"]["mean"] == 0.0

@@ -24,8 +24,14 @@ def test_results_have_the_issue_schema(results: dict) -> None:
     assert results["baseline"] == "eager"
     for name in ("eager", "fast"):
         figures = results["runtimes"][name]
-        for key in ("step_time_s", "scoring_core_s", "freed_core_s", "gen_slowdown", "score_slowdown",
-                    "timeboxed_rollouts_per_hour"):
+        for key in (
+            "step_time_s",
+            "scoring_core_s",
+            "freed_core_s",
+            "gen_slowdown",
+            "score_slowdown",
+            "timeboxed_rollouts_per_hour",
+        ):
             assert set(figures[key]) >= {"mean", "ci_low", "ci_high"}, key
     assert "fraction" in results["units"]["gen_slowdown"] and "fraction" in results["units"]["score_slowdown"]
 
@@ -79,8 +85,11 @@ def test_interleaving_rotates_runtimes_and_keeps_score_alone_after_gen_alone() -
 
 
 def test_results_and_report_say_how_the_repeats_stopped() -> None:
-    config = ContentionConfig(contention=ContentionSettings(runtimes=["eager", "fast"], baseline="eager",
-                                                            repeats=None, target_ci=0.10, max_minutes=20))
+    config = ContentionConfig(
+        contention=ContentionSettings(
+            runtimes=["eager", "fast"], baseline="eager", repeats=None, target_ci=0.10, max_minutes=20
+        )
+    )
     done = build_results(rows(), config, POOL_CORES, complete=True, repeats_done=3, stop_reason="minutes")
     p = done["runtimes"]["fast"]["precision"]
     # recorded.py: freed 2.0, 2.1, 2.2 -> half-width 0.248 core-s (12 % of 2.1) against 0.21: not met,
@@ -91,10 +100,12 @@ def test_results_and_report_say_how_the_repeats_stopped() -> None:
     assert "Stopped after 3 repeats: the next repeat would have ended past max_minutes." in done["conclusions"]
     md = render_markdown(done, [])
     assert "(until the 10% target or 20 minutes)" in md
-    assert ("fast: freed core-s CI half-width 0.248 core-s = 12% of the mean after 3 repeats; target 10% "
-            "(half-width <= 0.210 core-s, floored at 5% of the baseline's scoring cost): stopped by the budget "
-            "(max_minutes); "
-            "about 1 more repeat would reach it (4 in all") in md
+    assert (
+        "fast: freed core-s CI half-width 0.248 core-s = 12% of the mean after 3 repeats; target 10% "
+        "(half-width <= 0.210 core-s, floored at 5% of the baseline's scoring cost): stopped by the budget "
+        "(max_minutes); "
+        "about 1 more repeat would reach it (4 in all"
+    ) in md
     running = build_results(rows(), config, POOL_CORES, complete=False, repeats_done=3)
     assert running["runtimes"]["fast"]["precision"]["stopped_by"] is None
 

@@ -36,15 +36,27 @@ def test_ppo_yaml_loads_without_a_problem() -> None:
 
 
 def test_every_algorithm_field_error_is_listed_at_once(tmp_path: Path) -> None:
-    bad = {"trainer": {"algorithm": "dpo", "gamma": 1.5, "lam": -0.1, "value_clip": 0, "critic_lr": 0},
-           "kl": {"coef": -0.1, "estimator": "k2", "target": "value"}, "reference": {"runtime": "compile"}}
+    bad = {
+        "trainer": {"algorithm": "dpo", "gamma": 1.5, "lam": -0.1, "value_clip": 0, "critic_lr": 0},
+        "kl": {"coef": -0.1, "estimator": "k2", "target": "value"},
+        "reference": {"runtime": "compile"},
+    }
     path = tmp_path / "c.yaml"
     path.write_text(yaml.safe_dump(bad))
     with pytest.raises(ConfigError) as err:
         load_run_config(path)
     where = {e.split(":")[0] for e in err.value.errors}
-    assert where == {"trainer.algorithm", "trainer.gamma", "trainer.lam", "trainer.value_clip", "trainer.critic_lr",
-                     "kl.coef", "kl.estimator", "kl.target", "reference.runtime"}
+    assert where == {
+        "trainer.algorithm",
+        "trainer.gamma",
+        "trainer.lam",
+        "trainer.value_clip",
+        "trainer.critic_lr",
+        "kl.coef",
+        "kl.estimator",
+        "kl.target",
+        "reference.runtime",
+    }
 
 
 def test_cross_field_rules_are_listed_together(tmp_path: Path) -> None:
@@ -53,8 +65,14 @@ def test_cross_field_rules_are_listed_together(tmp_path: Path) -> None:
     critic = tmp_path / "short-critic"
     critic.mkdir()
     (critic / "config.json").write_text('{"model_type": "llama", "max_position_embeddings": 16}')
-    config = RunConfig.model_validate({"trainer": {"algorithm": "ppo"}, "kl": {"coef": 0.1},
-                                       "reference": {"runtime": "native"}, "critic": {"model": str(critic)}})
+    config = RunConfig.model_validate(
+        {
+            "trainer": {"algorithm": "ppo"},
+            "kl": {"coef": 0.1},
+            "reference": {"runtime": "native"},
+            "critic": {"model": str(critic)},
+        }
+    )
     text = "\n".join(cross_field_problems(config))
     assert "critic.model" in text and "reads at most 16 tokens" in text and "reach 224" in text
     assert "reference.runtime" in text and "one float per sequence" in text

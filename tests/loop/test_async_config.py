@@ -20,8 +20,12 @@ def write(tmp_path: Path, data: dict) -> Path:
 
 
 def test_async_settings_load_under_the_async_key(tmp_path: Path) -> None:
-    data = {"schedule": "async", "workload": WORKLOAD, "policy": {"backend": "vllm"},
-            "async": {"max_staleness": 2, "queue_size": 16, "is_cap": 3.0}}
+    data = {
+        "schedule": "async",
+        "workload": WORKLOAD,
+        "policy": {"backend": "vllm"},
+        "async": {"max_staleness": 2, "queue_size": 16, "is_cap": 3.0},
+    }
     config = load_run_config(write(tmp_path, data), ["async.max_staleness=0"])
     assert config.schedule == "async"
     assert (config.async_.max_staleness, config.async_.queue_size, config.async_.is_cap) == (0, 16, 3.0)
@@ -33,12 +37,17 @@ def test_queue_size_defaults_to_one_batch_per_allowed_version_plus_one() -> None
     assert config.async_.resolved_queue_size(8) == 24  # (2 + 1) x 8
 
 
-def test_every_async_problem_is_listed_in_one_error_and_nothing_starts(tmp_path: Path,
-                                                                     capsys: pytest.CaptureFixture[str]) -> None:
+def test_every_async_problem_is_listed_in_one_error_and_nothing_starts(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     from rlsim.cli.main import main
 
-    bad = {"schedule": "async", "workload": WORKLOAD, "policy": {"backend": "hf"},
-           "async": {"max_staleness": -1, "queue_size": 7, "is_cap": 0.5}}
+    bad = {
+        "schedule": "async",
+        "workload": WORKLOAD,
+        "policy": {"backend": "hf"},
+        "async": {"max_staleness": -1, "queue_size": 7, "is_cap": 0.5},
+    }
     with pytest.raises(ConfigError) as err:
         load_run_config(write(tmp_path, bad))
     where = sorted(e.split(":")[0] for e in err.value.errors)
@@ -53,16 +62,23 @@ def test_every_async_problem_is_listed_in_one_error_and_nothing_starts(tmp_path:
 
 
 def test_async_problems_join_the_other_cross_field_problems() -> None:
-    config = RunConfig.model_validate({"schedule": "async", "workload": WORKLOAD, "policy": {"max_model_len": 64},
-                                       "async": {"partial_rollouts": True}})
+    config = RunConfig.model_validate(
+        {
+            "schedule": "async",
+            "workload": WORKLOAD,
+            "policy": {"max_model_len": 64},
+            "async": {"partial_rollouts": True},
+        }
+    )
     problems = cross_field_problems(config)
     assert any("max_model_len" in p for p in problems)
     assert any(p.startswith("async.partial_rollouts: not supported") for p in problems)
 
 
 def test_async_settings_are_ignored_by_the_other_schedules() -> None:
-    config = RunConfig.model_validate({"schedule": "overlapped", "policy": {"backend": "hf"},
-                                       "async": {"max_staleness": -1}})
+    config = RunConfig.model_validate(
+        {"schedule": "overlapped", "policy": {"backend": "hf"}, "async": {"max_staleness": -1}}
+    )
     assert cross_field_problems(config) == []
 
 

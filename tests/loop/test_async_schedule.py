@@ -65,12 +65,15 @@ class TimedTrainer(FakeTrainer):
         return super().train_step(rollouts, rewards)
 
 
-def run(gen: TimedGenerator, stages: list[FakeStage], trainer: FakeTrainer, s: AsyncSettings
-        ) -> tuple[AsyncPipeline, list]:
+def run(
+    gen: TimedGenerator, stages: list[FakeStage], trainer: FakeTrainer, s: AsyncSettings
+) -> tuple[AsyncPipeline, list]:
     backend = ThreadedAsyncBackend(
         RolloutWorker("rollout", None, lambda: gen, pin=False),
         [ScoringWorker(f"scorer-{i}", None, partial(lambda x: x, st_), pin=False) for i, st_ in enumerate(stages)],
-        TrainerWorker("trainer", None, lambda: trainer, pin=False), WeightSync("reload", 0.0))
+        TrainerWorker("trainer", None, lambda: trainer, pin=False),
+        WeightSync("reload", 0.0),
+    )
     pipeline = AsyncPipeline(backend, s, lambda k: requests(s.prompts_per_step, s.group_size))
     try:
         outcomes = [pipeline.next_step() for _ in range(s.steps)]
@@ -83,12 +86,29 @@ delays = st.lists(st.floats(0.0, 0.004), min_size=1, max_size=4)
 
 
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(prompts=st.integers(1, 3), group=st.integers(2, 3), staleness=st.integers(0, 2), extra=st.integers(0, 2),
-       steps=st.integers(1, 4), scorers=st.integers(1, 2), micro=st.integers(1, 6),
-       gen_d=delays, score_d=delays, train_d=delays)
+@given(
+    prompts=st.integers(1, 3),
+    group=st.integers(2, 3),
+    staleness=st.integers(0, 2),
+    extra=st.integers(0, 2),
+    steps=st.integers(1, 4),
+    scorers=st.integers(1, 2),
+    micro=st.integers(1, 6),
+    gen_d=delays,
+    score_d=delays,
+    train_d=delays,
+)
 def test_no_stale_training_every_rollout_one_fate_groups_whole(
-    prompts: int, group: int, staleness: int, extra: int, steps: int, scorers: int, micro: int,
-    gen_d: list[float], score_d: list[float], train_d: list[float],
+    prompts: int,
+    group: int,
+    staleness: int,
+    extra: int,
+    steps: int,
+    scorers: int,
+    micro: int,
+    gen_d: list[float],
+    score_d: list[float],
+    train_d: list[float],
 ) -> None:
     s = AsyncSettings(prompts, group, staleness, (staleness + 1 + extra) * prompts * group, steps, micro, stall_s=30)
     gen, trainer = TimedGenerator(gen_d), TimedTrainer(train_d)

@@ -13,8 +13,15 @@ from rlsim.rollout.types import Rollout
 
 def batch() -> list[Rollout]:
     rng = np.random.default_rng(1)
-    return [Rollout(uid, uid // 2, [int(x) for x in rng.integers(1000, 2000, size=4 + uid % 3)],
-                    [int(x) for x in rng.integers(1000, 2000, size=3 + uid)]) for uid in range(6)]
+    return [
+        Rollout(
+            uid,
+            uid // 2,
+            [int(x) for x in rng.integers(1000, 2000, size=4 + uid % 3)],
+            [int(x) for x in rng.integers(1000, 2000, size=3 + uid)],
+        )
+        for uid in range(6)
+    ]
 
 
 def test_values_come_per_response_token_from_the_policy_backbone(tiny_policy) -> None:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from rlsim.loop.driver import cpu_deltas, warmup_requests
 from rlsim.loop.config import RunConfig
+from rlsim.loop.driver import cpu_deltas, warmup_requests
 from rlsim.loop.run import _faults
 
 

@@ -38,8 +38,13 @@ def write(tmp_path: Path, data: dict) -> Path:
 
 
 def test_every_field_error_is_listed_at_once(tmp_path: Path) -> None:
-    bad = {"steps": 0, "schedule": "pipelined", "polcy": {}, "reward": {"runtime": "onnx", "replicas": 0},
-           "workload": {"group_size": 1}}
+    bad = {
+        "steps": 0,
+        "schedule": "pipelined",
+        "polcy": {},
+        "reward": {"runtime": "onnx", "replicas": 0},
+        "workload": {"group_size": 1},
+    }
     with pytest.raises(ConfigError) as err:
         load_run_config(write(tmp_path, bad))
     where = {e.split(":")[0] for e in err.value.errors}
@@ -47,11 +52,13 @@ def test_every_field_error_is_listed_at_once(tmp_path: Path) -> None:
 
 
 def test_cross_field_problems_are_listed_together() -> None:
-    config = RunConfig.model_validate({
-        "policy": {"max_model_len": 64},
-        "reward": {"batcher": "token-budget"},
-        "placement": {"trainer": {"gpu": 0.5}, "scorer": {"cores": [0], "threads": 2}},
-    })
+    config = RunConfig.model_validate(
+        {
+            "policy": {"max_model_len": 64},
+            "reward": {"batcher": "token-budget"},
+            "placement": {"trainer": {"gpu": 0.5}, "scorer": {"cores": [0], "threads": 2}},
+        }
+    )
     problems = cross_field_problems(config)
     assert len(problems) == 4
     text = "\n".join(problems)

@@ -24,13 +24,24 @@ CONFIG = {
     "micro_batch": 2,
     "schedule": "overlapped",
     "policy": {"model": "tiny-llama", "backend": "hf"},
-    "workload": {"prompts_per_step": 2, "group_size": 2,
-                 "spec": {"seed": 1, "prompt": {"kind": "fixed", "tokens": 8},
-                          "response": {"kind": "uniform", "min": 4, "max": 16}}},
+    "workload": {
+        "prompts_per_step": 2,
+        "group_size": 2,
+        "spec": {
+            "seed": 1,
+            "prompt": {"kind": "fixed", "tokens": 8},
+            "response": {"kind": "uniform", "min": 4, "max": 16},
+        },
+    },
     "reward": {"runtime": "http", "server_runtime": "eager", "batch_size": 4, "max_length": 64, "http_deadline_s": 5},
     "trainer": {"micro_batch": 4, "sync": "simulated", "simulated_sync_s": 0},
-    "placement": {"preset": "shared", "strategy": "PACK",
-                  "rollout": {"num_cpus": 0.25}, "scorer": {"num_cpus": 0.25}, "trainer": {"num_cpus": 0.25}},
+    "placement": {
+        "preset": "shared",
+        "strategy": "PACK",
+        "rollout": {"num_cpus": 0.25},
+        "scorer": {"num_cpus": 0.25},
+        "trainer": {"num_cpus": 0.25},
+    },
     "faults": {"kill_http_server_steps": [2], "stall_http_server_steps": [3]},
 }
 

@@ -4,19 +4,23 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from rlsim.loop.config import RunConfig
 from rlsim.loop.report import breakdown_png, gantt_png, render_markdown, write_figures
 from rlsim.loop.run import RunOutputs, summary_lines
-from rlsim.loop.config import RunConfig
 from rlsim.run_results import RunResults, StepRecord
 
-STEP = StepRecord.model_validate({
-    "step": 1, "schedule": "overlapped",
-    "time_s": {"generate": 4.0, "score": 2.5, "update": 2.0, "sync": 0.6, "idle": 2.4, "total": 10.0},
-    "rollouts": {"generated": 12, "scored": 12, "trained": 12},
-    "cpu_s": {"rollout": 8.0, "scorer-0": 3.0, "trainer": 4.0, "driver": 0.1},
-    "tokens": {"prompt": 48, "generated": 900}, "overhead_fraction": 0.24,
-    "sync": {"method": "vllm-reload", "seconds": 0.4, "detail": ""},
-})
+STEP = StepRecord.model_validate(
+    {
+        "step": 1,
+        "schedule": "overlapped",
+        "time_s": {"generate": 4.0, "score": 2.5, "update": 2.0, "sync": 0.6, "idle": 2.4, "total": 10.0},
+        "rollouts": {"generated": 12, "scored": 12, "trained": 12},
+        "cpu_s": {"rollout": 8.0, "scorer-0": 3.0, "trainer": 4.0, "driver": 0.1},
+        "tokens": {"prompt": 48, "generated": 900},
+        "overhead_fraction": 0.24,
+        "sync": {"method": "vllm-reload", "seconds": 0.4, "detail": ""},
+    }
+)
 ROWS = [
     {"step": 1, "actor": "rollout", "phase": "generate", "batch": 0, "start": 0.0, "end": 4.0},
     {"step": 1, "actor": "scorer-0", "phase": "score", "batch": 0, "start": 2.0, "end": 3.5},
@@ -25,8 +29,13 @@ ROWS = [
 
 
 def test_markdown_holds_the_step_table_and_cpu_table() -> None:
-    results = RunResults(config=RunConfig().model_dump(mode="json"), steps=[STEP], overhead_fraction=0.24,
-                         complete=True, startup_s={"actors": 50.0})
+    results = RunResults(
+        config=RunConfig().model_dump(mode="json"),
+        steps=[STEP],
+        overhead_fraction=0.24,
+        complete=True,
+        startup_s={"actors": 50.0},
+    )
     text = render_markdown(results, ["gantt.png"])
     assert "| 1 | 10.00 | 4.00 | 2.50 | 2.00 | 0.60 | 2.400 | 24.0% | 12/12/12 | 900 | vllm-reload |" in text
     assert "| 1 | 0.10 | 8.00 | 3.00 | 4.00 |" in text  # driver, rollout, scorer-0, trainer (sorted)
@@ -65,7 +74,9 @@ def test_a_ppo_run_adds_the_experience_table_and_a_grpo_run_does_not() -> None:
     text = render_markdown(RunResults(config=RunConfig().model_dump(mode="json"), steps=[ppo]))
     assert "| 1 | 1.50 | 1.25 | 0.50 | 1.00 | 0.75 | 12 | 12 | -0.01 | 0.5 | 0.002 |" in text
     assert "experience roles" not in render_markdown(RunResults(steps=[STEP]))
-    assert "12 rollouts generated = scored = referenced = valued = trained" in summary_lines(
-        RunResults(config={"schedule": "overlapped"}, steps=[ppo]))[0]
+    assert (
+        "12 rollouts generated = scored = referenced = valued = trained"
+        in summary_lines(RunResults(config={"schedule": "overlapped"}, steps=[ppo]))[0]
+    )
     ppo_rows = ROWS + [{"step": 1, "actor": "reference", "phase": "reference", "batch": 0, "start": 2.0, "end": 3.0}]
     assert gantt_png(ppo_rows, 1).startswith(b"\x89PNG")

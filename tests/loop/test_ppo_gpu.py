@@ -12,12 +12,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
 from loop_doubles import FakeGenerator, FakeStage, requests
 
 torch = pytest.importorskip("torch")
-pytestmark = [pytest.mark.gpu,
-              pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")]
+pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")]
 
 
 @pytest.fixture(scope="module")
@@ -25,8 +23,15 @@ def policy_dir(tmp_path_factory) -> Path:
     from transformers import LlamaConfig, LlamaForCausalLM
 
     torch.manual_seed(0)
-    config = LlamaConfig(vocab_size=512, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
-                         num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=256)
+    config = LlamaConfig(
+        vocab_size=512,
+        hidden_size=64,
+        intermediate_size=128,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        max_position_embeddings=256,
+    )
     out = tmp_path_factory.mktemp("policy")
     LlamaForCausalLM(config).save_pretrained(str(out))
     return out
@@ -47,20 +52,28 @@ def test_a_ppo_step_on_cuda_with_critic_and_trainer_colocated(policy_dir: Path) 
     trainer = PolicyTrainer(policy_dir, TrainerSettings(lr=1e-3, device="cuda", micro_batch=4, algorithm=algorithm))
     critic = CriticModel(policy_dir, CriticSettings(lr=1e-3, device="cuda", micro_batch=4))
     reference = make_reference(policy_dir, ReferenceSettings(runtime="eager", device="cuda", micro_batch=4))
-    both = ColocatedWorker("critic+trainer", None, {"critic": ("critic", lambda: critic),
-                                                    "trainer": ("trainer", lambda: trainer)}, pin=False)
+    both = ColocatedWorker(
+        "critic+trainer",
+        None,
+        {"critic": ("critic", lambda: critic), "trainer": ("trainer", lambda: trainer)},
+        pin=False,
+    )
     ref_worker = ReferenceWorker("reference", None, lambda: reference, pin=False)
-    backend = InProcessExperienceBackend(RolloutWorker("rollout", None, FakeGenerator, pin=False),
-                                         [ScoringWorker("scorer-0", None, FakeStage, pin=False)], both,
-                                         WeightSync("simulated", 0.0), ref_worker, both)
+    backend = InProcessExperienceBackend(
+        RolloutWorker("rollout", None, FakeGenerator, pin=False),
+        [ScoringWorker("scorer-0", None, FakeStage, pin=False)],
+        both,
+        WeightSync("simulated", 0.0),
+        ref_worker,
+        both,
+    )
     reqs = requests(4, 2)
     rollouts, _ = backend.generate(reqs)
     before = reference.logprobs(rollouts)
     losses = []
-    for step in range(3):
+    for _ in range(3):
         out = run_ppo_step(backend, "overlapped", reqs, micro_batch=3)
-        assert out.counts == {"requested": 8, "generated": 8, "scored": 8, "referenced": 8, "valued": 8,
-                              "trained": 8}
+        assert out.counts == {"requested": 8, "generated": 8, "scored": 8, "referenced": 8, "valued": 8, "trained": 8}
         losses.append(out.train["value_loss"])
         assert np.isfinite(out.train["policy_loss"]) and out.train["grad_norm"] > 0
     after = reference.logprobs(rollouts)

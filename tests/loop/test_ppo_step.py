@@ -17,8 +17,9 @@ from rlsim.loop.records import step_record
 from rlsim.loop.sync import WeightSync
 
 
-def backend(algorithm: str = "ppo", kl_coef: float = 0.1, scorers: int = 2, reference: object = None,
-            critic: object = None) -> InProcessExperienceBackend:
+def backend(
+    algorithm: str = "ppo", kl_coef: float = 0.1, scorers: int = 2, reference: object = None, critic: object = None
+) -> InProcessExperienceBackend:
     rollout = RolloutWorker("rollout", None, FakeGenerator, pin=False)
     stages = [ScoringWorker(f"scorer-{i}", None, FakeStage, pin=False) for i in range(scorers)]
     trainer = TrainerWorker("trainer", None, partial(FakePpoTrainer, algorithm, kl_coef), pin=False)
@@ -30,8 +31,7 @@ def backend(algorithm: str = "ppo", kl_coef: float = 0.1, scorers: int = 2, refe
 def test_sequential_scores_references_and_values_every_rollout_then_advantages_then_both_updates() -> None:
     b = backend()
     out = run_ppo_step(b, "sequential", requests(4, 3), micro_batch=4)
-    assert out.counts == {"requested": 12, "generated": 12, "scored": 12, "referenced": 12, "valued": 12,
-                          "trained": 12}
+    assert out.counts == {"requested": 12, "generated": 12, "scored": 12, "referenced": 12, "valued": 12, "trained": 12}
     order = [e.phase for e in out.events]
     # Generation first; the three experience passes each see the whole batch in one call (scoring split 6 + 6).
     assert order[0] == "generate"
@@ -54,8 +54,11 @@ def test_overlapped_sends_every_micro_batch_to_scorer_reference_and_critic() -> 
         events = sorted((e for e in out.events if e.phase == phase), key=lambda e: e.batch)
         assert [e.batch for e in events] == list(range(n)), phase
         assert [e.items for e in events] == [5, 5, 2], phase
-    assert [e.actor for e in sorted(out.events, key=lambda e: e.batch) if e.phase == "score"] == \
-        ["scorer-0", "scorer-1", "scorer-0"]
+    assert [e.actor for e in sorted(out.events, key=lambda e: e.batch) if e.phase == "score"] == [
+        "scorer-0",
+        "scorer-1",
+        "scorer-0",
+    ]
     assert out.counts["referenced"] == out.counts["valued"] == out.counts["trained"] == 12
 
 
@@ -105,10 +108,15 @@ def test_unknown_schedule_is_refused() -> None:
 
 
 def test_colocated_roles_share_one_worker_and_keep_their_own_event_names() -> None:
-    both = ColocatedWorker("critic+trainer", None, {"critic": ("critic", FakeCritic),
-                                                     "trainer": ("trainer", FakePpoTrainer)}, pin=False)
-    ref_scorer = ColocatedWorker("reference+scorer-0", None, {"reference": ("reference", FakeReference),
-                                                              "scorer": ("scorer-0", FakeStage)}, pin=False)
+    both = ColocatedWorker(
+        "critic+trainer", None, {"critic": ("critic", FakeCritic), "trainer": ("trainer", FakePpoTrainer)}, pin=False
+    )
+    ref_scorer = ColocatedWorker(
+        "reference+scorer-0",
+        None,
+        {"reference": ("reference", FakeReference), "scorer": ("scorer-0", FakeStage)},
+        pin=False,
+    )
     rollout = RolloutWorker("rollout", None, FakeGenerator, pin=False)
     b = InProcessExperienceBackend(rollout, [ref_scorer], both, WeightSync("auto", 0.0), ref_scorer, both)
     out = run_ppo_step(b, "overlapped", requests(3, 2), micro_batch=4)

@@ -9,10 +9,10 @@ from __future__ import annotations
 from functools import partial
 from pathlib import Path
 
-import pytest
-
 import loop_doubles
+import pytest
 from loop_doubles import FakeGenerator, FakeStage, FakeTrainer, requests
+
 from rlsim.errors import RlsimError
 from rlsim.loop.schedules import run_step
 from rlsim.loop.sync import WeightSync
@@ -145,8 +145,8 @@ def test_a_stalled_scorer_fails_the_step_instead_of_hanging(by_value) -> None:
 def test_a_stalled_phase_fails_the_step_naming_the_phase_and_the_setting(by_value, tmp_path: Path, schedule) -> None:
     """Each phase in turn is held (a file the doubles wait on) past a 1 s deadline, the others get
     the default deadlines. Without deadlines the held call would just finish late (after 20 s)."""
-    from rlsim.loop.ray_backend import RayStepBackend
     from rlsim.loop.deadline import PhaseTimeout, PhaseTimeouts
+    from rlsim.loop.ray_backend import RayStepBackend
 
     held = str(tmp_path)
     makers = {

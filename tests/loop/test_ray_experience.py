@@ -31,16 +31,26 @@ def by_value(ray_cluster):
     ray.cloudpickle.unregister_pickle_by_value(loop_doubles)
 
 
-def start(colocate: list[list[str]] | None = None, reference_flag: str | None = None,
-          critic_flag: str | None = None, replicas: int = 1):
+def start(
+    colocate: list[list[str]] | None = None,
+    reference_flag: str | None = None,
+    critic_flag: str | None = None,
+    replicas: int = 1,
+):
     from rlsim.actors.ray_actors import create_actors
     from rlsim.loop.ray_experience import RayExperienceBackend
 
     p = ResolvedPlacement((0,), 1, 0.0, 0.25)
-    makers = {"rollout": FakeGenerator, "scorer": FakeStage, "trainer": FakePpoTrainer,
-              "reference": partial(FakeReference, reference_flag), "critic": partial(FakeCritic, critic_flag)}
-    actors = create_actors(dict.fromkeys(ROLES, p), makers, replicas, "PACK", ready_timeout_s=60,
-                           start_timeout_s=120, colocate=colocate)
+    makers = {
+        "rollout": FakeGenerator,
+        "scorer": FakeStage,
+        "trainer": FakePpoTrainer,
+        "reference": partial(FakeReference, reference_flag),
+        "critic": partial(FakeCritic, critic_flag),
+    }
+    actors = create_actors(
+        dict.fromkeys(ROLES, p), makers, replicas, "PACK", ready_timeout_s=60, start_timeout_s=120, colocate=colocate
+    )
     return actors, RayExperienceBackend(actors, WeightSync("simulated", 0.0))
 
 
@@ -51,8 +61,14 @@ def test_colocated_roles_run_in_one_process_each_and_a_step_counts_every_rollout
         assert actors.names == ["rollout", "reference+scorer-0", "scorer-1", "critic+trainer"]
         assert actors.reference is actors.scorers[0] and actors.critic is actors.trainer
         out = run_ppo_step(backend, schedule, requests(4, 3), micro_batch=4)
-        assert out.counts == {"requested": 12, "generated": 12, "scored": 12, "referenced": 12, "valued": 12,
-                              "trained": 12}
+        assert out.counts == {
+            "requested": 12,
+            "generated": 12,
+            "scored": 12,
+            "referenced": 12,
+            "valued": 12,
+            "trained": 12,
+        }
         cpu = backend.cpu_seconds()
         assert set(cpu) == set(actors.names)
         assert len({pid for pid, _ in cpu.values()}) == 4  # four processes for five roles

@@ -61,8 +61,10 @@ def test_busy_per_actor_and_busiest_gap() -> None:
 
 def test_overall_overhead_weights_steps_by_length() -> None:
     times = [{"idle": 1.0, "total": 10.0}, {"idle": 0.0, "total": 30.0}]
-    steps = [StepRecord(step=i, time_s={"generate": 0, "score": 0, "update": 0, "sync": 0} | t,
-                        rollouts={"generated": 1}) for i, t in enumerate(times, start=1)]
+    steps = [
+        StepRecord(step=i, time_s={"generate": 0, "score": 0, "update": 0, "sync": 0} | t, rollouts={"generated": 1})
+        for i, t in enumerate(times, start=1)
+    ]
     assert overall_overhead(steps) == pytest.approx(1.0 / 40.0)
     assert overall_overhead([]) == 0.0
 
@@ -76,6 +78,9 @@ def test_timeline_rows_are_relative_to_the_step_start_and_sorted() -> None:
 def test_gpu_seconds_are_busy_time_times_the_share() -> None:
     from rlsim.loop.records import gpu_seconds
 
-    events = [Event("rollout", "generate", 0, 0, 4, [0], gpu=0.5), Event("rollout", "sync", 0, 5, 6, [0], gpu=0.5),
-              Event("scorer-0", "score", 0, 1, 3, [0], gpu=0.0)]
+    events = [
+        Event("rollout", "generate", 0, 0, 4, [0], gpu=0.5),
+        Event("rollout", "sync", 0, 5, 6, [0], gpu=0.5),
+        Event("scorer-0", "score", 0, 1, 3, [0], gpu=0.0),
+    ]
     assert gpu_seconds(events, 0, 10) == {"rollout": pytest.approx(2.5)}  # (4 + 1) s x 0.5; no share, no entry

@@ -18,8 +18,15 @@ SETTINGS = ReferenceSettings(threads=1, micro_batch=3)
 def batch() -> list[Rollout]:
     rng = np.random.default_rng(2)
     # Lengths differ within each micro-batch, so padding of ids and of positions is exercised.
-    return [Rollout(uid, uid // 2, [int(x) for x in rng.integers(1000, 2000, size=2 + 3 * (uid % 3))],
-                    [int(x) for x in rng.integers(1000, 2000, size=1 + 2 * uid)]) for uid in range(7)]
+    return [
+        Rollout(
+            uid,
+            uid // 2,
+            [int(x) for x in rng.integers(1000, 2000, size=2 + 3 * (uid % 3))],
+            [int(x) for x in rng.integers(1000, 2000, size=1 + 2 * uid)],
+        )
+        for uid in range(7)
+    ]
 
 
 @pytest.fixture(scope="module")
@@ -36,7 +43,7 @@ def test_eager_reference_gives_the_policy_log_probs_of_response_tokens(tiny_poli
         ids = torch.tensor([r.prompt_ids + r.response_ids])
         with torch.no_grad():
             logp = torch.log_softmax(model(input_ids=ids).logits[0, :-1], -1)
-        expected = logp[torch.arange(len(r.prompt_ids) - 1, ids.shape[1] - 1), ids[0, len(r.prompt_ids):]]
+        expected = logp[torch.arange(len(r.prompt_ids) - 1, ids.shape[1] - 1), ids[0, len(r.prompt_ids) :]]
         np.testing.assert_allclose(eager[r.uid], expected.numpy(), atol=1e-5)
 
 

@@ -7,8 +7,8 @@ from __future__ import annotations
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 import pytest
 import yaml
@@ -19,14 +19,14 @@ from rlsim.loop.config import load_run_config
 from rlsim.scoring import SCORERS
 
 ROOT = Path(__file__).resolve().parents[2]
-PLUGIN = '''
+PLUGIN = """
 from rlsim.scoring.base import register_scorer
 
 
 @register_scorer("test-plugin-words")
 class PluginScorer:
     name = "test-plugin-words"
-'''
+"""
 
 
 @pytest.fixture

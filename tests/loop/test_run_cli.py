@@ -20,13 +20,31 @@ def test_rlsim_run_writes_results_and_prints_a_summary(ray_cluster, tmp_path: Pa
     from rlsim.cli.main import main
 
     out = tmp_path / "run"
-    rc = main([
-        "run", str(CONFIGS / "sequential.yaml"), "--out", str(out), "--no-progress",
-        "--set", "steps=1", "--set", "policy.backend=hf", "--set", "workload.prompts_per_step=2",
-        "--set", "workload.group_size=2", "--set", "workload.spec.response={kind: fixed, tokens: 6}",
-        "--set", "placement.rollout.num_cpus=0.25", "--set", "placement.scorer.num_cpus=0.25",
-        "--set", "placement.trainer.num_cpus=0.25",
-    ])
+    rc = main(
+        [
+            "run",
+            str(CONFIGS / "sequential.yaml"),
+            "--out",
+            str(out),
+            "--no-progress",
+            "--set",
+            "steps=1",
+            "--set",
+            "policy.backend=hf",
+            "--set",
+            "workload.prompts_per_step=2",
+            "--set",
+            "workload.group_size=2",
+            "--set",
+            "workload.spec.response={kind: fixed, tokens: 6}",
+            "--set",
+            "placement.rollout.num_cpus=0.25",
+            "--set",
+            "placement.scorer.num_cpus=0.25",
+            "--set",
+            "placement.trainer.num_cpus=0.25",
+        ]
+    )
     assert rc == 0
     captured = capsys.readouterr()
     last = json.loads(captured.out.strip().splitlines()[-1])  # the last stdout line is one JSON object

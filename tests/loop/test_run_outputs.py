@@ -16,11 +16,18 @@ from rlsim.run_results import StepRecord
 
 
 def record(step: int) -> StepRecord:
-    return StepRecord.model_validate({"step": step, "schedule": "sequential",
+    return StepRecord.model_validate(
+        {
+            "step": step,
+            "schedule": "sequential",
             "time_s": {"generate": 1.0, "score": 1.0, "update": 1.0, "sync": 0.1, "idle": 0.1, "total": 3.3},
-            "rollouts": {"generated": 4, "scored": 4, "trained": 4}, "cpu_s": {"rollout": 1.0},
-            "tokens": {"prompt": 8, "generated": 40}, "overhead_fraction": 0.03,
-            "sync": {"method": "simulated", "seconds": 0.1, "detail": ""}})
+            "rollouts": {"generated": 4, "scored": 4, "trained": 4},
+            "cpu_s": {"rollout": 1.0},
+            "tokens": {"prompt": 8, "generated": 40},
+            "overhead_fraction": 0.03,
+            "sync": {"method": "simulated", "seconds": 0.1, "detail": ""},
+        }
+    )
 
 
 class FakeSession:
@@ -81,7 +88,8 @@ def test_faults_already_injected_are_not_injected_again_on_resume() -> None:
     config = RunConfig.model_validate({"faults": {"kill_scorer_steps": [1, 3, 5], "kill_rollout_step": 3}})
     kept = _faults_from(config, first=3).faults
     assert kept.kill_scorer_steps == [5] and kept.kill_rollout_step is None
-    http = RunConfig.model_validate({"reward": {"runtime": "http"},
-                                     "faults": {"kill_http_server_steps": [2, 4], "stall_http_server_steps": [3, 5]}})
+    http = RunConfig.model_validate(
+        {"reward": {"runtime": "http"}, "faults": {"kill_http_server_steps": [2, 4], "stall_http_server_steps": [3, 5]}}
+    )
     kept = _faults_from(http, first=3).faults
     assert kept.kill_http_server_steps == [4] and kept.stall_http_server_steps == [5]

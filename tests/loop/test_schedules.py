@@ -6,8 +6,8 @@ import math
 from functools import partial
 
 import pytest
-
 from loop_doubles import FakeGenerator, FakeStage, FakeTrainer, requests
+
 from rlsim.actors.workers import RolloutWorker, ScoringWorker, TrainerWorker
 from rlsim.errors import RlsimError
 from rlsim.loop.local_backend import InProcessBackend
@@ -98,8 +98,21 @@ def test_step_record_has_the_results_schema() -> None:
     written = rec.model_dump(mode="json")
     # The keys results.json has always had, in its order (the planner and committed files read them), then
     # ``metrics`` (verl's names, filled in by RunOutputs.add_step).
-    assert list(written) == ["step", "schedule", "time_s", "rollouts", "cpu_s", "busy_s", "tokens", "gpu_s",
-                             "overhead_fraction", "busiest_actor_gap_fraction", "sync", "train", "metrics"]
+    assert list(written) == [
+        "step",
+        "schedule",
+        "time_s",
+        "rollouts",
+        "cpu_s",
+        "busy_s",
+        "tokens",
+        "gpu_s",
+        "overhead_fraction",
+        "busiest_actor_gap_fraction",
+        "sync",
+        "train",
+        "metrics",
+    ]
     assert list(written["time_s"]) == ["generate", "score", "update", "sync", "idle", "total"]
     assert written["rollouts"] == {"generated": 12, "scored": 12, "trained": 12}
     assert written["tokens"] == {"generated": 100, "prompt": 48}

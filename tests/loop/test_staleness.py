@@ -13,8 +13,9 @@ def rollouts(group: int, size: int = 2) -> list[Rollout]:
 
 
 def buffer(max_staleness: int, groups_per_batch: int = 2) -> StalenessBuffer:
-    return StalenessBuffer(group_size=2, groups_per_batch=groups_per_batch, max_staleness=max_staleness,
-                           ledger=Ledger())
+    return StalenessBuffer(
+        group_size=2, groups_per_batch=groups_per_batch, max_staleness=max_staleness, ledger=Ledger()
+    )
 
 
 def add(buf: StalenessBuffer, group: int, version: int) -> None:

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from rlsim.run_results import StepRecord
 from rlsim.loop.config import RunConfig
 from rlsim.loop.run import run_loop
 from rlsim.metrics.framework_names import UpdateFlops, policy_update_flops, verl_metrics
+from rlsim.run_results import StepRecord
 
 RECORD = {
     "step": 2,
@@ -50,8 +50,15 @@ def test_step_record_maps_to_verls_names() -> None:
 
 
 def test_a_ppo_step_maps_its_experience_phases_and_critic_loss_to_verls_names() -> None:
-    times = {**RECORD["time_s"], "update": 2.5, "reference": 0.75, "values": 1.25, "advantages": 0.25,
-             "update_actor": 2.0, "update_critic": 1.5}
+    times = {
+        **RECORD["time_s"],
+        "update": 2.5,
+        "reference": 0.75,
+        "values": 1.25,
+        "advantages": 0.25,
+        "update_actor": 2.0,
+        "update_critic": 1.5,
+    }
     m = verl_metrics({**RECORD, "time_s": times, "train": {**RECORD["train"], "value_loss": 0.5, "entropy": 9.5}})
     assert (m["timing_s/ref"], m["timing_s/values"], m["timing_s/adv"]) == (0.75, 1.25, 0.25)
     assert m["timing_s/update_actor"] == 2.0 and m["timing_s/update_critic"] == 1.5  # not the union (2.5)
@@ -67,8 +74,15 @@ def test_mfu_is_update_flops_over_measured_peak() -> None:
 
 
 def test_policy_flops_count_layers_and_lm_head(tmp_path: Path) -> None:
-    config = {"model_type": "llama", "num_hidden_layers": 2, "hidden_size": 64, "intermediate_size": 128,
-              "num_attention_heads": 4, "num_key_value_heads": 2, "vocab_size": 1000}
+    config = {
+        "model_type": "llama",
+        "num_hidden_layers": 2,
+        "hidden_size": 64,
+        "intermediate_size": 128,
+        "num_attention_heads": 4,
+        "num_key_value_heads": 2,
+        "vocab_size": 1000,
+    }
     (tmp_path / "config.json").write_text(json.dumps(config))
     f = policy_update_flops(tmp_path, epochs=2, peak_gflops=50.0)
     # per layer: 2 h (heads x hd) + 2 h (kv x hd) + 3 h I = 2*64*64 + 2*64*32 + 3*64*128 = 36864; 2 layers
@@ -86,8 +100,10 @@ class OneStepSession:
         return {"actors": []}
 
     def step(self, step: int, schedule=None, progress=None):
-        rows = [{"step": step, "actor": "rollout", "phase": "generate", "batch": 0, "start": 0.0, "end": 4.0},
-                {"step": step, "actor": "trainer", "phase": "update", "batch": 0, "start": 5.5, "end": 7.5}]
+        rows = [
+            {"step": step, "actor": "rollout", "phase": "generate", "batch": 0, "start": 0.0, "end": 4.0},
+            {"step": step, "actor": "trainer", "phase": "update", "batch": 0, "start": 5.5, "end": 7.5},
+        ]
         return StepRecord.model_validate(dict(RECORD, step=step)), rows
 
 
@@ -95,8 +111,7 @@ def test_run_writes_metrics_per_step_and_tensorboard_scalars(tmp_path: Path) -> 
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
     config = RunConfig(steps=2)
-    run_loop(config, tmp_path / "out", show_progress=False, session=OneStepSession(config),
-             tensorboard=tmp_path / "tb")
+    run_loop(config, tmp_path / "out", show_progress=False, session=OneStepSession(config), tensorboard=tmp_path / "tb")
     saved = json.loads((tmp_path / "out" / "results.json").read_text())
     assert saved["gemm_peak_gflops"] > 0
     for step in saved["steps"]:

@@ -6,10 +6,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from rlsim.run_results import StepRecord
 from rlsim.loop.config import RunConfig
 from rlsim.loop.run import run_loop
 from rlsim.metrics.trace import run_trace, trace_events, validate_trace
+from rlsim.run_results import StepRecord
 
 STEPS = [{"step": 1, "time_s": {"total": 2.0}}, {"step": 2, "time_s": {"total": 3.0}}]
 ROWS = [
@@ -56,12 +56,20 @@ class TwoActorSession:
         return {"actors": []}
 
     def step(self, step: int, schedule=None, progress=None):
-        record = {"step": step, "schedule": "sequential", "time_s": {"generate": 1.0, "score": 0.5, "update": 0.0,
-                  "sync": 0.0, "idle": 0.0, "total": 1.5}, "rollouts": {"generated": 2, "scored": 2, "trained": 2},
-                  "cpu_s": {}, "tokens": {"prompt": 4, "generated": 8}, "overhead_fraction": 0.0,
-                  "sync": {"method": "simulated", "seconds": 0.0, "detail": ""}}
-        rows = [{"step": step, "actor": "rollout", "phase": "generate", "batch": 0, "start": 0.0, "end": 1.0},
-                {"step": step, "actor": "scorer-0", "phase": "score", "batch": 0, "start": 1.0, "end": 1.5}]
+        record = {
+            "step": step,
+            "schedule": "sequential",
+            "time_s": {"generate": 1.0, "score": 0.5, "update": 0.0, "sync": 0.0, "idle": 0.0, "total": 1.5},
+            "rollouts": {"generated": 2, "scored": 2, "trained": 2},
+            "cpu_s": {},
+            "tokens": {"prompt": 4, "generated": 8},
+            "overhead_fraction": 0.0,
+            "sync": {"method": "simulated", "seconds": 0.0, "detail": ""},
+        }
+        rows = [
+            {"step": step, "actor": "rollout", "phase": "generate", "batch": 0, "start": 0.0, "end": 1.0},
+            {"step": step, "actor": "scorer-0", "phase": "score", "batch": 0, "start": 1.0, "end": 1.5},
+        ]
         return StepRecord.model_validate(record), rows
 
 

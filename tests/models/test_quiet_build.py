@@ -64,7 +64,9 @@ def test_build_is_one_line_without_verbose(
 
 
 def test_verbose_shows_transformers_load_report(
-    fresh_cache: Path, capfd: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch,
+    fresh_cache: Path,
+    capfd: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
     transformers_records: _Records,
 ) -> None:
     monkeypatch.setenv(logs.VERBOSE_ENV, "1")

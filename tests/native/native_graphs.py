@@ -108,11 +108,16 @@ def export_tiny_bert(path: Path, token_type_ids: bool) -> Path:
     with torch.inference_mode(), warnings.catch_warnings():
         warnings.simplefilter("ignore")
         torch.onnx.export(
-            model, args, str(path), input_names=names, output_names=["logits"],
-            dynamic_axes=dynamic, opset_version=17, dynamo=False,
+            model,
+            args,
+            str(path),
+            input_names=names,
+            output_names=["logits"],
+            dynamic_axes=dynamic,
+            opset_version=17,
+            dynamo=False,
         )
     return path
-
 
 
 def random_batch(batch: int, seq: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:

@@ -21,8 +21,22 @@ def bench(*args: str) -> subprocess.CompletedProcess:
 
 def test_bench_prints_one_json_line_with_the_timings(native: Any, tiny_bert: Path, ort_library: Path) -> None:
     done = bench(
-        "--model", str(tiny_bert), "--ort-library", str(ort_library),
-        "--batch", "4", "--seq", "16", "--warmup", "1", "--iterations", "5", "--threads", "1", "--spinning", "0",
+        "--model",
+        str(tiny_bert),
+        "--ort-library",
+        str(ort_library),
+        "--batch",
+        "4",
+        "--seq",
+        "16",
+        "--warmup",
+        "1",
+        "--iterations",
+        "5",
+        "--threads",
+        "1",
+        "--spinning",
+        "0",
     )
     assert done.returncode == 0, done.stderr
     result = json.loads(done.stdout.strip().splitlines()[-1])
@@ -37,8 +51,24 @@ def test_bench_prints_one_json_line_with_the_timings(native: Any, tiny_bert: Pat
 def test_bench_scores_what_python_scores(native: Any, tiny_bert: Path, ort_library: Path) -> None:
     # --vocab 2 makes every synthetic id 1 (ids are drawn from [1, vocab - 1]), so Python can
     # rebuild the exact batch and check the reward the benchmark printed.
-    done = bench("--model", str(tiny_bert), "--ort-library", str(ort_library), "--batch", "3", "--seq", "9",
-                 "--warmup", "0", "--iterations", "1", "--vocab", "2", "--threads", "1")
+    done = bench(
+        "--model",
+        str(tiny_bert),
+        "--ort-library",
+        str(ort_library),
+        "--batch",
+        "3",
+        "--seq",
+        "9",
+        "--warmup",
+        "0",
+        "--iterations",
+        "1",
+        "--vocab",
+        "2",
+        "--threads",
+        "1",
+    )
     assert done.returncode == 0, done.stderr
     printed = json.loads(done.stdout.strip().splitlines()[-1])["first_reward"]
     ids = np.ones((3, 9), dtype=np.int64)

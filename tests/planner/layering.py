@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import ast
 from collections import deque
+from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Iterator, Sequence
 
 
 def forbidden_imports(package_dir: Path, forbidden: Sequence[str]) -> list[str]:
@@ -98,7 +98,8 @@ def _module_level(body: list[ast.stmt] | list[ast.excepthandler]) -> Iterator[as
 
 def _is_type_checking(test: ast.expr) -> bool:
     return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
-        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING")
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
+    )
 
 
 def _absolute(module: str, is_package: bool, level: int, target: str | None) -> str:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from rlsim.planner.spec.cluster import BatcherSpec, PlacementSpec
 from rlsim.planner.profile.schema import (
     ContentionEntry,
     ContentionModel,
@@ -13,6 +12,7 @@ from rlsim.planner.profile.schema import (
     TrainerModel,
     new_profile_header,
 )
+from rlsim.planner.spec.cluster import BatcherSpec, PlacementSpec
 from rlsim.planner.spec.workload import Workload
 from rlsim.workloads import FixedLengths
 
@@ -33,27 +33,56 @@ def make_profile(
     return Profile(
         **new_profile_header("test-kind", illustrative=False),
         runtimes={
-            "const": ScorerLatencyModel(device=device, units=1, intercept_s=score_s, per_sequence_s=0.0,
-                                        per_padded_token_s=0.0, max_length=512, fit=EXACT),
-            "linear": ScorerLatencyModel(device="cpu", units=1, intercept_s=0.0, per_sequence_s=0.0,
-                                         per_padded_token_s=0.001, max_length=512, fit=EXACT),
+            "const": ScorerLatencyModel(
+                device=device,
+                units=1,
+                intercept_s=score_s,
+                per_sequence_s=0.0,
+                per_padded_token_s=0.0,
+                max_length=512,
+                fit=EXACT,
+            ),
+            "linear": ScorerLatencyModel(
+                device="cpu",
+                units=1,
+                intercept_s=0.0,
+                per_sequence_s=0.0,
+                per_padded_token_s=0.001,
+                max_length=512,
+                fit=EXACT,
+            ),
         },
-        generation=GenerationModel(device=device, units=1, base_s=step_s, per_seq_s=per_seq_s,
-                                   prefill_s_per_token=prefill_s_per_token, max_running=max_running, fit=EXACT),
+        generation=GenerationModel(
+            device=device,
+            units=1,
+            base_s=step_s,
+            per_seq_s=per_seq_s,
+            prefill_s_per_token=prefill_s_per_token,
+            max_running=max_running,
+            fit=EXACT,
+        ),
         trainer=TrainerModel(units=1, update_fixed_s=0.3, update_s_per_token=0.0, sync_fixed_s=0.2),
         contention=ContentionModel(default=ContentionEntry(gen_slowdown=gen_slowdown, score_slowdown=score_slowdown)),
     )
 
 
 def fixed_workload(prompts: int = 1, group: int = 4, response: int = 10, prompt: int = 5) -> Workload:
-    return Workload(prompts_per_step=prompts, group_size=group,
-                    prompt_tokens=FixedLengths(tokens=prompt),
-                    response_tokens=FixedLengths(tokens=response))
+    return Workload(
+        prompts_per_step=prompts,
+        group_size=group,
+        prompt_tokens=FixedLengths(tokens=prompt),
+        response_tokens=FixedLengths(tokens=response),
+    )
 
 
 def placement(schedule: str = "sequential", colocated: bool = False, batch: int = 2, **kw: object) -> PlacementSpec:
     """One engine on one core and one scorer replica on the other (split 50 %), unless colocated."""
     window = int(kw.pop("batcher_window", 128))  # type: ignore[call-overload]
-    return PlacementSpec(runtime=kw.pop("runtime", "const"),
-                         batcher=BatcherSpec(kind="fixed", batch_size=batch, window=window),
-                         schedule=schedule, colocated=colocated, scoring_share=0.5, **kw)  # type: ignore[arg-type]
+    return PlacementSpec(
+        runtime=kw.pop("runtime", "const"),
+        batcher=BatcherSpec(kind="fixed", batch_size=batch, window=window),
+        schedule=schedule,
+        colocated=colocated,
+        scoring_share=0.5,
+        **kw,
+    )  # type: ignore[arg-type]

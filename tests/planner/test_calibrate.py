@@ -7,6 +7,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from planner_cases import EXACT, make_profile
 
 from rlsim.errors import RlsimError
 from rlsim.loop.config import RunConfig
@@ -22,8 +23,6 @@ from rlsim.planner.calibrate.loop_fits import (
 from rlsim.planner.profile.schema import ContentionEntry, ContentionModel, GenerationModel, Profile, TrainerModel
 from rlsim.planner.runs.loop_results import LoopSteps
 from rlsim.planner.runs.predict import loop_trace, predict_trace
-
-from planner_cases import EXACT, make_profile
 
 BASE, PER_SEQ, PREFILL, ALPHA = 0.004, 0.0002, 0.00005, 0.8
 
@@ -46,15 +45,27 @@ def gen_seconds(trace: list[tuple[list[int], list[int]]], units: float, base_exp
     return np.array(out)
 
 
-def run_of(cfg: RunConfig, gen: np.ndarray | None = None, units: float = 2, update_per_token: float = 1e-4,
-           total: np.ndarray | None = None, update_per_seq: float = 0.0) -> CalibrationRun:
+def run_of(
+    cfg: RunConfig,
+    gen: np.ndarray | None = None,
+    units: float = 2,
+    update_per_token: float = 1e-4,
+    total: np.ndarray | None = None,
+    update_per_seq: float = 0.0,
+) -> CalibrationRun:
     trace = loop_trace(cfg, [2, 3, 4])
     tokens = np.array([float(sum(r)) for _, r in trace])
     seqs = 4.0 * cfg.workload.prompts_per_step
     gen = gen_seconds(trace, units) if gen is None else gen
     update = 0.3 + (update_per_token * tokens + update_per_seq * seqs) * (2 / units) ** 0.5
-    times = {"generate": gen, "score": np.full(3, 0.5), "update": update, "sync": np.full(3, 0.2),
-             "idle": np.full(3, 0.05), "total": gen + 0.5 + update + 0.25 if total is None else total}
+    times = {
+        "generate": gen,
+        "score": np.full(3, 0.5),
+        "update": update,
+        "sync": np.full(3, 0.2),
+        "idle": np.full(3, 0.05),
+        "total": gen + 0.5 + update + 0.25 if total is None else total,
+    }
     steps = LoopSteps(Path("x"), times, tokens, np.full(3, 4.0 * cfg.workload.prompts_per_step), [2, 3, 4])
     return CalibrationRun(Path(f"{cfg.schedule}-{cfg.workload.prompts_per_step}"), cfg, steps, units, units, trace)
 
@@ -83,8 +94,9 @@ def test_the_fixed_part_of_an_iteration_gets_its_own_core_exponent() -> None:
         cfg = config(prompts, preset=preset)
         return run_of(cfg, gen=gen_seconds(loop_trace(cfg, [2, 3, 4]), units, base_exp=0.2), units=units)
 
-    model = fit_generation([run(2, "shared", 2), run(8, "shared", 2), run(4, "split", 1), run(16, "split", 1)],
-                           "cpu", 256)
+    model = fit_generation(
+        [run(2, "shared", 2), run(8, "shared", 2), run(4, "split", 1), run(16, "split", 1)], "cpu", 256
+    )
     assert model.base_exponent == pytest.approx(0.2) and model.unit_exponent == pytest.approx(ALPHA)
     assert model.base_s == pytest.approx(BASE, rel=1e-6) and model.per_seq_s == pytest.approx(PER_SEQ, rel=1e-6)
     # 10 running on 1 core: 0.004 x 2**0.2 + 0.0002 x 10 x 2**0.8 seconds per iteration.
@@ -119,9 +131,12 @@ def test_trainer_fit_recovers_costs_and_the_core_exponent() -> None:
 def test_trainer_fit_separates_per_sequence_from_per_token_costs_when_lengths_vary() -> None:
     # Short (16-token) and long (128-token) responses: the same tokens cost more in more sequences.
     # Four distinct points for four unknowns (fixed, per token, per sequence, core exponent).
-    runs = [run_of(config(8, response=16), update_per_seq=5e-3), run_of(config(2, response=128), update_per_seq=5e-3),
-            run_of(config(4, response=64), update_per_seq=5e-3),
-            run_of(config(8, preset="split", response=64), units=1, update_per_seq=5e-3)]
+    runs = [
+        run_of(config(8, response=16), update_per_seq=5e-3),
+        run_of(config(2, response=128), update_per_seq=5e-3),
+        run_of(config(4, response=64), update_per_seq=5e-3),
+        run_of(config(8, preset="split", response=64), units=1, update_per_seq=5e-3),
+    ]
     trainer = fit_trainer(runs)
     assert trainer.update_s_per_sequence == pytest.approx(5e-3, rel=1e-6)
     assert trainer.update_s_per_token == pytest.approx(1e-4, rel=1e-6) and trainer.update_fixed_s == pytest.approx(0.3)
@@ -157,8 +172,9 @@ def test_contention_fit_finds_the_slowdowns_the_measurements_came_from() -> None
     # "Measure" an overlapped shared run with the planner itself at known slowdowns, then fit them back.
     profile = loop_like_profile()
     cfg = config(8, schedule="overlapped")
-    truth = profile.model_copy(update={"contention": ContentionModel(
-        default=ContentionEntry(gen_slowdown=0.7, score_slowdown=1.3))})
+    truth = profile.model_copy(
+        update={"contention": ContentionModel(default=ContentionEntry(gen_slowdown=0.7, score_slowdown=1.3))}
+    )
     trace = loop_trace(cfg, [2, 3, 4])
     ev = predict_trace(cfg, truth, trace)
     gen = np.array([s.time_s["generate"] for s in ev.steps])
@@ -173,10 +189,20 @@ def test_contention_fit_finds_the_slowdowns_the_measurements_came_from() -> None
 def test_a_results_file_whose_config_does_not_match_its_tokens_is_refused(tmp_path: Path) -> None:
     cfg = config(2)
     trace = loop_trace(cfg, [1, 2])
-    steps = [{"step": i + 1, "time_s": {k: 1.0 for k in ("generate", "score", "update", "sync", "idle", "total")},
-              "rollouts": {"generated": 8}, "tokens": {"generated": sum(r)}} for i, (_, r) in enumerate(trace)]
-    data = {"config": cfg.model_dump(mode="json"), "steps": steps,
-            "placement": {"rollout": {"cores": [0, 1]}, "trainer": {"cores": [0, 1]}}}
+    steps = [
+        {
+            "step": i + 1,
+            "time_s": {k: 1.0 for k in ("generate", "score", "update", "sync", "idle", "total")},
+            "rollouts": {"generated": 8},
+            "tokens": {"generated": sum(r)},
+        }
+        for i, (_, r) in enumerate(trace)
+    ]
+    data = {
+        "config": cfg.model_dump(mode="json"),
+        "steps": steps,
+        "placement": {"rollout": {"cores": [0, 1]}, "trainer": {"cores": [0, 1]}},
+    }
     path = tmp_path / "results.json"
     path.write_text(json.dumps(data))
     run = read_calibration_run(path)

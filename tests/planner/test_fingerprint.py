@@ -10,8 +10,14 @@ from rlsim.planner.search.plan import execute, prepare
 from rlsim.planner.spec.cluster import NodeSpec, PlanConfig
 from tests.planner.planner_cases import fixed_workload, make_profile, placement
 
-HERE = {"cpu_model": "AMD EPYC 7B13", "cpu_flags": ["avx", "avx2", "fma"], "cores": 2, "gpus": [],
-        "gemm_gflops": {"cpu_fp32_n1024_2t": 100.0}, "versions": {"torch": "2.13.0+cpu"}}
+HERE = {
+    "cpu_model": "AMD EPYC 7B13",
+    "cpu_flags": ["avx", "avx2", "fma"],
+    "cores": 2,
+    "gpus": [],
+    "gemm_gflops": {"cpu_fp32_n1024_2t": 100.0},
+    "versions": {"torch": "2.13.0+cpu"},
+}
 
 
 def test_this_machine_is_described() -> None:
@@ -26,13 +32,16 @@ def test_match_gives_no_warning() -> None:
     assert check_here(profile, "p.json", dict(HERE, versions={"torch": "2.13.1+cpu"})) is None
 
 
-@pytest.mark.parametrize("change,words", [
-    ({"cpu_flags": ["avx", "avx2", "fma", "avx512f", "avx512_vnni"]}, "here only: avx512_vnni avx512f"),
-    ({"cpu_model": "Intel Xeon 8481C"}, "CPU 'AMD EPYC 7B13' vs 'Intel Xeon 8481C'"),
-    ({"cores": 4}, "cores 2 vs 4"),
-    ({"gemm_gflops": {"cpu_fp32_n1024_2t": 150.0}}, "GEMM cpu_fp32_n1024_2t 100 vs 150"),
-    ({"versions": {"torch": "2.12.0+cpu"}}, "torch 2.13.0+cpu vs 2.12.0+cpu"),
-])
+@pytest.mark.parametrize(
+    "change,words",
+    [
+        ({"cpu_flags": ["avx", "avx2", "fma", "avx512f", "avx512_vnni"]}, "here only: avx512_vnni avx512f"),
+        ({"cpu_model": "Intel Xeon 8481C"}, "CPU 'AMD EPYC 7B13' vs 'Intel Xeon 8481C'"),
+        ({"cores": 4}, "cores 2 vs 4"),
+        ({"gemm_gflops": {"cpu_fp32_n1024_2t": 150.0}}, "GEMM cpu_fp32_n1024_2t 100 vs 150"),
+        ({"versions": {"torch": "2.12.0+cpu"}}, "torch 2.13.0+cpu vs 2.12.0+cpu"),
+    ],
+)
 def test_mismatch_names_what_differs_and_how_to_remeasure(change: dict, words: str) -> None:
     profile = make_profile().model_copy(update={"machine": HERE})
     warning = check_here(profile, "cpu.json", {**HERE, **change})
@@ -52,8 +61,7 @@ def test_gpu_families_match_across_spellings() -> None:
 
 
 def test_cluster_gpu_mismatch_warns() -> None:
-    profile = make_profile(device="cuda").model_copy(
-        update={"machine": {"gpus": [{"name": "NVIDIA H100 80GB HBM3"}]}})
+    profile = make_profile(device="cuda").model_copy(update={"machine": {"gpus": [{"name": "NVIDIA H100 80GB HBM3"}]}})
     h100 = NodeSpec(count=2, cores=64, gpus=8, kind="test-kind", gpu_model="H100-SXM5-80GB")
     a100 = h100.model_copy(update={"gpu_model": "A100-SXM4-80GB"})
     assert check_cluster(profile, "h.json", h100) is None
@@ -67,8 +75,12 @@ def test_plan_reports_the_warning(tmp_path) -> None:
     from rlsim.planner.profile.schema import save_profile
 
     save_profile(profile, path)
-    config = PlanConfig(nodes=NodeSpec(count=1, cores=2, kind="test-kind", cpu_model="AMD EPYC 7B13"),
-                        profiles={"test-kind": str(path)}, workload=fixed_workload(), placement=placement())
+    config = PlanConfig(
+        nodes=NodeSpec(count=1, cores=2, kind="test-kind", cpu_model="AMD EPYC 7B13"),
+        profiles={"test-kind": str(path)},
+        workload=fixed_workload(),
+        placement=placement(),
+    )
     outcome = execute(prepare(config, path))
     assert sum("measured on other hardware" in w for w in outcome.warnings) == 1
     same = config.model_copy(update={"nodes": config.nodes.model_copy(update={"cpu_model": "Some Other CPU"})})
@@ -87,8 +99,9 @@ def test_nvidia_smi_line_of_a_real_h200(monkeypatch: pytest.MonkeyPatch) -> None
 
     line = "NVIDIA H200, 580.159.04, 143771\n"
     monkeypatch.setattr(fingerprint.shutil, "which", lambda name: "/usr/bin/nvidia-smi")
-    monkeypatch.setattr(fingerprint.subprocess, "run",
-                        lambda *a, **k: subprocess.CompletedProcess(a, 0, stdout=line, stderr=""))
+    monkeypatch.setattr(
+        fingerprint.subprocess, "run", lambda *a, **k: subprocess.CompletedProcess(a, 0, stdout=line, stderr="")
+    )
     here = machine_fingerprint()
     assert here["gpus"] == [{"name": "NVIDIA H200", "driver": "580.159.04", "memory_mib": 143771.0}]
     h100 = make_profile(device="cuda").model_copy(update={"machine": {"gpus": [{"name": "NVIDIA H100 80GB HBM3"}]}})

@@ -18,15 +18,21 @@ def _samples(a: float, b: float, c: float, alpha: float, units: list[int], noise
             for length in (16, 64, 256):
                 padded = batch * length
                 lat = a + (b * batch + c * padded) * (2 / u) ** alpha
-                out.append(LatencySample(batch=batch, padded_tokens=padded, units=u,
-                                         latency_s=lat * float(np.exp(rng.normal(0, noise)))))
+                out.append(
+                    LatencySample(
+                        batch=batch, padded_tokens=padded, units=u, latency_s=lat * float(np.exp(rng.normal(0, noise)))
+                    )
+                )
     return out
 
 
 def test_latency_fit_recovers_exact_coefficients() -> None:
     model = fit_latency_model(_samples(0.004, 1e-4, 2e-5, 1.0, [2]), "cpu", 512)
     assert (model.intercept_s, model.per_sequence_s, model.per_padded_token_s) == (
-        pytest.approx(0.004), pytest.approx(1e-4), pytest.approx(2e-5))
+        pytest.approx(0.004),
+        pytest.approx(1e-4),
+        pytest.approx(2e-5),
+    )
     assert model.fit.r2 == pytest.approx(1.0)
     assert model.fit.residual_rel_std == pytest.approx(0.0, abs=1e-9)
     assert not model.unit_exponent_measured and model.units == 2

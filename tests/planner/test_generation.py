@@ -6,16 +6,22 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from planner_cases import EXACT
 
 from rlsim.planner.profile.schema import GenerationModel
 from rlsim.planner.sim.generation import completion_work_s, deal
 
-from planner_cases import EXACT
-
 
 def _model(base: float, per_seq: float, prefill: float = 0.0, max_running: int = 64) -> GenerationModel:
-    return GenerationModel(device="cpu", units=1, base_s=base, per_seq_s=per_seq, prefill_s_per_token=prefill,
-                           max_running=max_running, fit=EXACT)
+    return GenerationModel(
+        device="cpu",
+        units=1,
+        base_s=base,
+        per_seq_s=per_seq,
+        prefill_s_per_token=prefill,
+        max_running=max_running,
+        fit=EXACT,
+    )
 
 
 def reference_engine(responses: list[int], prompts: list[int], slots: int, model: GenerationModel) -> list[float]:

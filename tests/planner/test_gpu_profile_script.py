@@ -22,7 +22,11 @@ def test_dry_run_validates_the_profile_and_every_loop_config(tmp_path: Path) -> 
     done = run("--dry-run", "--out", str(out))
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout.strip().splitlines()[-1]) == {
-        "gpu_profile": "dry-run", "config": "configs/profiles/measure_gpu_1x.yaml", "out": str(out), "ok": True}
+        "gpu_profile": "dry-run",
+        "config": "configs/profiles/measure_gpu_1x.yaml",
+        "out": str(out),
+        "ok": True,
+    }
     assert "4 configs x 3 steps" in done.stdout and "policy on cuda" in done.stdout
     assert "would run: timeout 600" in done.stderr and not out.exists()
 

@@ -36,18 +36,22 @@ def _write(root: Path, files: dict[str, str]) -> None:
 
 
 def test_a_planted_import_is_caught_through_every_route(tmp_path: Path) -> None:
-    _write(tmp_path, {
-        "pkg/__init__.py": "",
-        "pkg/util.py": "import numpy\nimport torch.nn\n",
-        "pkg/sim/__init__.py": "",
-        "pkg/sim/direct.py": "class A:\n    import vllm\n",                        # class bodies run at import
-        "pkg/sim/absolute.py": "from pkg.util import helper\n",                      # via another module
-        "pkg/sim/relative.py": "try:\n    from .. import util\nexcept ImportError:\n    pass\n",
-        "pkg/sim/lazy.py": "def f():\n    import ray\n",                              # runs later: allowed
-        "pkg/sim/typing_only.py": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    import ray\n",
-        "pkg/sim/loop_user.py": "from pkg.loop.config import RunConfig\n",
-        "pkg/loop/__init__.py": "", "pkg/loop/config.py": "",
-    })
+    _write(
+        tmp_path,
+        {
+            "pkg/__init__.py": "",
+            "pkg/util.py": "import numpy\nimport torch.nn\n",
+            "pkg/sim/__init__.py": "",
+            "pkg/sim/direct.py": "class A:\n    import vllm\n",  # class bodies run at import
+            "pkg/sim/absolute.py": "from pkg.util import helper\n",  # via another module
+            "pkg/sim/relative.py": "try:\n    from .. import util\nexcept ImportError:\n    pass\n",
+            "pkg/sim/lazy.py": "def f():\n    import ray\n",  # runs later: allowed
+            "pkg/sim/typing_only.py": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    import ray\n",
+            "pkg/sim/loop_user.py": "from pkg.loop.config import RunConfig\n",
+            "pkg/loop/__init__.py": "",
+            "pkg/loop/config.py": "",
+        },
+    )
     chains = forbidden_imports(tmp_path / "pkg" / "sim", ["torch", "ray", "vllm", "pkg.loop"])
     assert chains == [
         "pkg.sim.absolute -> pkg.util -> torch",

@@ -24,10 +24,13 @@ VERL = DATA / "verl_metrics.jsonl"
 OPENRLHF = DATA / "openrlhf_metrics.jsonl"
 
 
-@pytest.mark.parametrize(("path", "name", "layout", "steps"), [
-    (VERL, "verl", LogLayout(gpus=8, engine_gpus=1), 12),
-    (OPENRLHF, "openrlhf", LogLayout(gpus=8, engine_gpus=2), 10),
-])
+@pytest.mark.parametrize(
+    ("path", "name", "layout", "steps"),
+    [
+        (VERL, "verl", LogLayout(gpus=8, engine_gpus=1), 12),
+        (OPENRLHF, "openrlhf", LogLayout(gpus=8, engine_gpus=2), 10),
+    ],
+)
 def test_fitted_profile_reproduces_logged_step_times(path: Path, name: str, layout: LogLayout, steps: int) -> None:
     fmt, logged = read_framework_log(path)
     assert fmt.name == name and len(logged) == steps  # verl's validation record is skipped
@@ -53,26 +56,59 @@ def test_verl_fit_recovers_the_cost_model_that_wrote_the_log() -> None:
 
 
 def test_step_trace_keeps_the_logged_mean_and_max() -> None:
-    step = LoggedStep(line=1, rollouts=5, prompt_mean=10.4, response_mean=101.0, response_max=300.0,
-                      gen_s=1, score_s=1, update_s=1, sync_s=1, step_s=5)
+    step = LoggedStep(
+        line=1,
+        rollouts=5,
+        prompt_mean=10.4,
+        response_mean=101.0,
+        response_max=300.0,
+        gen_s=1,
+        score_s=1,
+        update_s=1,
+        sync_s=1,
+        step_s=5,
+    )
     prompts, responses = step_trace(step)
     assert prompts == [10] * 5 and responses[0] == 300 and sum(responses) == 505 and max(responses[1:]) <= 52
 
 
 def test_cli_writes_a_profile_that_rlsim_plan_accepts(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     profile_path, summary = tmp_path / "verl.json", tmp_path / "summary.json"
-    assert main(["profile", "--from-log", str(VERL), "--gpus", "8", "--gpu-model", "H100-SXM5-80GB",
-                 "--out", str(profile_path), "--summary", str(summary)]) == 0
+    assert (
+        main(
+            [
+                "profile",
+                "--from-log",
+                str(VERL),
+                "--gpus",
+                "8",
+                "--gpu-model",
+                "H100-SXM5-80GB",
+                "--out",
+                str(profile_path),
+                "--summary",
+                str(summary),
+            ]
+        )
+        == 0
+    )
     assert "median |error|" in capsys.readouterr().out
     profile = load_profile(profile_path)
     assert profile.hardware_kind == "from-log-verl" and profile.machine is not None
     doc = json.loads(summary.read_text())
     assert doc["max_abs_error"] < 0.06 and len(doc["simulated_step_s"]) == 12
-    plan = {"nodes": {"count": 1, "cores": 64, "gpus": 8, "kind": "from-log-verl", "gpu_model": "H100"},
-            "profiles": {"from-log-verl": str(profile_path)},
-            "workload": {"prompts_per_step": 64, "group_size": 8, "prompt_tokens": {"kind": "fixed", "tokens": 180},
-                         "response_tokens": {"kind": "uniform", "min": 300, "max": 900}},
-            "placement": plan_placement(512), "simulation": {"steps": 2}}
+    plan = {
+        "nodes": {"count": 1, "cores": 64, "gpus": 8, "kind": "from-log-verl", "gpu_model": "H100"},
+        "profiles": {"from-log-verl": str(profile_path)},
+        "workload": {
+            "prompts_per_step": 64,
+            "group_size": 8,
+            "prompt_tokens": {"kind": "fixed", "tokens": 180},
+            "response_tokens": {"kind": "uniform", "min": 300, "max": 900},
+        },
+        "placement": plan_placement(512),
+        "simulation": {"steps": 2},
+    }
     (tmp_path / "plan.yaml").write_text(yaml.safe_dump(plan))
     assert main(["plan", str(tmp_path / "plan.yaml"), "--out", str(tmp_path / "plan")]) == 0
     chosen = json.loads((tmp_path / "plan" / "plan.json").read_text())["chosen"]

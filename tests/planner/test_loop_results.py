@@ -6,12 +6,11 @@ import json
 from pathlib import Path
 
 import pytest
+from planner_cases import make_profile
 
 from rlsim.errors import RlsimError
 from rlsim.planner.calibrate.build import LoopRun, ProfileConfig, build_profile
 from rlsim.planner.runs.loop_results import generation_point, read_contention, read_loop_steps, trainer_model
-
-from planner_cases import make_profile
 
 
 def write_run(path: Path, tokens: list[int], gen_tps: float, update_per_token: float = 0.001) -> Path:
@@ -19,10 +18,22 @@ def write_run(path: Path, tokens: list[int], gen_tps: float, update_per_token: f
     steps = []
     for i, tok in enumerate(tokens):
         gen = tok / gen_tps * (3.0 if i == 0 else 1.0)
-        steps.append({"step": i, "time_s": {"generate": gen, "score": 0.5, "update": 0.2 + update_per_token * tok,
-                                            "sync": 0.1, "idle": 0.05, "total": gen + 0.85 + update_per_token * tok},
-                      "rollouts": {"generated": 8, "scored": 8, "trained": 8}, "cpu_s": {"rollout": 1.0},
-                      "tokens": {"generated": tok}})
+        steps.append(
+            {
+                "step": i,
+                "time_s": {
+                    "generate": gen,
+                    "score": 0.5,
+                    "update": 0.2 + update_per_token * tok,
+                    "sync": 0.1,
+                    "idle": 0.05,
+                    "total": gen + 0.85 + update_per_token * tok,
+                },
+                "rollouts": {"generated": 8, "scored": 8, "trained": 8},
+                "cpu_s": {"rollout": 1.0},
+                "tokens": {"generated": tok},
+            }
+        )
     path.write_text(json.dumps({"steps": steps, "overhead_fraction": 0.01}))
     return path
 
@@ -50,10 +61,20 @@ def test_results_without_the_loop_schema_are_refused(tmp_path: Path) -> None:
 
 def test_contention_reads_means_and_reports_missing_score_slowdown(tmp_path: Path) -> None:
     path = tmp_path / "c.json"
-    path.write_text(json.dumps({"baseline": "eager", "runtimes": {
-        "eager": {"gen_slowdown": {"mean": 0.3, "ci_low": 0.2, "ci_high": 0.4},
-                  "score_slowdown": {"mean": 0.5, "ci_low": 0.4, "ci_high": 0.6}},
-        "native": {"gen_slowdown": {"mean": 0.1, "ci_low": 0.05, "ci_high": 0.15}}}}))
+    path.write_text(
+        json.dumps(
+            {
+                "baseline": "eager",
+                "runtimes": {
+                    "eager": {
+                        "gen_slowdown": {"mean": 0.3, "ci_low": 0.2, "ci_high": 0.4},
+                        "score_slowdown": {"mean": 0.5, "ci_low": 0.4, "ci_high": 0.6},
+                    },
+                    "native": {"gen_slowdown": {"mean": 0.1, "ci_low": 0.05, "ci_high": 0.15}},
+                },
+            }
+        )
+    )
     entries, missing = read_contention(path)
     assert entries["eager"].score_slowdown == 0.5
     assert entries["native"].score_slowdown == 0.1 and "native" in missing[0]
@@ -62,8 +83,11 @@ def test_contention_reads_means_and_reports_missing_score_slowdown(tmp_path: Pat
 def test_build_profile_from_loop_runs_and_fill_from(tmp_path: Path) -> None:
     write_run(tmp_path / "a.json", [100, 1000, 1000, 1000], gen_tps=400.0)
     write_run(tmp_path / "b.json", [100, 2000, 2000, 2000], gen_tps=700.0)
-    config = ProfileConfig(hardware_kind="here", runtimes=["eager"], loop_runs=[
-        LoopRun(path="a.json", running=8, units=2), LoopRun(path="b.json", running=32, units=2)])
+    config = ProfileConfig(
+        hardware_kind="here",
+        runtimes=["eager"],
+        loop_runs=[LoopRun(path="a.json", running=8, units=2), LoopRun(path="b.json", running=32, units=2)],
+    )
     built = build_profile(config, tmp_path, measure=False, fill_from=make_profile())
     profile = built.profile
     assert profile.generation is not None and profile.generation.fit.n_samples == 2
@@ -80,10 +104,23 @@ def test_profile_command_reports_what_it_could_not_measure(tmp_path: Path, capsy
 
     save_profile(make_profile(), tmp_path / "base.json")
     write_run(tmp_path / "a.json", [100, 1000, 2000], gen_tps=400.0)
-    (tmp_path / "p.yaml").write_text("hardware_kind: here\nruntimes: [eager]\nloop_runs:\n"
-                                     "  - {path: a.json, running: 8, units: 2}\n")
-    assert main(["profile", str(tmp_path / "p.yaml"), "--out", str(tmp_path / "out.json"), "--no-scorers",
-                 "--fill-from", str(tmp_path / "base.json")]) == 0
+    (tmp_path / "p.yaml").write_text(
+        "hardware_kind: here\nruntimes: [eager]\nloop_runs:\n  - {path: a.json, running: 8, units: 2}\n"
+    )
+    assert (
+        main(
+            [
+                "profile",
+                str(tmp_path / "p.yaml"),
+                "--out",
+                str(tmp_path / "out.json"),
+                "--no-scorers",
+                "--fill-from",
+                str(tmp_path / "base.json"),
+            ]
+        )
+        == 0
+    )
     out = capsys.readouterr().out
     assert "measured" in out and "update/sync cost per token" in out
     assert "generation: generation was measured at one concurrency only" in out.replace("\n", " ")
@@ -108,11 +145,11 @@ def test_profile_measures_a_real_scorer(tmp_path: Path) -> None:
 
 
 def test_validation_entry_and_report(tmp_path: Path) -> None:
+    from planner_cases import fixed_workload, placement
+
     from rlsim.planner.sim.evaluate import evaluate
     from rlsim.planner.spec.cluster import NodeSpec
     from rlsim.planner.validate.compare import validation_entry, validation_report
-
-    from planner_cases import fixed_workload, placement
 
     node = NodeSpec(count=1, cores=2, gpus=0, kind="test-kind")
     # Hand case of test_simulate: predicted step 5.5 s for 4 rollouts.

@@ -14,13 +14,13 @@ from rlsim.planner.spec.cluster import NodeSpec
 from rlsim.planner.spec.placement import PlacementError, resolve
 from tests.planner.planner_cases import EXACT, fixed_workload, make_profile, placement
 
-SCALING = ParallelScaling(tp_speedup={1: 1.0, 2: 1.6, 4: 2.5}, tp_comm_s={2: 0.002, 4: 0.004},
-                          pp_hop_s=0.001, max_pp=4)
+SCALING = ParallelScaling(tp_speedup={1: 1.0, 2: 1.6, 4: 2.5}, tp_comm_s={2: 0.002, 4: 0.004}, pp_hop_s=0.001, max_pp=4)
 
 
 def gpu_model(**kw: object) -> GenerationModel:
-    return GenerationModel(device="cuda", units=1, base_s=0.02, per_seq_s=0.001, max_running=256, fit=EXACT,
-                           parallel=SCALING, **kw)  # type: ignore[arg-type]
+    return GenerationModel(
+        device="cuda", units=1, base_s=0.02, per_seq_s=0.001, max_running=256, fit=EXACT, parallel=SCALING, **kw
+    )  # type: ignore[arg-type]
 
 
 def one_engine_work(model: GenerationModel, n: int, tokens: int, tp: int, pp: int) -> float:
@@ -73,8 +73,7 @@ def test_ring_allreduce_by_hand() -> None:
 
 def _gpu_profile():
     dp = DataParallel(grad_bytes=1e9, intra_node_gbps=100, inter_node_gbps=10, split_sync_s=1.5)
-    trainer = TrainerModel(units=1, update_fixed_s=0.0, update_s_per_token=0.01, sync_fixed_s=0.25,
-                           data_parallel=dp)
+    trainer = TrainerModel(units=1, update_fixed_s=0.0, update_s_per_token=0.01, sync_fixed_s=0.25, data_parallel=dp)
     return make_profile(device="cuda").model_copy(update={"generation": gpu_model(), "trainer": trainer})
 
 

@@ -7,19 +7,22 @@ from pathlib import Path
 
 import pytest
 import yaml
+from planner_cases import make_profile
 
 from rlsim.cli.main import main
 from rlsim.planner.profile.schema import save_profile
-
-from planner_cases import make_profile
 
 ROOT = Path(__file__).resolve().parents[2]
 CPU_CONFIG = ROOT / "configs" / "cluster_cpu_small.yaml"
 
 
 def test_plan_writes_ranked_json_and_plots(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["plan", str(CPU_CONFIG), "--out", str(tmp_path), "--set", "search.steps=2",
-                 "--set", "simulation.steps=3"]) == 0
+    assert (
+        main(
+            ["plan", str(CPU_CONFIG), "--out", str(tmp_path), "--set", "search.steps=2", "--set", "simulation.steps=3"]
+        )
+        == 0
+    )
     doc = json.loads((tmp_path / "plan.json").read_text())
     ranked = doc["ranked"]
     assert len(ranked) == doc["search"]["placements"] > 10
@@ -52,8 +55,19 @@ def test_target_picks_the_fewest_nodes_that_meet_it(tmp_path: Path) -> None:
     assert doc["objective"] == "fewest_resources" and doc["meets_target"] is True
     assert doc["chosen"]["placement"]["nodes"] == 4
     config["search"]["nodes"] = [1, 2]
-    assert main(["plan", str(_write(tmp_path, config)), "--target-step-s", str(target),
-                 "--json", str(tmp_path / "miss.json")]) == 0
+    assert (
+        main(
+            [
+                "plan",
+                str(_write(tmp_path, config)),
+                "--target-step-s",
+                str(target),
+                "--json",
+                str(tmp_path / "miss.json"),
+            ]
+        )
+        == 0
+    )
     missed = json.loads((tmp_path / "miss.json").read_text())
     assert missed["meets_target"] is False and any("no placement meets" in w for w in missed["warnings"])
 
@@ -61,11 +75,16 @@ def test_target_picks_the_fewest_nodes_that_meet_it(tmp_path: Path) -> None:
 def _small_config(tmp_path: Path, nodes: int = 1, gpus: int = 0, runtime: str = "const") -> dict:
     save_profile(make_profile(per_seq_s=0.001), tmp_path / "profile.json")
     return {
-        "name": "t", "nodes": {"count": nodes, "cores": 2, "gpus": gpus, "kind": "test-kind"},
+        "name": "t",
+        "nodes": {"count": nodes, "cores": 2, "gpus": gpus, "kind": "test-kind"},
         "profiles": {"test-kind": "profile.json"},
         "workload": {"prompts_per_step": 16, "group_size": 4, "response_tokens": {"kind": "lognormal", "mean": 50}},
-        "search": {"runtimes": [runtime], "batchers": [{"kind": "fixed", "batch_size": 8}], "colocated": [True],
-                   "steps": 2},
+        "search": {
+            "runtimes": [runtime],
+            "batchers": [{"kind": "fixed", "batch_size": 8}],
+            "colocated": [True],
+            "steps": 2,
+        },
         "simulation": {"steps": 2},
     }
 
@@ -110,8 +129,12 @@ def test_cuda_runtime_on_a_cluster_without_gpus(tmp_path: Path, capsys: pytest.C
 
 def test_impossible_given_placement(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     config = _small_config(tmp_path)
-    config["placement"] = {"runtime": "const", "batcher": {"kind": "fixed", "batch_size": 4},
-                           "replicas_per_node": 4, "scoring_share": 0.5}
+    config["placement"] = {
+        "runtime": "const",
+        "batcher": {"kind": "fixed", "batch_size": 4},
+        "replicas_per_node": 4,
+        "scoring_share": 0.5,
+    }
     assert "less than one core" in _error_of(_write(tmp_path, config), capsys)
 
 
@@ -128,8 +151,23 @@ def test_h100_example_separates_sourced_from_assumed(tmp_path: Path, capsys: pyt
     """The GPU-cluster example runs from the sourced profile and says what is published and what is assumed."""
     config = Path(__file__).resolve().parents[2] / "configs" / "cluster_h100_example.yaml"
     out = tmp_path / "plan.json"
-    assert main(["plan", str(config), "--json", str(out), "--set", "search.nodes=[2]", "--set", "search.steps=1",
-                 "--set", "simulation.steps=1"]) == 0
+    assert (
+        main(
+            [
+                "plan",
+                str(config),
+                "--json",
+                str(out),
+                "--set",
+                "search.nodes=[2]",
+                "--set",
+                "search.steps=1",
+                "--set",
+                "simulation.steps=1",
+            ]
+        )
+        == 0
+    )
     doc = json.loads(out.read_text())
     provenance = doc["profile"]["provenance"]
     assert provenance["sourced"] and provenance["assumed"] and "trainer.sync_fixed_s" in provenance["assumed"]

@@ -35,15 +35,18 @@ def test_colocated_shares_every_unit() -> None:
     assert res.units_used()["gpus"] == 32
 
 
-@pytest.mark.parametrize("node, spec, message", [
-    (NodeSpec(count=1, cores=64, gpus=0, kind="k"), _spec(), "no GPUs but generation is a CUDA model"),
-    (GPU_NODE, _spec(scoring_share=0.05), "leaves scoring less than one"),
-    (GPU_NODE, _spec(scoring_share=1.0), "leaves generation none"),
-    (GPU_NODE, _spec(runtime="native@cpu", scoring_share=0.02, replicas_per_node=1), "less than one"),
-    (GPU_NODE, _spec(runtime="native@cpu", scoring_share=0.1, replicas_per_node=8), "less than one core"),
-    (GPU_NODE, _spec(nodes=5), "asks for 5 nodes but the cluster has 4"),
-    (GPU_NODE, _spec(engine_units=16), "fewer than one engine needs"),
-])
+@pytest.mark.parametrize(
+    "node, spec, message",
+    [
+        (NodeSpec(count=1, cores=64, gpus=0, kind="k"), _spec(), "no GPUs but generation is a CUDA model"),
+        (GPU_NODE, _spec(scoring_share=0.05), "leaves scoring less than one"),
+        (GPU_NODE, _spec(scoring_share=1.0), "leaves generation none"),
+        (GPU_NODE, _spec(runtime="native@cpu", scoring_share=0.02, replicas_per_node=1), "less than one"),
+        (GPU_NODE, _spec(runtime="native@cpu", scoring_share=0.1, replicas_per_node=8), "less than one core"),
+        (GPU_NODE, _spec(nodes=5), "asks for 5 nodes but the cluster has 4"),
+        (GPU_NODE, _spec(engine_units=16), "fewer than one engine needs"),
+    ],
+)
 def test_impossible_placements_say_why(node: NodeSpec, spec: PlacementSpec, message: str) -> None:
     with pytest.raises(PlacementError, match=message):
         resolve(node, gpu_profile(), spec)
@@ -61,8 +64,9 @@ def test_cuda_runtime_without_gpus_is_named() -> None:
 
 
 def test_grid_skips_duplicate_colocated_shares_and_rejects_with_reasons() -> None:
-    search = SearchSpec(runtimes=["compile@cuda"], batchers=[FIXED], scoring_shares=[0.05, 0.25, 0.5],
-                        colocated=[False, True])
+    search = SearchSpec(
+        runtimes=["compile@cuda"], batchers=[FIXED], scoring_shares=[0.05, 0.25, 0.5], colocated=[False, True]
+    )
     specs = enumerate_placements(search)
     assert len(specs) == 4  # three split shares + one colocated (its share is meaningless)
     found = candidates(GPU_NODE, gpu_profile(), search)

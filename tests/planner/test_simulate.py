@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import pytest
+from planner_cases import fixed_workload, make_profile, placement
 
 from rlsim.planner.sim.evaluate import evaluate
 from rlsim.planner.spec.cluster import BatcherSpec, NodeSpec, PlacementSpec
 from rlsim.planner.spec.workload import Workload
 from rlsim.workloads import FixedLengths, LognormalLengths
-
-from planner_cases import fixed_workload, make_profile, placement
 
 
 def test_sequential_step_by_hand(two_core_node: NodeSpec) -> None:
@@ -69,15 +68,24 @@ def test_colocated_sequential_has_no_contention() -> None:
 
 
 def _lognormal_workload() -> Workload:
-    return Workload(prompts_per_step=16, group_size=4, prompt_tokens=FixedLengths(tokens=32),
-                    response_tokens=LognormalLengths(mean=100, sigma=0.8, min=4, max=600))
+    return Workload(
+        prompts_per_step=16,
+        group_size=4,
+        prompt_tokens=FixedLengths(tokens=32),
+        response_tokens=LognormalLengths(mean=100, sigma=0.8, min=4, max=600),
+    )
 
 
 def test_same_seed_same_result_and_other_seed_differs() -> None:
     node = NodeSpec(count=4, cores=8, gpus=0, kind="test-kind")
     profile = make_profile(per_seq_s=0.001)
-    spec = PlacementSpec(runtime="linear", batcher=BatcherSpec(kind="dynamic", batch_size=8, max_wait_s=0.1),
-                         colocated=True, schedule="overlapped", replicas_per_node=2)
+    spec = PlacementSpec(
+        runtime="linear",
+        batcher=BatcherSpec(kind="dynamic", batch_size=8, max_wait_s=0.1),
+        colocated=True,
+        schedule="overlapped",
+        replicas_per_node=2,
+    )
     a = evaluate(node, profile, _lognormal_workload(), spec, steps=3, seed=7)
     b = evaluate(node, profile, _lognormal_workload(), spec, steps=3, seed=7)
     c = evaluate(node, profile, _lognormal_workload(), spec, steps=3, seed=8)
@@ -86,21 +94,33 @@ def test_same_seed_same_result_and_other_seed_differs() -> None:
 
 
 def test_bottleneck_generation_vs_scoring(two_core_node: NodeSpec) -> None:
-    slow_gen = evaluate(two_core_node, make_profile(step_s=1.0, score_s=0.01), fixed_workload(),
-                        placement("sequential"), steps=1)
+    slow_gen = evaluate(
+        two_core_node, make_profile(step_s=1.0, score_s=0.01), fixed_workload(), placement("sequential"), steps=1
+    )
     assert slow_gen.bottleneck == "generation"
-    slow_score = evaluate(two_core_node, make_profile(step_s=0.001, score_s=5.0), fixed_workload(),
-                          placement("sequential"), steps=1)
+    slow_score = evaluate(
+        two_core_node, make_profile(step_s=0.001, score_s=5.0), fixed_workload(), placement("sequential"), steps=1
+    )
     assert slow_score.bottleneck == "scoring"
     assert "replicas" in slow_score.bottleneck_detail
 
 
 def test_stragglers_named_when_one_engine_lags() -> None:
     node = NodeSpec(count=1, cores=8, gpus=0, kind="test-kind")
-    workload = Workload(prompts_per_step=64, group_size=1, prompt_tokens=FixedLengths(tokens=8),
-                        response_tokens=LognormalLengths(mean=50, sigma=1.2, min=1, max=5000))
-    spec = PlacementSpec(runtime="const", batcher=BatcherSpec(kind="fixed", batch_size=64), colocated=False,
-                         scoring_share=0.125, engine_units=1, schedule="overlapped")
+    workload = Workload(
+        prompts_per_step=64,
+        group_size=1,
+        prompt_tokens=FixedLengths(tokens=8),
+        response_tokens=LognormalLengths(mean=50, sigma=1.2, min=1, max=5000),
+    )
+    spec = PlacementSpec(
+        runtime="const",
+        batcher=BatcherSpec(kind="fixed", batch_size=64),
+        colocated=False,
+        scoring_share=0.125,
+        engine_units=1,
+        schedule="overlapped",
+    )
     ev = evaluate(node, make_profile(score_s=0.001), workload, spec, steps=2)
     assert ev.bottleneck == "generation"
     assert "stragglers" in ev.bottleneck_detail
@@ -117,10 +137,21 @@ def test_utilisation_by_hand(two_core_node: NodeSpec) -> None:
 def test_predict_step_maps_loop_knobs_onto_the_hand_case() -> None:
     from rlsim.planner.runs.predict import LoopKnobs, predict_step
 
-    knobs = LoopKnobs(prompts_per_step=1, group_size=4, prompt_tokens=FixedLengths(tokens=5),
-                      response_tokens=FixedLengths(tokens=10), schedule="overlapped", placement="split",
-                      cores=2, scoring_cores=1, runtime="const", batcher=BatcherSpec(kind="fixed", batch_size=2),
-                      micro_batch=2, max_num_seqs=1, steps=2)
+    knobs = LoopKnobs(
+        prompts_per_step=1,
+        group_size=4,
+        prompt_tokens=FixedLengths(tokens=5),
+        response_tokens=FixedLengths(tokens=10),
+        schedule="overlapped",
+        placement="split",
+        cores=2,
+        scoring_cores=1,
+        runtime="const",
+        batcher=BatcherSpec(kind="fixed", batch_size=2),
+        micro_batch=2,
+        max_num_seqs=1,
+        steps=2,
+    )
     # As test_overlapped_step_by_hand: one core generates, one scores; micro-batches of 2 reach the
     # scorer at 2 and 4 s -> 5.0 s.
     assert predict_step(knobs, make_profile(step_s=0.1)).step_time_s == pytest.approx(5.0)
@@ -146,8 +177,11 @@ def test_knobs_from_the_loops_default_config() -> None:
     from rlsim.planner.runs.predict import knobs_from_run_config, predict_step
 
     # load_config skips the loop's check that cores 0-2 exist here: the planner only reads the knobs.
-    config = load_config(RunConfig, Path(__file__).resolve().parents[2] / "configs" / "default.yaml",
-                         ["placement.preset=split", "placement.pool=[0, 1, 2]"])
+    config = load_config(
+        RunConfig,
+        Path(__file__).resolve().parents[2] / "configs" / "default.yaml",
+        ["placement.preset=split", "placement.pool=[0, 1, 2]"],
+    )
     knobs = knobs_from_run_config(config)
     assert (knobs.prompts_per_step, knobs.group_size, knobs.schedule) == (8, 4, "overlapped")
     assert knobs.response_tokens == LognormalLengths(mean=64, sigma=0.6, min=16, max=192)
@@ -160,8 +194,13 @@ def test_knobs_from_the_loops_default_config() -> None:
 
 def test_more_engines_than_rollouts_is_named() -> None:
     node = NodeSpec(count=2, cores=4, gpus=0, kind="test-kind")
-    spec = PlacementSpec(runtime="const", batcher=BatcherSpec(kind="fixed", batch_size=4), colocated=True,
-                         engine_units=1, schedule="sequential")
+    spec = PlacementSpec(
+        runtime="const",
+        batcher=BatcherSpec(kind="fixed", batch_size=4),
+        colocated=True,
+        engine_units=1,
+        schedule="sequential",
+    )
     ev = evaluate(node, make_profile(score_s=0.001), fixed_workload(), spec, steps=1)  # 4 rollouts, 8 engines
     assert ev.bottleneck == "generation" and "4 of 8 engines get no rollout" in ev.bottleneck_detail
     assert ev.steps[0].engine_makespan_mean_s == pytest.approx(ev.steps[0].engine_makespan_max_s)

@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 import yaml
+from planner_cases import make_profile
 
 from rlsim.cli.main import main
 from rlsim.errors import ConfigError, RlsimError
@@ -18,8 +19,6 @@ from rlsim.planner.runs.predict import loop_trace, predict_step
 from rlsim.planner.validate.command import validate_command
 from rlsim.planner.validate.compare import run_validation
 from rlsim.rollout.prompts import make_step_requests
-
-from planner_cases import make_profile
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -32,8 +31,14 @@ def loop_profile() -> Any:
 
 def write_set(tmp_path: Path, configs: list[dict[str, Any]], **top: Any) -> Path:
     save_profile(loop_profile(), tmp_path / "profile.json")
-    doc = {"base": str(ROOT / "configs" / "default.yaml"), "profile": "profile.json", "steps": 3,
-           "run": {"reward": {"runtime": "eager"}, "policy": {"backend": "hf"}}, "configs": configs, **top}
+    doc = {
+        "base": str(ROOT / "configs" / "default.yaml"),
+        "profile": "profile.json",
+        "steps": 3,
+        "run": {"reward": {"runtime": "eager"}, "policy": {"backend": "hf"}},
+        "configs": configs,
+        **top,
+    }
     path = tmp_path / "set.yaml"
     path.write_text(yaml.safe_dump(doc))
     return path
@@ -54,10 +59,21 @@ class FakeRunner:
         steps = []
         for i, total in enumerate(self.step_s[case.name], start=1):
             generated = sum(r.response_tokens for r in make_step_requests(w.spec, i, w.prompts_per_step, w.group_size))
-            steps.append({"step": i, "time_s": {"generate": total * 0.5, "score": total * 0.2, "update": total * 0.2,
-                                                "sync": total * 0.1, "idle": 0.0, "total": total},
-                          "rollouts": {"generated": w.prompts_per_step * w.group_size},
-                          "tokens": {"generated": generated}})
+            steps.append(
+                {
+                    "step": i,
+                    "time_s": {
+                        "generate": total * 0.5,
+                        "score": total * 0.2,
+                        "update": total * 0.2,
+                        "sync": total * 0.1,
+                        "idle": 0.0,
+                        "total": total,
+                    },
+                    "rollouts": {"generated": w.prompts_per_step * w.group_size},
+                    "tokens": {"generated": generated},
+                }
+            )
         results = {"config": case.config.model_dump(mode="json"), "complete": True, "steps": steps}
         out.mkdir(parents=True, exist_ok=True)
         (out / "results.json").write_text(json.dumps(results))
@@ -70,8 +86,10 @@ class FakeRunner:
         self.closed = True
 
 
-TWO = [{"name": "a", "run": {"schedule": "sequential", "workload": {"prompts_per_step": 2, "group_size": 2}}},
-       {"name": "b", "run": {"schedule": "overlapped", "workload": {"prompts_per_step": 3, "group_size": 2}}}]
+TWO = [
+    {"name": "a", "run": {"schedule": "sequential", "workload": {"prompts_per_step": 2, "group_size": 2}}},
+    {"name": "b", "run": {"schedule": "overlapped", "workload": {"prompts_per_step": 3, "group_size": 2}}},
+]
 
 
 def test_errors_predictions_and_json_with_a_fake_runner(tmp_path: Path) -> None:
@@ -128,8 +146,9 @@ def test_reuse_skips_runs_of_the_same_config_only(tmp_path: Path) -> None:
 def test_validate_command_writes_json_and_the_table_after_checking_everything(tmp_path: Path) -> None:
     path = write_set(tmp_path, TWO)
     runner = FakeRunner({"a": [1.0, 2.0, 2.0], "b": [1.0, 3.0, 3.0]})
-    report = validate_command(path, [], None, tmp_path / "runs", tmp_path / "out" / "v.json", reuse=False,
-                              runner=runner)
+    report = validate_command(
+        path, [], None, tmp_path / "runs", tmp_path / "out" / "v.json", reuse=False, runner=runner
+    )
     assert runner.closed and report["profile"]["hardware_kind"] == "test-kind"
     assert json.loads((tmp_path / "out" / "v.json").read_text())["median_abs_error"] == report["median_abs_error"]
     # A runtime the profile lacks is refused before any loop runs.
@@ -141,9 +160,14 @@ def test_validate_command_writes_json_and_the_table_after_checking_everything(tm
 
 
 def test_every_bad_entry_is_reported_at_once(tmp_path: Path) -> None:
-    path = write_set(tmp_path, [{"name": "ok", "run": {}},
-                                {"name": "typo", "run": {"schedul": "sequential"}},
-                                {"name": "short", "run": {"workload": {"group_size": 1}}}])
+    path = write_set(
+        tmp_path,
+        [
+            {"name": "ok", "run": {}},
+            {"name": "typo", "run": {"schedul": "sequential"}},
+            {"name": "short", "run": {"workload": {"group_size": 1}}},
+        ],
+    )
     with pytest.raises(ConfigError) as err:
         resolve_cases(*load_loop_set(path))
     text = str(err.value)
@@ -195,12 +219,15 @@ def test_deep_merge_changes_only_the_keys_named() -> None:
 
 
 def test_actors_are_shared_only_when_nothing_they_are_built_from_differs(tmp_path: Path) -> None:
-    path = write_set(tmp_path, [
-        {"name": "a", "run": {"schedule": "sequential"}},
-        {"name": "b", "run": {"schedule": "overlapped", "micro_batch": 4, "workload": {"prompts_per_step": 3}}},
-        {"name": "c", "run": {"placement": {"preset": "split"}}},
-        {"name": "d", "run": {"reward": {"batch_size": 8}}},
-    ])
+    path = write_set(
+        tmp_path,
+        [
+            {"name": "a", "run": {"schedule": "sequential"}},
+            {"name": "b", "run": {"schedule": "overlapped", "micro_batch": 4, "workload": {"prompts_per_step": 3}}},
+            {"name": "c", "run": {"placement": {"preset": "split"}}},
+            {"name": "d", "run": {"reward": {"batch_size": 8}}},
+        ],
+    )
     keys = [actor_key(c.config) for c in resolve_cases(*load_loop_set(path))]
     assert keys[0] == keys[1] and len({keys[0], keys[2], keys[3]}) == 3
 
@@ -220,8 +247,9 @@ def test_steps_disturbed_by_other_programs_are_left_out_but_reported(tmp_path: P
     cases = resolve_cases(*load_loop_set(write_set(tmp_path, TWO)))
     # a: step 3 ran while other programs took 60 % of the cores (and took 10 s instead of 2 s).
     # b: every measured step was disturbed, so none is dropped (nothing would be left).
-    runner = FakeRunner({"a": [1.0, 2.0, 10.0], "b": [1.0, 3.0, 3.0]},
-                        foreign={"a": [0.0, 0.05, 0.6], "b": [0.0, 0.5, 0.5]})
+    runner = FakeRunner(
+        {"a": [1.0, 2.0, 10.0], "b": [1.0, 3.0, 3.0]}, foreign={"a": [0.0, 0.05, 0.6], "b": [0.0, 0.5, 0.5]}
+    )
     report = run_validation(cases, loop_profile(), runner, tmp_path / "runs", None, disturbed_above=0.15)
     a, b = report["configs"]
     assert a["steps"] == [2] and a["dropped_steps"] == [3] and a["measured_step_s"] == pytest.approx(2.0)

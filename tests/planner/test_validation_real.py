@@ -12,11 +12,10 @@ from pathlib import Path
 
 import pytest
 import yaml
+from test_validation import ROOT, loop_profile
 
 from rlsim.cli.main import main
 from rlsim.planner.profile.schema import save_profile
-
-from test_validation import ROOT, loop_profile
 
 pytestmark = pytest.mark.slow
 
@@ -24,11 +23,19 @@ pytestmark = pytest.mark.slow
 def test_validate_one_tiny_config_on_the_real_loop(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     save_profile(loop_profile(), tmp_path / "profile.json")
     doc = {
-        "base": str(ROOT / "configs" / "default.yaml"), "profile": "profile.json", "steps": 2, "warmup_steps": 1,
-        "run": {"policy": {"backend": "hf"}, "reward": {"runtime": "eager", "batch_size": 4},
-                "workload": {"prompts_per_step": 1, "group_size": 2,
-                             "spec": {"prompt": {"kind": "fixed", "tokens": 8},
-                                      "response": {"kind": "fixed", "tokens": 8}}}},
+        "base": str(ROOT / "configs" / "default.yaml"),
+        "profile": "profile.json",
+        "steps": 2,
+        "warmup_steps": 1,
+        "run": {
+            "policy": {"backend": "hf"},
+            "reward": {"runtime": "eager", "batch_size": 4},
+            "workload": {
+                "prompts_per_step": 1,
+                "group_size": 2,
+                "spec": {"prompt": {"kind": "fixed", "tokens": 8}, "response": {"kind": "fixed", "tokens": 8}},
+            },
+        },
         "configs": [{"name": "tiny", "run": {"schedule": "sequential"}}],
     }
     path = tmp_path / "set.yaml"

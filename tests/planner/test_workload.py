@@ -32,8 +32,13 @@ def test_a_loop_workload_spec_carries_over_unchanged() -> None:
 
 
 def test_yaml_form_is_the_loops_form() -> None:
-    workload = Workload.model_validate({"prompts_per_step": 1, "prompt_tokens": {"kind": "fixed", "tokens": 9},
-                                        "response_tokens": {"kind": "uniform", "min": 1, "max": 2}})
+    workload = Workload.model_validate(
+        {
+            "prompts_per_step": 1,
+            "prompt_tokens": {"kind": "fixed", "tokens": 9},
+            "response_tokens": {"kind": "uniform", "min": 1, "max": 2},
+        }
+    )
     assert isinstance(workload.prompt_tokens, FixedLengths) and isinstance(workload.response_tokens, UniformLengths)
     with pytest.raises(ValidationError, match="mean"):  # the planner's old spelling of a fixed length
         Workload.model_validate({"prompts_per_step": 1, "response_tokens": {"kind": "fixed", "mean": 9}})

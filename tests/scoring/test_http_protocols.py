@@ -27,10 +27,13 @@ ROOT = Path(__file__).resolve().parents[2]
 def test_every_protocol_gives_the_in_process_rewards(minilm, texts) -> None:
     eager = make_scorer("eager", minilm, ScorerSettings(threads=1, max_length=64))
     # This one starts its own server and speaks OpenRLHF's /get_reward to it; the others use its URL.
-    own = make_scorer("http", minilm, ScorerSettings(server_runtime="eager", threads=1, max_length=64,
-                                                     http_protocol="openrlhf"))
-    clients = [make_scorer("http", minilm, ScorerSettings(url=own.url, http_protocol=p))  # type: ignore[attr-defined]
-               for p in ("rlsim", "vllm-classify")]
+    own = make_scorer(
+        "http", minilm, ScorerSettings(server_runtime="eager", threads=1, max_length=64, http_protocol="openrlhf")
+    )
+    clients = [
+        make_scorer("http", minilm, ScorerSettings(url=own.url, http_protocol=p))  # type: ignore[attr-defined]
+        for p in ("rlsim", "vllm-classify")
+    ]
     try:
         direct = eager.score_batch(texts)
         for scorer in (own, *clients):
@@ -52,9 +55,12 @@ def test_vllm_classify_request_and_response_match_vllms_own_classes() -> None:
     assert request.input == ["a", "b"] and request.model == "rm" and request.use_activation is False
     assert request.truncate_prompt_tokens == 64 and request.truncation_side == "left"
     answer = vllm_classify.ClassificationResponse(
-        model="rm", usage=engine.UsageInfo(prompt_tokens=4, total_tokens=4),
-        data=[vllm_classify.ClassificationData(index=i, label="LABEL_0", probs=[p], num_classes=1)
-              for i, p in ((1, -0.5), (0, 2.25))],
+        model="rm",
+        usage=engine.UsageInfo(prompt_tokens=4, total_tokens=4),
+        data=[
+            vllm_classify.ClassificationData(index=i, label="LABEL_0", probs=[p], num_classes=1)
+            for i, p in ((1, -0.5), (0, 2.25))
+        ],
     ).model_dump(mode="json")
     assert wire.rewards(answer, 2, "http://x") == ([2.25, -0.5], 0)  # ordered by index, raw logits
     two_labels = {**answer, "data": [{**d, "probs": [0.1, 0.9], "num_classes": 2} for d in answer["data"]]}

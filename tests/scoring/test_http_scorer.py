@@ -13,16 +13,15 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Iterator
 
 import numpy as np
 import psutil
 import pytest
 
 from rlsim.errors import RlsimError
-from rlsim.scoring import make_scorer, register_scorer
-from rlsim.scoring import http_scorer
+from rlsim.scoring import http_scorer, make_scorer, register_scorer
 from rlsim.scoring.base import ScorerSettings
 from rlsim.scoring.http_scorer import HttpScorer
 

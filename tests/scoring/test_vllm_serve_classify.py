@@ -40,10 +40,28 @@ def vllm_server(tiny_llama_rm, tmp_path_factory) -> Iterator[str]:
 
     port = _free_port()
     log = Path(tmp_path_factory.mktemp("vllm")) / "server.log"
-    cmd = [sys.executable, "-m", "vllm.entrypoints.openai.api_server", "--model", str(tiny_llama_rm.path),
-           "--served-model-name", "tiny-llama-rm", "--runner", "pooling", "--convert", "classify",
-           "--dtype", "float32", "--max-model-len", "512", "--enforce-eager",
-           "--host", "127.0.0.1", "--port", str(port)]
+    cmd = [
+        sys.executable,
+        "-m",
+        "vllm.entrypoints.openai.api_server",
+        "--model",
+        str(tiny_llama_rm.path),
+        "--served-model-name",
+        "tiny-llama-rm",
+        "--runner",
+        "pooling",
+        "--convert",
+        "classify",
+        "--dtype",
+        "float32",
+        "--max-model-len",
+        "512",
+        "--enforce-eager",
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+    ]
     env = {**os.environ, "VLLM_CPU_KVCACHE_SPACE": "1"}
     with open(log, "wb") as out:
         proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, env=env, start_new_session=True)
@@ -71,8 +89,9 @@ def vllm_server(tiny_llama_rm, tmp_path_factory) -> Iterator[str]:
 
 def test_http_runtime_scores_with_a_real_vllm_classify_server(vllm_server, tiny_llama_rm, texts) -> None:
     eager = make_scorer("eager", tiny_llama_rm, ScorerSettings(threads=1, max_length=128))
-    http = make_scorer("http", tiny_llama_rm, ScorerSettings(url=vllm_server, http_protocol="vllm-classify",
-                                                             max_length=128))
+    http = make_scorer(
+        "http", tiny_llama_rm, ScorerSettings(url=vllm_server, http_protocol="vllm-classify", max_length=128)
+    )
     try:
         assert http._served_model == "tiny-llama-rm"  # type: ignore[attr-defined]
         served, direct = http.score_batch(texts), eager.score_batch(texts)
@@ -93,9 +112,35 @@ def test_rlsim_bench_scoring_runs_against_the_vllm_server(vllm_server, tmp_path)
     from rlsim.cli.main import main
 
     out = tmp_path / "bench"
-    assert main(["bench", "scoring", "--model", "tiny-llama-rm", "--runtimes", "http", "--url", vllm_server,
-                 "--http-protocol", "vllm-classify", "--batch-sizes", "8", "--repeats", "2", "--warmup", "1",
-                 "--count", "16", "--max-length", "128", "--out", str(out)]) == 0
+    assert (
+        main(
+            [
+                "bench",
+                "scoring",
+                "--model",
+                "tiny-llama-rm",
+                "--runtimes",
+                "http",
+                "--url",
+                vllm_server,
+                "--http-protocol",
+                "vllm-classify",
+                "--batch-sizes",
+                "8",
+                "--repeats",
+                "2",
+                "--warmup",
+                "1",
+                "--count",
+                "16",
+                "--max-length",
+                "128",
+                "--out",
+                str(out),
+            ]
+        )
+        == 0
+    )
     assert json.loads((out / "results.json").read_text())
     assert "http" in (out / "cells.csv").read_text()
 
@@ -107,18 +152,39 @@ def test_rlsim_run_scores_its_rollouts_with_the_vllm_server(vllm_server, ray_clu
     from rlsim.loop.config import RunConfig, cross_field_problems
     from rlsim.loop.run import run_loop
 
-    config = RunConfig.model_validate({
-        "steps": 2, "micro_batch": 2, "schedule": "overlapped",
-        "policy": {"model": "tiny-llama", "backend": "hf"},
-        "workload": {"prompts_per_step": 2, "group_size": 2,
-                     "spec": {"seed": 1, "prompt": {"kind": "fixed", "tokens": 8},
-                              "response": {"kind": "uniform", "min": 4, "max": 16}}},
-        "reward": {"model": "tiny-llama-rm", "runtime": "http", "url": vllm_server, "http_protocol": "vllm-classify",
-                   "batch_size": 4, "max_length": 64},
-        "trainer": {"micro_batch": 4, "sync": "simulated", "simulated_sync_s": 0},
-        "placement": {"preset": "shared", "strategy": "PACK",
-                      "rollout": {"num_cpus": 0.25}, "scorer": {"num_cpus": 0.25}, "trainer": {"num_cpus": 0.25}},
-    })
+    config = RunConfig.model_validate(
+        {
+            "steps": 2,
+            "micro_batch": 2,
+            "schedule": "overlapped",
+            "policy": {"model": "tiny-llama", "backend": "hf"},
+            "workload": {
+                "prompts_per_step": 2,
+                "group_size": 2,
+                "spec": {
+                    "seed": 1,
+                    "prompt": {"kind": "fixed", "tokens": 8},
+                    "response": {"kind": "uniform", "min": 4, "max": 16},
+                },
+            },
+            "reward": {
+                "model": "tiny-llama-rm",
+                "runtime": "http",
+                "url": vllm_server,
+                "http_protocol": "vllm-classify",
+                "batch_size": 4,
+                "max_length": 64,
+            },
+            "trainer": {"micro_batch": 4, "sync": "simulated", "simulated_sync_s": 0},
+            "placement": {
+                "preset": "shared",
+                "strategy": "PACK",
+                "rollout": {"num_cpus": 0.25},
+                "scorer": {"num_cpus": 0.25},
+                "trainer": {"num_cpus": 0.25},
+            },
+        }
+    )
     assert not cross_field_problems(config)
     run_loop(config, tmp_path, show_progress=False)
     saved = json.loads((tmp_path / "results.json").read_text())

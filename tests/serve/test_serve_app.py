@@ -13,9 +13,9 @@ from concurrent.futures import ThreadPoolExecutor
 import httpx
 import numpy as np
 import pytest
-
 from serve_helpers import WAIT, backend_factory
 from tiny_scorer import TextOnlyScorer, tiny_spec
+
 from rlsim.errors import RlsimError
 from rlsim.scoring.base import ScorerSettings
 from rlsim.serve.settings import ServeSettings

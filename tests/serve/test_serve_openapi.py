@@ -9,11 +9,17 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 
 schemathesis = pytest.importorskip("schemathesis")
-from schemathesis import checks as st_checks  # noqa: E402
 from schemathesis import GenerationMode  # noqa: E402
+from schemathesis import checks as st_checks  # noqa: E402
 
-ENDPOINTS = {("/score", "post"), ("/get_reward", "post"), ("/classify", "post"), ("/v1/models", "get"),
-             ("/health", "get"), ("/metrics", "get")}
+ENDPOINTS = {
+    ("/score", "post"),
+    ("/get_reward", "post"),
+    ("/classify", "post"),
+    ("/v1/models", "get"),
+    ("/health", "get"),
+    ("/metrics", "get"),
+}
 
 
 @pytest.fixture
@@ -71,8 +77,14 @@ def test_score_schema_says_exactly_one_of_texts_or_token_ids(served) -> None:
     srv, doc = served
     request = doc["paths"]["/score"]["post"]["requestBody"]["content"]["application/json"]["schema"]
     check = validator(doc, request["$ref"].rsplit("/", 1)[1])
-    cases = [{}, {"texts": ["a"], "token_ids": [[1]]}, {"texts": None, "token_ids": None}, {"texts": ["a"]},
-             {"token_ids": [[1]]}, {"texts": None, "token_ids": [[1]]}]
+    cases = [
+        {},
+        {"texts": ["a"], "token_ids": [[1]]},
+        {"texts": None, "token_ids": None},
+        {"texts": ["a"]},
+        {"token_ids": [[1]]},
+        {"texts": None, "token_ids": [[1]]},
+    ]
     with srv.client() as client:
         for body in cases:
             accepted = client.post("/score", json=body).status_code == 200
@@ -98,8 +110,7 @@ def test_schemathesis_finds_no_disagreement(served) -> None:
             if mode is GenerationMode.NEGATIVE and operation.method.upper() == "GET":
                 continue  # no parameters to break
 
-            @settings(max_examples=25, deadline=None, database=None,
-                      suppress_health_check=list(HealthCheck))
+            @settings(max_examples=25, deadline=None, database=None, suppress_health_check=list(HealthCheck))
             @given(operation.as_strategy(generation_mode=mode))
             def case(c) -> None:
                 c.call_and_validate(checks=selected)

@@ -13,7 +13,6 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
-
 from serve_helpers import WAIT
 
 vllm_classify = pytest.importorskip("vllm.entrypoints.pooling.classify.protocol")

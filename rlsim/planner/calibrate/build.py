@@ -8,9 +8,9 @@ is left out (or copied from ``--fill-from`` and listed in ``unmeasured``), never
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Sequence
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -18,13 +18,6 @@ from rlsim.errors import RlsimError
 from rlsim.planner.calibrate.loop_fits import CalibrationRun, read_calibration_run
 from rlsim.planner.calibrate.sections import calibrated_models, loop_contention, with_in_loop_factors
 from rlsim.planner.profile.fitting import fit_generation_model, fit_latency_model
-from rlsim.planner.runs.loop_results import (
-    generation_point,
-    read_contention,
-    read_loop_steps,
-    read_run_settings,
-    trainer_model,
-)
 from rlsim.planner.profile.schema import (
     ContentionEntry,
     ContentionModel,
@@ -35,6 +28,13 @@ from rlsim.planner.profile.schema import (
     ScorerLatencyModel,
     TrainerModel,
     new_profile_header,
+)
+from rlsim.planner.runs.loop_results import (
+    generation_point,
+    read_contention,
+    read_loop_steps,
+    read_run_settings,
+    trainer_model,
 )
 from rlsim.planner.runs.loop_set import QuietGate
 
@@ -73,8 +73,12 @@ class ProfileConfig(BaseModel):
     contention_results: str | None = None
     loop_set: str | None = Field(default=None, description="a loop-set YAML whose runs `rlsim profile` makes")
     skip_first: int = Field(default=1, ge=0, description="warm-up steps of each loop run not used")
-    disturbed_above: float | None = Field(default=0.15, ge=0, le=1, description="leave out scorer calls and "
-                                          "loop steps during which other programs took more of the cores")
+    disturbed_above: float | None = Field(
+        default=0.15,
+        ge=0,
+        le=1,
+        description="leave out scorer calls and loop steps during which other programs took more of the cores",
+    )
     quiet: QuietGate | None = Field(default=None, description="wait for idle cores before each scorer cell")
 
 
@@ -116,8 +120,10 @@ def build_profile(
         for name, value in list(sections.items()):
             if value is None and getattr(fill_from, name) is not None:
                 sections[name] = getattr(fill_from, name)
-                unmeasured.append(f"{name}: copied from the {fill_from.hardware_kind} profile "
-                                  f"({'illustrative' if fill_from.illustrative else 'measured'})")
+                unmeasured.append(
+                    f"{name}: copied from the {fill_from.hardware_kind} profile "
+                    f"({'illustrative' if fill_from.illustrative else 'measured'})"
+                )
         for name, model in fill_from.runtimes.items():
             if name not in runtimes:
                 runtimes[name] = model
@@ -128,13 +134,21 @@ def build_profile(
     profile = Profile(
         **new_profile_header(config.hardware_kind, illustrative=illustrative),
         notes=[*notes, f"measured by rlsim profile: {', '.join(measured) or 'nothing'}"],
-        unmeasured=unmeasured, runtimes=runtimes, **sections,
+        unmeasured=unmeasured,
+        runtimes=runtimes,
+        **sections,
     )
     return Built(profile, measured, unmeasured)
 
 
-def _scorers(config: ProfileConfig, measure: bool, measured: list[str], unmeasured: list[str],
-             on_cell: Callable[[str], None] | None, scorers_from: Profile | None) -> dict[str, ScorerLatencyModel]:
+def _scorers(
+    config: ProfileConfig,
+    measure: bool,
+    measured: list[str],
+    unmeasured: list[str],
+    on_cell: Callable[[str], None] | None,
+    scorers_from: Profile | None,
+) -> dict[str, ScorerLatencyModel]:
     from rlsim.planner.calibrate.measure_scorers import ScorerGrid, measure_runtime
 
     grid = ScorerGrid(config.batch_sizes, config.lengths, config.units, repeats=config.repeats)
@@ -143,8 +157,10 @@ def _scorers(config: ProfileConfig, measure: bool, measured: list[str], unmeasur
         old = scorers_from.runtimes.get(runtime) if scorers_from else None
         if old is not None and old.samples and scorers_from is not None and not scorers_from.illustrative:
             out[runtime] = fit_latency_model(old.samples, old.device, old.max_length, config.disturbed_above)
-            measured.append(f"runtime {runtime}: re-fitted from {len(old.samples)} samples stored in the "
-                            f"{scorers_from.hardware_kind} profile (R^2 {out[runtime].fit.r2:.3f})")
+            measured.append(
+                f"runtime {runtime}: re-fitted from {len(old.samples)} samples stored in the "
+                f"{scorers_from.hardware_kind} profile (R^2 {out[runtime].fit.r2:.3f})"
+            )
             continue
         if not measure:
             unmeasured.append(f"runtime {runtime}: scorer timing skipped (--no-scorers)")
@@ -152,8 +168,10 @@ def _scorers(config: ProfileConfig, measure: bool, measured: list[str], unmeasur
         samples, max_length = measure_runtime(runtime, config.reward_model, config.device, grid, on_cell, config.quiet)
         model = fit_latency_model(samples, config.device, max_length, config.disturbed_above)
         out[runtime] = model
-        measured.append(f"runtime {runtime} ({len(samples)} samples, R^2 {model.fit.r2:.3f}, "
-                        f"residual {model.fit.residual_rel_std:.1%})")
+        measured.append(
+            f"runtime {runtime} ({len(samples)} samples, R^2 {model.fit.r2:.3f}, "
+            f"residual {model.fit.residual_rel_std:.1%})"
+        )
     return out
 
 
@@ -173,15 +191,17 @@ def _from_loop(
         except RlsimError:
             legacy.append((path, run or LoopRun(path=str(path))))
     if calibration:
-        generation, trainer = calibrated_models(calibration, config.generation_device, config.max_running,
-                                              measured, unmeasured)
+        generation, trainer = calibrated_models(
+            calibration, config.generation_device, config.max_running, measured, unmeasured
+        )
         return generation, trainer, calibration
     generation, trainer = _from_points(config, legacy, measured, unmeasured)
     return generation, trainer, []
 
 
-def _from_points(config: ProfileConfig, legacy: list[tuple[Path, LoopRun]], measured: list[str],
-                 unmeasured: list[str]) -> tuple[GenerationModel | None, TrainerModel | None]:
+def _from_points(
+    config: ProfileConfig, legacy: list[tuple[Path, LoopRun]], measured: list[str], unmeasured: list[str]
+) -> tuple[GenerationModel | None, TrainerModel | None]:
     """One throughput point per run (``running``, ``units`` given or read from the run)."""
     runs = [read_loop_steps(path, config.skip_first) for path, _ in legacy]
     points = list(config.generation_points)
@@ -226,8 +246,10 @@ def _contention(
     if not per_runtime:
         return None
     # The default for runtimes the experiment did not run: the worst measured (a cautious plan).
-    worst = ContentionEntry(gen_slowdown=max(e.gen_slowdown for e in per_runtime.values()),
-                            score_slowdown=max(e.score_slowdown for e in per_runtime.values()))
+    worst = ContentionEntry(
+        gen_slowdown=max(e.gen_slowdown for e in per_runtime.values()),
+        score_slowdown=max(e.score_slowdown for e in per_runtime.values()),
+    )
     measured.append(f"contention for {', '.join(sorted(per_runtime))}")
     return ContentionModel(default=worst, per_runtime=per_runtime)
 

@@ -71,9 +71,15 @@ def _verl(m: dict[str, float], line: int) -> LoggedStep:
         raise RlsimError(f"line {line}: prompt_length/mean + response_length/mean is 0; cannot count the rollouts")
     update = m["timing_s/update_actor"] + sum(m.get(f"timing_s/{k}", 0.0) for k in _VERL_TRAINER_SIDE)
     return LoggedStep(
-        line=line, rollouts=max(1, round(m["perf/total_num_tokens"] / (prompt + response))), prompt_mean=prompt,
-        response_mean=response, response_max=m.get("response_length/max", response), gen_s=m["timing_s/gen"],
-        score_s=m.get("timing_s/reward", 0.0), update_s=update, sync_s=m["timing_s/update_weights"],
+        line=line,
+        rollouts=max(1, round(m["perf/total_num_tokens"] / (prompt + response))),
+        prompt_mean=prompt,
+        response_mean=response,
+        response_max=m.get("response_length/max", response),
+        gen_s=m["timing_s/gen"],
+        score_s=m.get("timing_s/reward", 0.0),
+        update_s=update,
+        sync_s=m["timing_s/update_weights"],
         step_s=m["timing_s/step"],
     )
 
@@ -81,23 +87,48 @@ def _verl(m: dict[str, float], line: int) -> LoggedStep:
 def _openrlhf(m: dict[str, float], line: int) -> LoggedStep:
     response = m["rollout/response_length_mean"]
     return LoggedStep(
-        line=line, rollouts=max(1, round(m["rollout/num_samples"])), prompt_mean=0.0, response_mean=response,
-        response_max=response, gen_s=m["timing/generation"], score_s=m["timing/make_experience"],
-        update_s=m["timing/ppo_train"], sync_s=m["timing/broadcast"], step_s=m["timing/step_total"],
+        line=line,
+        rollouts=max(1, round(m["rollout/num_samples"])),
+        prompt_mean=0.0,
+        response_mean=response,
+        response_max=response,
+        gen_s=m["timing/generation"],
+        score_s=m["timing/make_experience"],
+        update_s=m["timing/ppo_train"],
+        sync_s=m["timing/broadcast"],
+        step_s=m["timing/step_total"],
     )
 
 
 FORMATS: dict[str, LogFormat] = {
     "verl": LogFormat(
-        name="verl", source="verl/trainer/ppo/metric_utils.py + ray_trainer.py", marker="timing_s/gen",
-        required=("timing_s/gen", "timing_s/update_actor", "timing_s/update_weights", "timing_s/step",
-                  "response_length/mean", "prompt_length/mean", "perf/total_num_tokens"),
+        name="verl",
+        source="verl/trainer/ppo/metric_utils.py + ray_trainer.py",
+        marker="timing_s/gen",
+        required=(
+            "timing_s/gen",
+            "timing_s/update_actor",
+            "timing_s/update_weights",
+            "timing_s/step",
+            "response_length/mean",
+            "prompt_length/mean",
+            "perf/total_num_tokens",
+        ),
         parse=_verl,
     ),
     "openrlhf": LogFormat(
-        name="openrlhf", source="openrlhf/trainer/ppo_trainer.py", marker="timing/generation",
-        required=("timing/generation", "timing/make_experience", "timing/ppo_train", "timing/broadcast",
-                  "timing/step_total", "rollout/response_length_mean", "rollout/num_samples"),
+        name="openrlhf",
+        source="openrlhf/trainer/ppo_trainer.py",
+        marker="timing/generation",
+        required=(
+            "timing/generation",
+            "timing/make_experience",
+            "timing/ppo_train",
+            "timing/broadcast",
+            "timing/step_total",
+            "rollout/response_length_mean",
+            "rollout/num_samples",
+        ),
         parse=_openrlhf,
     ),
 }
@@ -128,8 +159,10 @@ def read_framework_log(path: str | Path) -> tuple[LogFormat, list[LoggedStep]]:
     if problems:
         shown = "\n".join(f"  - {x}" for x in problems[:20])
         more = f"\n  ... and {len(problems) - 20} more" if len(problems) > 20 else ""
-        raise RlsimError(f"{p}: {len(problems)} {fmt.name} step line(s) cannot be used:\n{shown}{more}\n"
-                         f"a {fmt.name} log needs on every step line: {', '.join(fmt.required)}")
+        raise RlsimError(
+            f"{p}: {len(problems)} {fmt.name} step line(s) cannot be used:\n{shown}{more}\n"
+            f"a {fmt.name} log needs on every step line: {', '.join(fmt.required)}"
+        )
     return fmt, steps
 
 
@@ -151,8 +184,10 @@ def _records(path: Path) -> list[tuple[int, dict[str, float]]]:
             continue
         out.append((number, _numbers(obj)))
     if bad:
-        raise RlsimError(f"{path} is not a JSONL metrics log ({'; '.join(bad[:5])}); give one JSON object of "
-                         f"metrics per line. Accepted formats: {accepted_formats()}")
+        raise RlsimError(
+            f"{path} is not a JSONL metrics log ({'; '.join(bad[:5])}); give one JSON object of "
+            f"metrics per line. Accepted formats: {accepted_formats()}"
+        )
     return out
 
 
@@ -166,6 +201,8 @@ def _detect(records: list[tuple[int, dict[str, float]]], path: Path) -> LogForma
     if len(found) == 1:
         return found[0]
     if not found:
-        raise RlsimError(f"{path}: unknown log format (no line has {' or '.join(f.marker for f in FORMATS.values())}). "
-                         f"Accepted formats: {accepted_formats()}")
+        raise RlsimError(
+            f"{path}: unknown log format (no line has {' or '.join(f.marker for f in FORMATS.values())}). "
+            f"Accepted formats: {accepted_formats()}"
+        )
     raise RlsimError(f"{path} mixes formats ({', '.join(f.name for f in found)}); give one framework's log per file")

@@ -65,8 +65,10 @@ def step_trace(step: LoggedStep) -> tuple[list[int], list[int]]:
     longest = max(round(step.response_max), -(-total // n))
     rest = total - longest
     if rest < 0 or step.response_max < step.response_mean:
-        raise RlsimError(f"line {step.line}: response lengths are inconsistent (mean {step.response_mean:g}, "
-                         f"max {step.response_max:g} over {n} rollouts)")
+        raise RlsimError(
+            f"line {step.line}: response lengths are inconsistent (mean {step.response_mean:g}, "
+            f"max {step.response_max:g} over {n} rollouts)"
+        )
     q, r = divmod(rest, n - 1) if n > 1 else (0, 0)
     responses = [longest] + [q + 1] * r + [q] * (n - 1 - r)
     return [round(step.prompt_mean)] * n, responses[:n]
@@ -77,8 +79,15 @@ def _gen_features(trace: tuple[list[int], list[int]], engines: int, max_running:
     batch = deal(np.asarray(trace[0]), np.asarray(trace[1]), engines)
     out = []
     for base, per_seq, prefill in ((1.0, 0.0, 0.0), (0.0, 1.0, 0.0), (0.0, 0.0, 1.0)):
-        unit = GenerationModel(device="cuda", units=1.0, base_s=base, per_seq_s=per_seq, prefill_s_per_token=prefill,
-                               max_running=max_running, fit=_NO_FIT)
+        unit = GenerationModel(
+            device="cuda",
+            units=1.0,
+            base_s=base,
+            per_seq_s=per_seq,
+            prefill_s_per_token=prefill,
+            max_running=max_running,
+            fit=_NO_FIT,
+        )
         out.append(float(completion_work_s(batch, unit, 1.0, max_running)[0].max()))
     # Engine 0 holds the longest rollout and at least as many rollouts and tokens as any other (the
     # trace puts the longest first and deal() gives the first engines the remainder), so it is the
@@ -89,8 +98,9 @@ def _gen_features(trace: tuple[list[int], list[int]], engines: int, max_running:
 _NO_FIT = FitStats(n_samples=0, r2=0.0, residual_rel_std=0.0, residual_rel_max=0.0)
 
 
-def fit_log_profile(fmt: LogFormat, steps: list[LoggedStep], layout: LogLayout, hardware_kind: str,
-                    notes: list[str]) -> Profile:
+def fit_log_profile(
+    fmt: LogFormat, steps: list[LoggedStep], layout: LogLayout, hardware_kind: str, notes: list[str]
+) -> Profile:
     """A profile whose generation, scoring, update, sync and overhead are fitted to ``steps``."""
     if len(steps) < 3:
         raise RlsimError(f"the log has {len(steps)} step line(s); fitting needs 3 or more steps")
@@ -100,25 +110,44 @@ def fit_log_profile(fmt: LogFormat, steps: list[LoggedStep], layout: LogLayout, 
     max_running = max(1024, max(s.rollouts for s in steps))
     gen = _fit_generation(steps, traces, layout, max_running)
     tokens = np.array([sum(r) for _, r in traces], dtype=float)
-    update_coef, _, _ = fit_scaled_trimmed(tokens[:, None], np.ones((len(steps), 1)),
-                                           _positive([s.update_s for s in steps], "update"), np.ones(len(steps)), 1.0)
+    update_coef, _, _ = fit_scaled_trimmed(
+        tokens[:, None],
+        np.ones((len(steps), 1)),
+        _positive([s.update_s for s in steps], "update"),
+        np.ones(len(steps)),
+        1.0,
+    )
     sync = np.array([s.sync_s for s in steps])
     sync_coef = nonneg_lstsq(np.column_stack([np.ones_like(tokens), tokens]), sync)
-    trainer = TrainerModel(units=float(layout.gpus), update_s_per_token=float(update_coef[0]),
-                           update_fixed_s=float(update_coef[1]), sync_fixed_s=float(sync_coef[0]),
-                           sync_s_per_token=float(sync_coef[1]), step_overhead_s=_overhead(steps))
+    trainer = TrainerModel(
+        units=float(layout.gpus),
+        update_s_per_token=float(update_coef[0]),
+        update_fixed_s=float(update_coef[1]),
+        sync_fixed_s=float(sync_coef[0]),
+        sync_s_per_token=float(sync_coef[1]),
+        step_overhead_s=_overhead(steps),
+    )
     unmeasured = ["contention: none (the frameworks log sequential phases; gen and score slowdowns set to 0)"]
     if fmt.name == "openrlhf":
-        unmeasured.append("prompt lengths and the longest response (OpenRLHF logs neither): prompts counted as 0 "
-                          "tokens, every response as the mean")
+        unmeasured.append(
+            "prompt lengths and the longest response (OpenRLHF logs neither): prompts counted as 0 "
+            "tokens, every response as the mean"
+        )
     return Profile(
-        rlsim_version=rlsim.__version__, schema_version=SCHEMA_VERSION, hardware_kind=hardware_kind, illustrative=False,
-        notes=[*notes, f"fitted to {len(steps)} steps of a {fmt.name} log ({fmt.source}) on {layout.gpus} GPUs, "
-               f"{layout.engines} engine(s) of {layout.engine_gpus} GPU(s); plan with runtime {RUNTIME!r}, "
-               "schedule sequential, colocated"],
+        rlsim_version=rlsim.__version__,
+        schema_version=SCHEMA_VERSION,
+        hardware_kind=hardware_kind,
+        illustrative=False,
+        notes=[
+            *notes,
+            f"fitted to {len(steps)} steps of a {fmt.name} log ({fmt.source}) on {layout.gpus} GPUs, "
+            f"{layout.engines} engine(s) of {layout.engine_gpus} GPU(s); plan with runtime {RUNTIME!r}, "
+            "schedule sequential, colocated",
+        ],
         unmeasured=unmeasured,
         runtimes={RUNTIME: _fit_scorer(steps, traces, layout)},
-        generation=gen, trainer=trainer,
+        generation=gen,
+        trainer=trainer,
         contention=ContentionModel(default=ContentionEntry(gen_slowdown=0.0, score_slowdown=0.0)),
     )
 
@@ -130,30 +159,46 @@ def _positive(values: list[float], what: str) -> np.ndarray:
     return out
 
 
-def _fit_generation(steps: list[LoggedStep], traces: list[tuple[list[int], list[int]]], layout: LogLayout,
-                    max_running: int) -> GenerationModel:
+def _fit_generation(
+    steps: list[LoggedStep], traces: list[tuple[list[int], list[int]]], layout: LogLayout, max_running: int
+) -> GenerationModel:
     x = np.array([_gen_features(t, layout.engines, max_running) for t in traces])
     y = _positive([s.gen_s for s in steps], "generation")
     if len(np.unique(x[:, 1])) < 2:
-        raise RlsimError("every logged step generated the same tokens; generation's fixed and per-sequence costs "
-                         "cannot be told apart (give a log whose response lengths vary)")
+        raise RlsimError(
+            "every logged step generated the same tokens; generation's fixed and per-sequence costs "
+            "cannot be told apart (give a log whose response lengths vary)"
+        )
     coef, _, keep = fit_scaled_trimmed(x[:, :2], x[:, 2:], y, np.ones(len(y)), 1.0)
     predicted = x @ coef
     return GenerationModel(
-        device="cuda", units=float(layout.engine_gpus), base_s=float(coef[0]), per_seq_s=float(coef[1]),
-        prefill_s_per_token=float(coef[2]), max_running=max_running, fit=fit_stats(y[keep], predicted[keep]),
+        device="cuda",
+        units=float(layout.engine_gpus),
+        base_s=float(coef[0]),
+        per_seq_s=float(coef[1]),
+        prefill_s_per_token=float(coef[2]),
+        max_running=max_running,
+        fit=fit_stats(y[keep], predicted[keep]),
     )
 
 
-def _fit_scorer(steps: list[LoggedStep], traces: list[tuple[list[int], list[int]]],
-                layout: LogLayout) -> ScorerLatencyModel:
+def _fit_scorer(
+    steps: list[LoggedStep], traces: list[tuple[list[int], list[int]]], layout: LogLayout
+) -> ScorerLatencyModel:
     """One batch per step: ``score_s = a + c x rollouts x longest (prompt + response)``."""
     y = np.array([s.score_s for s in steps], dtype=float)
     padded = np.array([len(r) * max(p[i] + r[i] for i in range(len(r))) for p, r in traces], dtype=float)
     coef = nonneg_lstsq(np.column_stack([np.ones_like(padded), padded]), y)
     fit = fit_stats(y, coef[0] + coef[1] * padded) if np.all(y > 0) else _NO_FIT
-    return ScorerLatencyModel(device="cuda", units=float(layout.gpus), intercept_s=float(coef[0]), per_sequence_s=0.0,
-                              per_padded_token_s=float(coef[1]), max_length=_NO_TRUNCATION, fit=fit)
+    return ScorerLatencyModel(
+        device="cuda",
+        units=float(layout.gpus),
+        intercept_s=float(coef[0]),
+        per_sequence_s=0.0,
+        per_padded_token_s=float(coef[1]),
+        max_length=_NO_TRUNCATION,
+        fit=fit,
+    )
 
 
 def _overhead(steps: list[LoggedStep]) -> float:
@@ -163,8 +208,13 @@ def _overhead(steps: list[LoggedStep]) -> float:
 
 def plan_placement(max_rollouts: int) -> dict[str, object]:
     """The ``placement`` of a plan YAML that simulates steps as the logged run ran them."""
-    return {"schedule": "sequential", "colocated": True, "runtime": RUNTIME, "dispatch": "pull",
-            "batcher": {"kind": "fixed", "batch_size": max_rollouts}}
+    return {
+        "schedule": "sequential",
+        "colocated": True,
+        "runtime": RUNTIME,
+        "dispatch": "pull",
+        "batcher": {"kind": "fixed", "batch_size": max_rollouts},
+    }
 
 
 def replay_steps(profile: Profile, steps: list[LoggedStep], layout: LogLayout) -> list[float]:
@@ -179,7 +229,6 @@ def replay_steps(profile: Profile, steps: list[LoggedStep], layout: LogLayout) -
     spec = PlacementSpec.model_validate(plan_placement(max(s.rollouts for s in steps)))
     out = []
     for trace in traces:  # one evaluation per step: the rollout count changes from step to step
-        workload = ReplayWorkload(prompts_per_step=len(trace[1]), response_tokens=FixedLengths(tokens=1),
-                                  trace=[trace])
+        workload = ReplayWorkload(prompts_per_step=len(trace[1]), response_tokens=FixedLengths(tokens=1), trace=[trace])
         out.append(evaluate(node, profile, workload, spec, steps=1, noise=False).step_time_s)
     return out

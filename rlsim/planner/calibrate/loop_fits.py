@@ -34,8 +34,6 @@ import numpy as np
 
 from rlsim.errors import RlsimError
 from rlsim.planner.profile.fitting import EXPONENT_GRID, SLOW_OUTLIER, fit_stats, nonneg_lstsq
-from rlsim.planner.runs.loop_results import LoopSteps, drop_disturbed, parse_loop_steps, read_json
-from rlsim.planner.sim.generation import completion_work_s, deal
 from rlsim.planner.profile.schema import (
     ContentionEntry,
     ContentionModel,
@@ -45,6 +43,8 @@ from rlsim.planner.profile.schema import (
     Profile,
     TrainerModel,
 )
+from rlsim.planner.runs.loop_results import LoopSteps, drop_disturbed, parse_loop_steps, read_json
+from rlsim.planner.sim.generation import completion_work_s, deal
 
 if TYPE_CHECKING:
     from rlsim.loop.config import RunConfig
@@ -58,7 +58,7 @@ class CalibrationRun:
     """One loop run: its config, measured steps, the cores each role had and every step's lengths."""
 
     path: Path
-    config: "RunConfig"
+    config: RunConfig
     steps: LoopSteps
     rollout_units: float
     trainer_units: float
@@ -76,11 +76,10 @@ def read_calibration_run(path: Path, skip_first: int = 1, disturbed_above: float
     ``disturbed_above``: leave out steps during which other programs took more than this share of
     the cores, as recorded beside the results by ``RealLoopRunner`` (see ``drop_disturbed``).
     """
-    from rlsim.planner.runs.loop_runner import step_loads
-
     from pydantic import ValidationError
 
     from rlsim.loop.config import RunConfig
+    from rlsim.planner.runs.loop_runner import step_loads
     from rlsim.planner.runs.predict import loop_trace
 
     data = read_json(path)
@@ -89,15 +88,18 @@ def read_calibration_run(path: Path, skip_first: int = 1, disturbed_above: float
         config = RunConfig.model_validate(data["config"])
         cores = {role: len(data["placement"][role]["cores"]) for role in ("rollout", "trainer")}
     except (KeyError, TypeError, ValidationError):
-        raise RlsimError(f"{path} lacks a valid config or placement; it must be a results.json of this "
-                         "rlsim's `rlsim run`") from None
+        raise RlsimError(
+            f"{path} lacks a valid config or placement; it must be a results.json of this rlsim's `rlsim run`"
+        ) from None
     if config.workload.spec.path is not None:
         raise RlsimError(f"{path} ran a file workload; calibrate on synthetic workloads, whose lengths are known")
     trace = loop_trace(config, steps.numbers)
     if steps.tokens is not None and any(sum(r) != t for (_, r), t in zip(trace, steps.tokens, strict=True)):
         # The replayed lengths must be what ran: a config edited after the run would fit nonsense.
-        raise RlsimError(f"{path}: the lengths its config draws do not add up to the tokens it generated; "
-                         "it was not written by this config (re-run it)")
+        raise RlsimError(
+            f"{path}: the lengths its config draws do not add up to the tokens it generated; "
+            "it was not written by this config (re-run it)"
+        )
     return CalibrationRun(path, config, steps, float(cores["rollout"]), float(cores["trainer"]), trace)
 
 
@@ -106,9 +108,15 @@ def _engine_features(prompts: list[int], responses: list[int], max_running: int)
     batch = deal(np.asarray(prompts), np.asarray(responses), 1)
     out = []
     for base, per_seq, prefill in ((1.0, 0.0, 0.0), (0.0, 1.0, 0.0), (0.0, 0.0, 1.0)):
-        unit = GenerationModel(device="cpu", units=1.0, base_s=base, per_seq_s=per_seq, prefill_s_per_token=prefill,
-                               max_running=max_running, fit={"n_samples": 0, "r2": 0, "residual_rel_std": 0,
-                                                             "residual_rel_max": 0})
+        unit = GenerationModel(
+            device="cpu",
+            units=1.0,
+            base_s=base,
+            per_seq_s=per_seq,
+            prefill_s_per_token=prefill,
+            max_running=max_running,
+            fit={"n_samples": 0, "r2": 0, "residual_rel_std": 0, "residual_rel_max": 0},
+        )
         out.append(float(completion_work_s(batch, unit, 1.0, max_running).max()))
     return out[0], out[1], out[2]
 
@@ -132,15 +140,17 @@ def fit_generation(runs: list[CalibrationRun], device: Device, max_running: int)
             )
         )
     if len({len(r) for r in (run.trace[0][1] for run in runs if not run.contended)}) < 2:
-        raise RlsimError("generation needs uncontended (sequential or split) runs at two or more concurrencies; "
-                         "add entries with other prompts_per_step x group_size to the calibration set")
+        raise RlsimError(
+            "generation needs uncontended (sequential or split) runs at two or more concurrencies; "
+            "add entries with other prompts_per_step x group_size to the calibration set"
+        )
     x, y, u = np.array(rows), np.array(target), np.array(units)
     ref = float(max(u))
     several = len(set(units)) > 1
     best = None
     # With several core counts the fixed part of an iteration gets its own exponent (searched here;
     # the per-sequence one inside fit_scaled_trimmed), judged by a loss that caps disturbed steps.
-    for base_exp in (EXPONENT_GRID[::2] if several else [None]):
+    for base_exp in EXPONENT_GRID[::2] if several else [None]:
         base_col = x[:, 0] * (ref / u) ** (base_exp if base_exp is not None else 0.0)
         if base_exp is None:
             coef, alpha, keep = fit_scaled_trimmed(x[:, :2], x[:, 2:], y, u, ref)
@@ -156,9 +166,17 @@ def fit_generation(runs: list[CalibrationRun], device: Device, max_running: int)
     assert best is not None
     _, coef, alpha, base_exp, keep, predicted = best
     return GenerationModel(
-        device=device, units=ref, base_s=float(coef[0]), per_seq_s=float(coef[1]), prefill_s_per_token=float(coef[2]),
-        unit_exponent=alpha, base_exponent=base_exp, unit_exponent_measured=several, max_running=max_running,
-        fit=fit_stats(y[keep], predicted[keep]), points=points,
+        device=device,
+        units=ref,
+        base_s=float(coef[0]),
+        per_seq_s=float(coef[1]),
+        prefill_s_per_token=float(coef[2]),
+        unit_exponent=alpha,
+        base_exponent=base_exp,
+        unit_exponent_measured=several,
+        max_running=max_running,
+        fit=fit_stats(y[keep], predicted[keep]),
+        points=points,
     )
 
 
@@ -175,7 +193,7 @@ def fit_scaled_trimmed(
     keep = np.ones(len(y), dtype=bool)
     for _ in range(2):
         coef, exponent = _fit_scaled(scaled[keep], fixed[keep], y[keep], units[keep], ref, len(set(units.tolist())) > 1)
-        predicted = (scaled @ coef[: scaled.shape[1]]) * (ref / units) ** exponent + fixed @ coef[scaled.shape[1]:]
+        predicted = (scaled @ coef[: scaled.shape[1]]) * (ref / units) ** exponent + fixed @ coef[scaled.shape[1] :]
         slow = y / np.maximum(predicted, 1e-12) - 1.0 > SLOW_OUTLIER
         if not slow.any() or (~slow).sum() < scaled.shape[1] + fixed.shape[1] + 1:
             break
@@ -183,10 +201,11 @@ def fit_scaled_trimmed(
     return coef, exponent, keep
 
 
-def _fit_scaled(scaled: np.ndarray, fixed: np.ndarray, y: np.ndarray, units: np.ndarray, ref: float,
-                search: bool) -> tuple[np.ndarray, float]:
+def _fit_scaled(
+    scaled: np.ndarray, fixed: np.ndarray, y: np.ndarray, units: np.ndarray, ref: float, search: bool
+) -> tuple[np.ndarray, float]:
     best = None
-    for exponent in (EXPONENT_GRID if search else np.array([1.0])):
+    for exponent in EXPONENT_GRID if search else np.array([1.0]):
         design = np.column_stack([scaled * ((ref / units) ** exponent)[:, None], fixed]) / y[:, None]
         coef = nonneg_lstsq(design, np.ones_like(y))
         err = float(np.sum((design @ coef - 1.0) ** 2))
@@ -215,10 +234,16 @@ def fit_trainer(runs: list[CalibrationRun]) -> TrainerModel:
     per_token, per_seq, fixed = (up[0], up[1], up[2]) if varied else (up[0], 0.0, up[1])
     sync_coef = nonneg_lstsq(np.column_stack([np.ones_like(tokens), tokens]), sync)
     idle = np.concatenate([r.steps.time_s["idle"] for r in runs])
-    return TrainerModel(units=ref, update_fixed_s=float(fixed), update_s_per_token=float(per_token),
-                        update_s_per_sequence=float(per_seq), unit_exponent=beta,
-                        sync_fixed_s=float(sync_coef[0]), sync_s_per_token=float(sync_coef[1]),
-                        step_overhead_s=float(np.mean(idle)))
+    return TrainerModel(
+        units=ref,
+        update_fixed_s=float(fixed),
+        update_s_per_token=float(per_token),
+        update_s_per_sequence=float(per_seq),
+        unit_exponent=beta,
+        sync_fixed_s=float(sync_coef[0]),
+        sync_s_per_token=float(sync_coef[1]),
+        step_overhead_s=float(np.mean(idle)),
+    )
 
 
 def fit_score_factors(runs: list[CalibrationRun], profile: Profile) -> dict[str, tuple[float, float]]:
@@ -230,8 +255,9 @@ def fit_score_factors(runs: list[CalibrationRun], profile: Profile) -> dict[str,
     """
     from rlsim.planner.runs.predict import predict_trace
 
-    plain = {k: m.model_copy(update={"in_loop_factor": 1.0, "call_overhead_s": 0.0})
-             for k, m in profile.runtimes.items()}
+    plain = {
+        k: m.model_copy(update={"in_loop_factor": 1.0, "call_overhead_s": 0.0}) for k, m in profile.runtimes.items()
+    }
     rows: dict[str, list[tuple[float, float, float]]] = {}
     for run in runs:
         runtime = run.config.reward.runtime
@@ -254,7 +280,7 @@ def fit_score_factors(runs: list[CalibrationRun], profile: Profile) -> dict[str,
     return out
 
 
-def _score_calls(config: "RunConfig", rollouts: int) -> int:
+def _score_calls(config: RunConfig, rollouts: int) -> int:
     """Scorer calls the loop makes in a step: one per micro-batch, or one per busy replica."""
     if config.schedule == "overlapped":
         return -(-rollouts // config.micro_batch)
@@ -292,6 +318,8 @@ def fit_contention(runs: list[CalibrationRun], profile: Profile) -> ContentionMo
         fine = [(round(g + dg, 3), round(s + ds, 3)) for dg in _FINE for ds in _FINE if g + dg >= 0 and s + ds >= 0]
         g, s = min(fine, key=lambda gs: error(*gs))
         per_runtime[runtime] = ContentionEntry(gen_slowdown=g, score_slowdown=s)
-    worst = ContentionEntry(gen_slowdown=max(e.gen_slowdown for e in per_runtime.values()),
-                            score_slowdown=max(e.score_slowdown for e in per_runtime.values()))
+    worst = ContentionEntry(
+        gen_slowdown=max(e.gen_slowdown for e in per_runtime.values()),
+        score_slowdown=max(e.score_slowdown for e in per_runtime.values()),
+    )
     return ContentionModel(default=worst, per_runtime=per_runtime)

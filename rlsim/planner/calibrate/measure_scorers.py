@@ -9,8 +9,9 @@ timed call is one ``LatencySample`` whose padded tokens come from the scorer's o
 from __future__ import annotations
 
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Callable, Sequence
+from typing import TYPE_CHECKING
 
 from rlsim.planner.profile.schema import Device, LatencySample
 from rlsim.planner.runs import machine_load
@@ -43,7 +44,7 @@ def measure_runtime(
     device: Device,
     grid: ScorerGrid,
     on_cell: Callable[[str], None] | None = None,
-    quiet: "QuietGate | None" = None,
+    quiet: QuietGate | None = None,
 ) -> tuple[list[LatencySample], int]:
     """Time ``runtime`` on every grid cell; returns the samples and the model's max length (tokens).
 
@@ -88,6 +89,13 @@ def _time_cell(scorer: object, texts: list[str], units: float, grid: ScorerGrid,
         share = machine_load.foreign_share(load0, machine_load.sample(), time.process_time() - cpu0)
         padded = scorer.stats.padded_tokens - before  # type: ignore[attr-defined]
         padded = padded if padded > 0 else len(texts) * length
-        out.append(LatencySample(batch=len(texts), padded_tokens=int(padded), latency_s=elapsed, units=units,
-                                 foreign_share=None if share is None else round(share, 4)))
+        out.append(
+            LatencySample(
+                batch=len(texts),
+                padded_tokens=int(padded),
+                latency_s=elapsed,
+                units=units,
+                foreign_share=None if share is None else round(share, 4),
+            )
+        )
     return out

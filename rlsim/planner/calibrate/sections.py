@@ -28,35 +28,50 @@ from rlsim.planner.profile.schema import (
 )
 
 
-def calibrated_models(runs: list[CalibrationRun], device: Device, max_running: int, measured: list[str],
-                      unmeasured: list[str]) -> tuple[GenerationModel | None, TrainerModel | None]:
+def calibrated_models(
+    runs: list[CalibrationRun], device: Device, max_running: int, measured: list[str], unmeasured: list[str]
+) -> tuple[GenerationModel | None, TrainerModel | None]:
     """The generation and trainer models fitted to ``runs``; a line per result in ``measured``/``unmeasured``."""
     generation = trainer = None
     try:
         generation = fit_generation(runs, device, max_running)
-        measured.append(f"generation model from {generation.fit.n_samples} loop steps of "
-                        f"{sum(not r.contended for r in runs)} run(s) (R^2 {generation.fit.r2:.3f}, "
-                        f"residual {generation.fit.residual_rel_std:.1%}, core exponent {generation.unit_exponent:g}"
-                        f"{'' if generation.unit_exponent_measured else ' assumed'})")
+        measured.append(
+            f"generation model from {generation.fit.n_samples} loop steps of "
+            f"{sum(not r.contended for r in runs)} run(s) (R^2 {generation.fit.r2:.3f}, "
+            f"residual {generation.fit.residual_rel_std:.1%}, core exponent {generation.unit_exponent:g}"
+            f"{'' if generation.unit_exponent_measured else ' assumed'})"
+        )
     except RlsimError as err:
         unmeasured.append(f"generation: {err}")
     try:
         trainer = fit_trainer(runs)
-        measured.append(f"update/sync cost per token and step overhead ({len(runs)} run(s), core exponent "
-                        f"{trainer.unit_exponent:g})")
+        measured.append(
+            f"update/sync cost per token and step overhead ({len(runs)} run(s), core exponent "
+            f"{trainer.unit_exponent:g})"
+        )
     except RlsimError as err:
         unmeasured.append(f"trainer: {err}")
     return generation, trainer
 
 
-def with_in_loop_factors(runs: list[CalibrationRun], runtimes: dict[str, ScorerLatencyModel],
-                         generation: GenerationModel, trainer: TrainerModel, measured: list[str],
-                         unmeasured: list[str]) -> dict[str, ScorerLatencyModel]:
+def with_in_loop_factors(
+    runs: list[CalibrationRun],
+    runtimes: dict[str, ScorerLatencyModel],
+    generation: GenerationModel,
+    trainer: TrainerModel,
+    measured: list[str],
+    unmeasured: list[str],
+) -> dict[str, ScorerLatencyModel]:
     """Each runtime's ``in_loop_factor`` from the loop runs that used it; the others get their median."""
     # Only uncontended runs are used, so the (not yet fitted) contention is irrelevant: none.
     none = ContentionModel(default=ContentionEntry(gen_slowdown=0.0, score_slowdown=0.0))
-    partial = Profile(**new_profile_header("calibrating", illustrative=False), runtimes=runtimes,
-                      generation=generation, trainer=trainer, contention=none)
+    partial = Profile(
+        **new_profile_header("calibrating", illustrative=False),
+        runtimes=runtimes,
+        generation=generation,
+        trainer=trainer,
+        contention=none,
+    )
     factors = fit_score_factors(runs, partial)
     if not factors:
         return runtimes
@@ -64,32 +79,54 @@ def with_in_loop_factors(runs: list[CalibrationRun], runtimes: dict[str, ScorerL
     out = {}
     for name, model in runtimes.items():
         factor, overhead = factors.get(name, assumed)
-        out[name] = model.model_copy(update={"in_loop_factor": factor, "call_overhead_s": overhead,
-                                             "in_loop_factor_measured": name in factors})
+        out[name] = model.model_copy(
+            update={"in_loop_factor": factor, "call_overhead_s": overhead, "in_loop_factor_measured": name in factors}
+        )
         if name in factors:
-            measured.append(f"runtime {name}: scoring in the loop takes {factor:.2f}x its benchmarked latency "
-                            f"+ {overhead * 1000:.0f} ms per call")
+            measured.append(
+                f"runtime {name}: scoring in the loop takes {factor:.2f}x its benchmarked latency "
+                f"+ {overhead * 1000:.0f} ms per call"
+            )
         else:
-            unmeasured.append(f"runtime {name}: in-loop factor not measured (no loop run used it); assumed "
-                              f"{factor:.2f}x + {overhead * 1000:.0f} ms per call like {', '.join(sorted(factors))}")
+            unmeasured.append(
+                f"runtime {name}: in-loop factor not measured (no loop run used it); assumed "
+                f"{factor:.2f}x + {overhead * 1000:.0f} ms per call like {', '.join(sorted(factors))}"
+            )
     return out
 
 
-def loop_contention(runs: list[CalibrationRun], runtimes: dict[str, ScorerLatencyModel], generation: GenerationModel,
-                    trainer: TrainerModel, measured_file: ContentionModel | None,
-                    measured: list[str], unmeasured: list[str]) -> ContentionModel | None:
+def loop_contention(
+    runs: list[CalibrationRun],
+    runtimes: dict[str, ScorerLatencyModel],
+    generation: GenerationModel,
+    trainer: TrainerModel,
+    measured_file: ContentionModel | None,
+    measured: list[str],
+    unmeasured: list[str],
+) -> ContentionModel | None:
     """Slowdowns fitted to the overlapped shared runs, beside (and over) those of the experiment file."""
     usable = [r for r in runs if not r.contended or r.config.reward.runtime in runtimes]
-    partial = Profile(**new_profile_header("calibrating", illustrative=False), runtimes=runtimes,
-                      generation=generation, trainer=trainer, contention=measured_file)
+    partial = Profile(
+        **new_profile_header("calibrating", illustrative=False),
+        runtimes=runtimes,
+        generation=generation,
+        trainer=trainer,
+        contention=measured_file,
+    )
     fitted = fit_contention(usable, partial)
     if fitted is None:
         return measured_file
     unmeasured[:] = [u for u in unmeasured if not u.startswith("contention: no contention_results")]
-    measured.append("contention fitted to overlapped shared loop runs for "
-                    + ", ".join(f"{k} (gen +{v.gen_slowdown:.0%}, score +{v.score_slowdown:.0%})"
-                                for k, v in sorted(fitted.per_runtime.items())))
+    measured.append(
+        "contention fitted to overlapped shared loop runs for "
+        + ", ".join(
+            f"{k} (gen +{v.gen_slowdown:.0%}, score +{v.score_slowdown:.0%})"
+            for k, v in sorted(fitted.per_runtime.items())
+        )
+    )
     per_runtime = {**(measured_file.per_runtime if measured_file else {}), **fitted.per_runtime}
-    worst = ContentionEntry(gen_slowdown=max(e.gen_slowdown for e in per_runtime.values()),
-                            score_slowdown=max(e.score_slowdown for e in per_runtime.values()))
+    worst = ContentionEntry(
+        gen_slowdown=max(e.gen_slowdown for e in per_runtime.values()),
+        score_slowdown=max(e.score_slowdown for e in per_runtime.values()),
+    )
     return ContentionModel(default=worst, per_runtime=per_runtime)

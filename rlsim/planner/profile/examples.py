@@ -32,16 +32,29 @@ _ASSUMED_FIT = FitStats(n_samples=0, r2=1.0, residual_rel_std=0.05, residual_rel
 
 def _scorer(device: str, units: float, per_token_s: float, intercept_s: float, max_length: int) -> ScorerLatencyModel:
     return ScorerLatencyModel(
-        device=device, units=units, intercept_s=intercept_s, per_sequence_s=per_token_s * 4,
-        per_padded_token_s=per_token_s, unit_exponent=0.9, max_length=max_length, fit=_ASSUMED_FIT,
+        device=device,
+        units=units,
+        intercept_s=intercept_s,
+        per_sequence_s=per_token_s * 4,
+        per_padded_token_s=per_token_s,
+        unit_exponent=0.9,
+        max_length=max_length,
+        fit=_ASSUMED_FIT,
     )
 
 
 def cpu_profile() -> Profile:
     """A 2-core CPU machine like the one rlsim is developed on (2 threads per scorer measured)."""
     # 32 x 128 tokens at ~34 seq/s (eager) -> ~0.94 s per batch -> ~2.3e-4 s per padded token.
-    per_token = {"eager": 2.3e-4, "compile": 2.1e-4, "ort": 2.6e-4, "ort-int8": 1.7e-4,
-                 "native": 2.1e-4, "native-int8": 1.6e-4, "http": 2.1e-4}
+    per_token = {
+        "eager": 2.3e-4,
+        "compile": 2.1e-4,
+        "ort": 2.6e-4,
+        "ort-int8": 1.7e-4,
+        "native": 2.1e-4,
+        "native-int8": 1.6e-4,
+        "http": 2.1e-4,
+    }
     runtimes = {name: _scorer("cpu", 2, c, 0.004 if name != "http" else 0.012, 512) for name, c in per_token.items()}
     return Profile(
         **new_profile_header("cpu-2core-illustrative", illustrative=True),
@@ -49,8 +62,16 @@ def cpu_profile() -> Profile:
         unmeasured=["everything (illustrative)"],
         runtimes=runtimes,
         # 64 running on 2 cores: (0.020 + 0.00114 x 64) = 93 ms per iteration = ~690 tokens/s.
-        generation=GenerationModel(device="cpu", units=2, base_s=0.020, per_seq_s=0.00114,
-                                   prefill_s_per_token=2e-4, unit_exponent=0.9, max_running=256, fit=_ASSUMED_FIT),
+        generation=GenerationModel(
+            device="cpu",
+            units=2,
+            base_s=0.020,
+            per_seq_s=0.00114,
+            prefill_s_per_token=2e-4,
+            unit_exponent=0.9,
+            max_running=256,
+            fit=_ASSUMED_FIT,
+        ),
         trainer=TrainerModel(units=2, update_s_per_token=1.1e-3, update_fixed_s=0.2, sync_fixed_s=0.5),
         contention=ContentionModel(default=ContentionEntry(gen_slowdown=0.35, score_slowdown=0.5)),
     )
@@ -70,9 +91,17 @@ def gpu_profile() -> Profile:
         unmeasured=["everything (illustrative)"],
         runtimes=runtimes,
         # 256 running on one GPU: (0.015 + 0.00008 x 256) = 35 ms per iteration = ~7,200 tokens/s.
-        generation=GenerationModel(device="cuda", units=1, base_s=0.015, per_seq_s=0.00008,
-                                   prefill_s_per_token=2e-6, unit_exponent=0.8, max_running=256,
-                                   host_cores_per_unit=2, fit=_ASSUMED_FIT),
+        generation=GenerationModel(
+            device="cuda",
+            units=1,
+            base_s=0.015,
+            per_seq_s=0.00008,
+            prefill_s_per_token=2e-6,
+            unit_exponent=0.8,
+            max_running=256,
+            host_cores_per_unit=2,
+            fit=_ASSUMED_FIT,
+        ),
         trainer=TrainerModel(units=8, update_s_per_token=3.3e-5, update_fixed_s=2.0, sync_fixed_s=3.0),
         contention=ContentionModel(
             default=ContentionEntry(gen_slowdown=0.15, score_slowdown=0.3),
@@ -83,8 +112,10 @@ def gpu_profile() -> Profile:
 
 def write_examples(folder: Path) -> list[Path]:
     """Write both illustrative profiles into ``folder``; returns their paths."""
-    return [save_profile(cpu_profile(), folder / "example_cpu_2core.json"),
-            save_profile(gpu_profile(), folder / "example_gpu_8x.json")]
+    return [
+        save_profile(cpu_profile(), folder / "example_cpu_2core.json"),
+        save_profile(gpu_profile(), folder / "example_gpu_8x.json"),
+    ]
 
 
 if __name__ == "__main__":

@@ -12,8 +12,8 @@ first fit (the samples stay in the profile; ``fit.n_samples`` counts those used)
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Sequence
 from itertools import combinations
-from typing import Sequence
 
 import numpy as np
 
@@ -112,15 +112,19 @@ def fit_latency_model(
     if len(calm) >= max(3, len(every) // 3):
         samples = calm
     if len(samples) < 3:
-        raise RlsimError(f"need at least 3 latency samples to fit a scorer model, got {len(samples)}; "
-                         "measure a grid of batch sizes and lengths")
+        raise RlsimError(
+            f"need at least 3 latency samples to fit a scorer model, got {len(samples)}; "
+            "measure a grid of batch sizes and lengths"
+        )
     batch = np.array([s.batch for s in samples], dtype=float)
     padded = np.array([s.padded_tokens for s in samples], dtype=float)
     latency = np.array([s.latency_s for s in samples], dtype=float)
     units = np.array([s.units for s in samples], dtype=float)
     if len(np.unique(batch)) < 2 or len(np.unique(padded / batch)) < 2:
-        raise RlsimError("latency samples must cover at least two batch sizes and two sequence lengths; "
-                         "widen the batch_sizes and lengths grid")
+        raise RlsimError(
+            "latency samples must cover at least two batch sizes and two sequence lengths; "
+            "widen the batch_sizes and lengths grid"
+        )
     ref = _reference_units(units)
     keep = np.ones(len(samples), dtype=bool)
     for _ in range(2):  # fit, then refit without the calls far slower than the fit (other work ran)
@@ -133,9 +137,15 @@ def fit_latency_model(
             break
         keep = ~slow
     model = ScorerLatencyModel(
-        device=device, units=ref, intercept_s=float(coef[0]), per_sequence_s=float(coef[1]),
-        per_padded_token_s=float(coef[2]), unit_exponent=alpha, unit_exponent_measured=measured,
-        max_length=max_length, fit=FitStats(n_samples=0, r2=0.0, residual_rel_std=0.0, residual_rel_max=0.0),
+        device=device,
+        units=ref,
+        intercept_s=float(coef[0]),
+        per_sequence_s=float(coef[1]),
+        per_padded_token_s=float(coef[2]),
+        unit_exponent=alpha,
+        unit_exponent_measured=measured,
+        max_length=max_length,
+        fit=FitStats(n_samples=0, r2=0.0, residual_rel_std=0.0, residual_rel_max=0.0),
         samples=every,
     )
     predicted = np.array([model.latency_s(b, p, u) for b, p, u in zip(batch, padded, units, strict=True)])
@@ -165,13 +175,21 @@ def fit_generation_model(
             "needs two or more (run the loop with different prompts_per_step or max_num_seqs)"
         )
     ref = _reference_units(units)
-    coef, alpha, measured = _fit_scaled(np.zeros((len(points), 0)), np.column_stack([np.ones_like(running), running]),
-                                        step, units, ref)
+    coef, alpha, measured = _fit_scaled(
+        np.zeros((len(points), 0)), np.column_stack([np.ones_like(running), running]), step, units, ref
+    )
     model = GenerationModel(
-        device=device, units=ref, base_s=float(coef[0]), per_seq_s=float(coef[1]),
-        prefill_s_per_token=prefill_s_per_token, unit_exponent=alpha, unit_exponent_measured=measured,
-        max_running=max_running, host_cores_per_unit=host_cores_per_unit,
-        fit=FitStats(n_samples=0, r2=0.0, residual_rel_std=0.0, residual_rel_max=0.0), points=list(points),
+        device=device,
+        units=ref,
+        base_s=float(coef[0]),
+        per_seq_s=float(coef[1]),
+        prefill_s_per_token=prefill_s_per_token,
+        unit_exponent=alpha,
+        unit_exponent_measured=measured,
+        max_running=max_running,
+        host_cores_per_unit=host_cores_per_unit,
+        fit=FitStats(n_samples=0, r2=0.0, residual_rel_std=0.0, residual_rel_max=0.0),
+        points=list(points),
     )
     predicted = np.array([model.step_s(n, u) for n, u in zip(running, units, strict=True)])
     return model.model_copy(update={"fit": fit_stats(step, predicted)})

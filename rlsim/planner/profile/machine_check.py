@@ -19,8 +19,10 @@ from rlsim.fingerprint import (
 from rlsim.planner.profile.schema import Profile
 from rlsim.planner.spec.cluster import NodeSpec
 
-NO_FINGERPRINT = ("the profile {path} records no machine (written before rlsim kept fingerprints), so nothing "
-                  "checks that it belongs to this hardware; re-measure it to record one")
+NO_FINGERPRINT = (
+    "the profile {path} records no machine (written before rlsim kept fingerprints), so nothing "
+    "checks that it belongs to this hardware; re-measure it to record one"
+)
 
 
 def uses_gpus(profile: Profile) -> bool:

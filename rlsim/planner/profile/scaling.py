@@ -55,8 +55,11 @@ class DataParallel(_Strict):
     inter_node_gbps: float = Field(gt=0)
     overlap: float = Field(default=0.0, ge=0, le=1)
     optimizer_steps: int = Field(default=1, ge=1)
-    split_sync_s: float | None = Field(default=None, ge=0, description=(
-        "seconds to send the weights from the trainer's GPUs to engines on other GPUs (split pools)"))
+    split_sync_s: float | None = Field(
+        default=None,
+        ge=0,
+        description=("seconds to send the weights from the trainer's GPUs to engines on other GPUs (split pools)"),
+    )
 
     def allreduce_s(self, units: float, nodes: int) -> float:
         if units <= 1:

@@ -79,13 +79,23 @@ class ScorerLatencyModel(_Strict):
     max_length: int = Field(ge=1, description="tokens the reward model truncates each text to")
     fit: FitStats
     samples: list[LatencySample] = Field(default_factory=list)
-    in_loop_factor: float = Field(default=1.0, gt=0, description=(
-        "scoring inside the RL loop takes this many times the benchmarked latency (decoding the policy's "
-        "tokens to text, re-tokenizing, cold caches after generation and update); fitted to loop runs"))
+    in_loop_factor: float = Field(
+        default=1.0,
+        gt=0,
+        description=(
+            "scoring inside the RL loop takes this many times the benchmarked latency (decoding the policy's "
+            "tokens to text, re-tokenizing, cold caches after generation and update); fitted to loop runs"
+        ),
+    )
     in_loop_factor_measured: bool = False
-    call_overhead_s: float = Field(default=0.0, ge=0, description=(
-        "seconds each scoring call of the loop costs on top of its batches (round-robin dispatch); fitted "
-        "with in_loop_factor"))
+    call_overhead_s: float = Field(
+        default=0.0,
+        ge=0,
+        description=(
+            "seconds each scoring call of the loop costs on top of its batches (round-robin dispatch); fitted "
+            "with in_loop_factor"
+        ),
+    )
 
     def latency_s(self, batch: float, padded_tokens: float, units: float) -> float:
         """Predicted seconds for one batch on a replica with ``units`` cores/GPUs."""
@@ -125,8 +135,10 @@ class GenerationModel(_Strict):
     host_cores_per_unit: float = Field(default=0.0, ge=0, description="CPU cores a GPU engine keeps busy")
     fit: FitStats
     points: list[GenerationPoint] = Field(default_factory=list)
-    parallel: ParallelScaling | None = Field(default=None, description=(
-        "multi-GPU engines (tensor/pipeline parallel); `units` must then be 1 (the curve is one GPU's)"))
+    parallel: ParallelScaling | None = Field(
+        default=None,
+        description=("multi-GPU engines (tensor/pipeline parallel); `units` must then be 1 (the curve is one GPU's)"),
+    )
 
     def step_s(self, running: float, units: float) -> float:
         """Seconds per decode iteration with ``running`` sequences on ``units`` (0 when none run)."""
@@ -173,16 +185,25 @@ class TrainerModel(_Strict):
     sync_fixed_s: float = Field(default=0.0, ge=0)
     sync_s_per_token: float = Field(default=0.0, ge=0)
     step_overhead_s: float = Field(default=0.0, ge=0)
-    update_s_per_prompt_token: float = Field(default=0.0, ge=0, description=(
-        "seconds per prompt token (forward and backward of the prompt, which a GPU trainer pays per token)"))
+    update_s_per_prompt_token: float = Field(
+        default=0.0,
+        ge=0,
+        description=(
+            "seconds per prompt token (forward and backward of the prompt, which a GPU trainer pays per token)"
+        ),
+    )
     data_parallel: DataParallel | None = None
 
-    def update_s(self, tokens: float, units: float, sequences: float = 0.0, prompt_tokens: float = 0.0,
-                 nodes: int = 1) -> float:
+    def update_s(
+        self, tokens: float, units: float, sequences: float = 0.0, prompt_tokens: float = 0.0, nodes: int = 1
+    ) -> float:
         """Seconds of one update on ``tokens`` generated tokens in ``sequences`` rollouts, on ``units``
         spread over ``nodes`` nodes (the gradient all-reduce of ``data_parallel`` added when given)."""
-        work = (self.update_s_per_token * tokens + self.update_s_per_sequence * sequences
-                + self.update_s_per_prompt_token * prompt_tokens)
+        work = (
+            self.update_s_per_token * tokens
+            + self.update_s_per_sequence * sequences
+            + self.update_s_per_prompt_token * prompt_tokens
+        )
         compute = self.update_fixed_s + work * (self.units / units) ** self.unit_exponent
         if self.data_parallel is None:
             return compute
@@ -224,13 +245,23 @@ class Profile(_Strict):
     illustrative: bool = Field(description="true: example numbers, not measured on real hardware")
     notes: list[str] = Field(default_factory=list)
     unmeasured: list[str] = Field(default_factory=list, description="what was filled in, not measured")
-    machine: dict[str, Any] | None = Field(default=None, description=(
-        "rlsim.fingerprint.machine_fingerprint() of the machine measured on (a sourced profile: the hardware its "
-        "sources ran on); None in profiles written before fingerprints"))
-    sources: dict[str, Source] = Field(default_factory=dict, description=(
-        "public sources of a sourced profile's numbers, by key; every number's `source` names one"))
-    provenance: dict[str, NumberSource] = Field(default_factory=dict, description=(
-        "a sourced profile: for each number, by its dotted path (`generation.base_s`), where it comes from"))
+    machine: dict[str, Any] | None = Field(
+        default=None,
+        description=(
+            "rlsim.fingerprint.machine_fingerprint() of the machine measured on (a sourced profile: the hardware its "
+            "sources ran on); None in profiles written before fingerprints"
+        ),
+    )
+    sources: dict[str, Source] = Field(
+        default_factory=dict,
+        description=("public sources of a sourced profile's numbers, by key; every number's `source` names one"),
+    )
+    provenance: dict[str, NumberSource] = Field(
+        default_factory=dict,
+        description=(
+            "a sourced profile: for each number, by its dotted path (`generation.base_s`), where it comes from"
+        ),
+    )
     runtimes: dict[str, ScorerLatencyModel]
     reward_functions: dict[str, RewardFunctionModel] = Field(default_factory=dict)
     generation: GenerationModel | None = None
@@ -252,7 +283,7 @@ class Profile(_Strict):
             )
         return self.runtimes[name]
 
-    def reward(self, name: str, source: str = "profile") -> "ScorerLatencyModel | RewardFunctionModel":
+    def reward(self, name: str, source: str = "profile") -> ScorerLatencyModel | RewardFunctionModel:
         """A reward function of ``reward_functions`` by that name, else the scorer runtime ``name``."""
         if name in self.reward_functions:
             return self.reward_functions[name]
@@ -309,7 +340,10 @@ def _check_versions(data: dict[str, object], path: Path) -> None:
     if version != rlsim.__version__:
         logging.getLogger(__name__).warning(
             "note: profile %s was written by rlsim %s, this is rlsim %s (same schema %d: read as it is)",
-            path, version, rlsim.__version__, SCHEMA_VERSION,
+            path,
+            version,
+            rlsim.__version__,
+            SCHEMA_VERSION,
         )
 
 

@@ -33,8 +33,12 @@ _NOT_NUMBERS = ("schema_version", "machine", "sources", "provenance")
 def number_paths(data: object, prefix: str = "") -> list[str]:
     """Dotted paths of every number in a profile's JSON (booleans excluded), e.g. ``generation.base_s``."""
     if isinstance(data, dict):
-        return [p for key, value in data.items() if not (prefix == "" and key in _NOT_NUMBERS)
-                for p in number_paths(value, f"{prefix}{key}.")]
+        return [
+            p
+            for key, value in data.items()
+            if not (prefix == "" and key in _NOT_NUMBERS)
+            for p in number_paths(value, f"{prefix}{key}.")
+        ]
     if isinstance(data, list):
         return [p for i, value in enumerate(data) for p in number_paths(value, f"{prefix}{i}.")]
     if isinstance(data, (int, float)) and not isinstance(data, bool):
@@ -75,8 +79,13 @@ def provenance_summary(provenance: dict[str, NumberSource], sources: dict[str, S
     for path in assumed:
         head, _, rest = path.partition(".")
         groups.setdefault(head, []).append(rest)
-    return {"sourced": sourced, "assumed": assumed, "documents": sorted({provenance[p].source for p in sourced}),
-            "titles": {k: s.title for k, s in sources.items()}, "assumed_by_section": groups}
+    return {
+        "sourced": sourced,
+        "assumed": assumed,
+        "documents": sorted({provenance[p].source for p in sourced}),
+        "titles": {k: s.title for k, s in sources.items()},
+        "assumed_by_section": groups,
+    }
 
 
 def provenance_line(summary: dict[str, object]) -> str:
@@ -86,5 +95,7 @@ def provenance_line(summary: dict[str, object]) -> str:
     assert isinstance(sourced, list) and isinstance(assumed, list) and isinstance(docs, list)
     assert isinstance(groups, dict)
     parts = "; ".join(f"{head}: {', '.join(rest)}" for head, rest in groups.items())
-    return (f"{len(sourced)} of {len(sourced) + len(assumed)} profile numbers are published figures "
-            f"({', '.join(docs)}); {len(assumed)} are assumed (derivations in the profile's `unmeasured`): {parts}")
+    return (
+        f"{len(sourced)} of {len(sourced) + len(assumed)} profile numbers are published figures "
+        f"({', '.join(docs)}); {len(assumed)} are assumed (derivations in the profile's `unmeasured`): {parts}"
+    )

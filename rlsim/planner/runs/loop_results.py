@@ -88,8 +88,10 @@ def read_run_settings(path: str | Path) -> RunSettings:
     results = RunResults.read(p)
     rollouts = results.rollouts_per_step()
     if rollouts is None or not {"rollout", "trainer"} <= set(results.placement):
-        raise RlsimError(f"{p} does not say how the run was set up (config.workload, placement.*.cores); "
-                         "give running and units for it in the profile config")
+        raise RlsimError(
+            f"{p} does not say how the run was set up (config.workload, placement.*.cores); "
+            "give running and units for it in the profile config"
+        )
     placement = results.placement
     return RunSettings(rollouts, float(len(placement["rollout"].cores)), float(len(placement["trainer"].cores)))
 
@@ -97,8 +99,9 @@ def read_run_settings(path: str | Path) -> RunSettings:
 def generation_point(run: LoopSteps, running: float, units: float) -> GenerationPoint:
     """Median generated tokens/s over the run's steps, at ``running`` sequences on ``units``."""
     if run.tokens is None:
-        raise RlsimError(f"{run.path} has no generated-token counts per step, so generation throughput "
-                         "cannot be measured from it")
+        raise RlsimError(
+            f"{run.path} has no generated-token counts per step, so generation throughput cannot be measured from it"
+        )
     rate = float(np.median(run.tokens / run.time_s["generate"]))
     return GenerationPoint(running=running, units=units, tokens_per_s=rate, source=str(run.path))
 
@@ -114,8 +117,14 @@ def trainer_model(runs: list[LoopSteps], units: float) -> TrainerModel:
     idle = np.concatenate([r.time_s["idle"] for r in runs])
     update_fixed, update_per = fit_cost_per_token(tokens, update)
     sync_fixed, sync_per = fit_cost_per_token(tokens, sync)
-    return TrainerModel(units=units, update_fixed_s=update_fixed, update_s_per_token=update_per,
-                        sync_fixed_s=sync_fixed, sync_s_per_token=sync_per, step_overhead_s=float(np.mean(idle)))
+    return TrainerModel(
+        units=units,
+        update_fixed_s=update_fixed,
+        update_s_per_token=update_per,
+        sync_fixed_s=sync_fixed,
+        sync_s_per_token=sync_per,
+        step_overhead_s=float(np.mean(idle)),
+    )
 
 
 def _mean_of(entry: Any) -> float | None:
@@ -134,8 +143,7 @@ def read_contention(path: str | Path) -> tuple[dict[str, ContentionEntry], list[
     p = Path(path)
     runtimes = read_json(p).get("runtimes")
     if not isinstance(runtimes, dict) or not runtimes:
-        raise RlsimError(f"{p} has no `runtimes` object; it must be the results.json of "
-                         "`rlsim experiment contention`")
+        raise RlsimError(f"{p} has no `runtimes` object; it must be the results.json of `rlsim experiment contention`")
     out, missing = {}, []
     for name, figures in runtimes.items():
         gen = _mean_of(figures.get("gen_slowdown")) if isinstance(figures, dict) else None
@@ -161,7 +169,9 @@ def drop_disturbed(steps: LoopSteps, loads: dict[int, float], above: float | Non
         return steps, []
     dropped = [n for i, n in enumerate(steps.numbers) if i not in keep]
     return LoopSteps(
-        path=steps.path, time_s={k: v[keep] for k, v in steps.time_s.items()},
-        tokens=None if steps.tokens is None else steps.tokens[keep], rollouts=steps.rollouts[keep],
+        path=steps.path,
+        time_s={k: v[keep] for k, v in steps.time_s.items()},
+        tokens=None if steps.tokens is None else steps.tokens[keep],
+        rollouts=steps.rollouts[keep],
         numbers=[steps.numbers[i] for i in keep],
     ), dropped

@@ -15,8 +15,9 @@ from __future__ import annotations
 import json
 import signal
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from rlsim.planner.runs import machine_load
 
@@ -32,7 +33,7 @@ LOAD_FILE = "machine_load.json"  # beside results.json: how much other work shar
 SESSION_FREE = {"steps", "schedule", "micro_batch", "workload", "warmup"}
 
 
-def actor_key(config: "RunConfig") -> str:
+def actor_key(config: RunConfig) -> str:
     """What the actors of ``config`` are built from; equal keys can share one set of actors."""
     return json.dumps(config.model_dump(mode="json", exclude=SESSION_FREE), sort_keys=True)
 
@@ -40,7 +41,7 @@ def actor_key(config: "RunConfig") -> str:
 class LoopRunner(Protocol):
     """Runs one case and returns its ``results.json`` content (also written under ``out``)."""
 
-    def run(self, case: "LoopCase", out: Path) -> "RunResults": ...
+    def run(self, case: LoopCase, out: Path) -> RunResults: ...
 
     def close(self) -> None: ...
 
@@ -54,8 +55,9 @@ class RealLoopRunner:
     actors, the cases it ran and its start-up seconds.
     """
 
-    def __init__(self, console: "Console | None" = None, show_progress: bool = True,
-                 quiet: "QuietGate | None" = None) -> None:
+    def __init__(
+        self, console: Console | None = None, show_progress: bool = True, quiet: QuietGate | None = None
+    ) -> None:
         self._console = console
         self._show_progress = show_progress
         self._quiet = quiet
@@ -65,7 +67,7 @@ class RealLoopRunner:
         self._old_sigterm: Any = None
         self.sessions: list[dict[str, Any]] = []
 
-    def run(self, case: "LoopCase", out: Path) -> "RunResults":
+    def run(self, case: LoopCase, out: Path) -> RunResults:
         from rlsim.io import atomic_write_json
         from rlsim.loop.run import RunOutputs
 
@@ -82,7 +84,7 @@ class RealLoopRunner:
             outputs.finish()
         return outputs.results
 
-    def _step(self, session: Any, outputs: Any, case: "LoopCase", step: int) -> dict[str, Any]:
+    def _step(self, session: Any, outputs: Any, case: LoopCase, step: int) -> dict[str, Any]:
         """Run one step after the quiet gate; returns its load record."""
         waited = wait_if_asked(self._quiet, self._say)
         before = machine_load.sample()
@@ -90,15 +92,17 @@ class RealLoopRunner:
         own = sum(record.cpu_s.values())
         share = machine_load.foreign_share(before, machine_load.sample(), own)
         outputs.add_step(record, rows)
-        self._say(f"  {case.name} step {step}/{case.config.steps}: {record.time_s.total:.2f} s"
-                  + ("" if share is None else f" (other programs {share:.0%} of the cores)"))
+        self._say(
+            f"  {case.name} step {step}/{case.config.steps}: {record.time_s.total:.2f} s"
+            + ("" if share is None else f" (other programs {share:.0%} of the cores)")
+        )
         return {"step": step, "foreign_cpu_share": share, "own_cpu_s": own, "quiet_wait": waited}
 
     def _say(self, message: str) -> None:
         if self._console is not None and self._show_progress:
             self._console.print(message)
 
-    def _session_for(self, case: "LoopCase") -> Any:
+    def _session_for(self, case: LoopCase) -> Any:
         from rlsim.actors.ray_session import connect_ray
         from rlsim.loop.driver import LoopSession
 
@@ -123,8 +127,13 @@ class RealLoopRunner:
             session.close()
             raise
         self._session, self._key = session, key
-        self.sessions.append({"configs": [case.name], "start_s": round(time.perf_counter() - t0, 3),
-                              "startup_s": {k: round(v, 3) for k, v in session.startup_s.items()}})
+        self.sessions.append(
+            {
+                "configs": [case.name],
+                "start_s": round(time.perf_counter() - t0, 3),
+                "startup_s": {k: round(v, 3) for k, v in session.startup_s.items()},
+            }
+        )
         return session
 
     def _close_session(self) -> None:
@@ -148,7 +157,10 @@ class RealLoopRunner:
 
 
 def run_cases(
-    cases: "list[LoopCase]", runner: LoopRunner, runs_dir: Path, reuse: bool = False,
+    cases: list[LoopCase],
+    runner: LoopRunner,
+    runs_dir: Path,
+    reuse: bool = False,
     note: Callable[[str], None] | None = None,
 ) -> list[Path]:
     """Run every case into ``runs_dir/NAME`` (``reuse``: keep a complete earlier run of the same config);
@@ -169,7 +181,7 @@ def run_cases(
     return paths
 
 
-def reusable_results(out: Path, case: "LoopCase") -> "RunResults | None":
+def reusable_results(out: Path, case: LoopCase) -> RunResults | None:
     """A complete earlier run of this config in ``out`` (``--reuse``), else None.
 
     The stored config is read with today's ``RunConfig``, so settings the loop added since (with
@@ -193,7 +205,7 @@ def reusable_results(out: Path, case: "LoopCase") -> "RunResults | None":
     return results if same and results.complete else None
 
 
-def wait_if_asked(quiet: "QuietGate | None", note: Callable[[str], None]) -> dict[str, Any] | None:
+def wait_if_asked(quiet: QuietGate | None, note: Callable[[str], None]) -> dict[str, Any] | None:
     """Hold the next run until the cores are quiet, if the set asks for it; returns what happened."""
     if quiet is None:
         return None
@@ -205,7 +217,10 @@ def step_loads(out: Path) -> dict[int, float]:
     recorded in ``out``; empty when nothing was recorded)."""
     try:
         data = json.loads((out / LOAD_FILE).read_text())
-        return {int(x["step"]): float(x["foreign_cpu_share"]) for x in data["steps"]
-                if x.get("foreign_cpu_share") is not None}
+        return {
+            int(x["step"]): float(x["foreign_cpu_share"])
+            for x in data["steps"]
+            if x.get("foreign_cpu_share") is not None
+        }
     except (OSError, json.JSONDecodeError, KeyError, TypeError, ValueError):
         return {}

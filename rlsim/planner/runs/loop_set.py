@@ -22,9 +22,10 @@ before anything runs, and every problem of every entry is reported at once.
 from __future__ import annotations
 
 import copy
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
@@ -96,7 +97,7 @@ class LoopCase:
 
     name: str
     note: str
-    config: "RunConfig"
+    config: RunConfig
 
 
 def deep_merge(base: dict[str, Any], changes: dict[str, Any]) -> dict[str, Any]:
@@ -145,8 +146,10 @@ def resolve_cases(loop_set: LoopSet, base_dir: Path, source: str = "validation s
     if errors:
         raise ConfigError(errors, source=f"{source} (base {base_path})")
     if loop_set.steps <= loop_set.warmup_steps:
-        raise RlsimError(f"{source}: steps ({loop_set.steps}) must exceed warmup_steps ({loop_set.warmup_steps}) "
-                         "so at least one step is measured; raise steps")
+        raise RlsimError(
+            f"{source}: steps ({loop_set.steps}) must exceed warmup_steps ({loop_set.warmup_steps}) "
+            "so at least one step is measured; raise steps"
+        )
     return cases
 
 

@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 _STAT = "/proc/stat"
 
@@ -77,6 +78,8 @@ def wait_until_quiet(
         if share < busy_below or waited >= max_wait_s:
             return {"waited_s": round(waited, 1), "busy_share": round(share, 3), "quiet": share < busy_below}
         if note and not told:
-            note(f"the cores are {share:.0%} busy with other work; waiting up to {max_wait_s:.0f} s "
-                 f"for under {busy_below:.0%}")
+            note(
+                f"the cores are {share:.0%} busy with other work; waiting up to {max_wait_s:.0f} s "
+                f"for under {busy_below:.0%}"
+            )
             told = True

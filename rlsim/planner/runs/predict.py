@@ -12,10 +12,10 @@ does).
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING, Literal, Sequence
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Literal
 
 import numpy as np
-
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from rlsim.errors import RlsimError
@@ -55,32 +55,47 @@ class LoopKnobs(BaseModel):
     seed: int = 0
 
     @model_validator(mode="after")
-    def _check(self) -> "LoopKnobs":
+    def _check(self) -> LoopKnobs:
         if self.placement == "split" and self.scoring_cores is None:
             raise ValueError("the split placement needs scoring_cores (cores the scorers get)")
         return self
 
 
-def knobs_from_run_config(config: "RunConfig", cores: int | None = None) -> LoopKnobs:
+def knobs_from_run_config(config: RunConfig, cores: int | None = None) -> LoopKnobs:
     """The knobs of an ``rlsim run`` config. ``cores``: the pool size when the config leaves it unset
     (default: the cores this process may run on, as the loop itself would use)."""
     spec = config.workload.spec
     if spec.path is not None:
-        raise RlsimError("predict_step needs a synthetic workload (prompt/response length distributions); "
-                         f"{spec.path} is a file workload, whose lengths the planner cannot know")
+        raise RlsimError(
+            "predict_step needs a synthetic workload (prompt/response length distributions); "
+            f"{spec.path} is a file workload, whose lengths the planner cannot know"
+        )
     pool = len(config.placement.pool) if config.placement.pool else (cores or len(os.sched_getaffinity(0)))
     reward = config.reward
     window = config.micro_batch if config.schedule == "overlapped" else 128
-    batcher = BatcherSpec(kind=reward.batcher, batch_size=reward.batch_size,  # type: ignore[arg-type]
-                          token_budget=reward.token_budget, window=window)
+    batcher = BatcherSpec(
+        kind=reward.batcher,
+        batch_size=reward.batch_size,  # type: ignore[arg-type]
+        token_budget=reward.token_budget,
+        window=window,
+    )
     return LoopKnobs(
-        prompts_per_step=config.workload.prompts_per_step, group_size=config.workload.group_size,
-        prompt_tokens=spec.prompt, response_tokens=spec.response,
-        schedule=config.schedule, micro_batch=config.micro_batch, placement=config.placement.preset,
-        cores=pool, gpus=1 if config.policy.device == "cuda" else 0,
+        prompts_per_step=config.workload.prompts_per_step,
+        group_size=config.workload.group_size,
+        prompt_tokens=spec.prompt,
+        response_tokens=spec.response,
+        schedule=config.schedule,
+        micro_batch=config.micro_batch,
+        placement=config.placement.preset,
+        cores=pool,
+        gpus=1 if config.policy.device == "cuda" else 0,
         scoring_cores=len(split_pool(range(pool))[1]) if config.placement.preset == "split" else None,
-        runtime=reward.runtime, batcher=batcher, scorer_replicas=reward.replicas, max_length=reward.max_length,
-        steps=config.steps, seed=config.seed,
+        runtime=reward.runtime,
+        batcher=batcher,
+        scorer_replicas=reward.replicas,
+        max_length=reward.max_length,
+        steps=config.steps,
+        seed=config.seed,
     )
 
 
@@ -95,7 +110,7 @@ class ReplayWorkload(Workload):
         return np.asarray(prompts, dtype=np.int64), np.asarray(responses, dtype=np.int64)
 
 
-def loop_trace(config: "RunConfig", steps: Sequence[int]) -> list[tuple[list[int], list[int]]]:
+def loop_trace(config: RunConfig, steps: Sequence[int]) -> list[tuple[list[int], list[int]]]:
     """Per loop step (numbered from 1) the prompt and response lengths ``rlsim run`` will request.
 
     The loop draws each step's requests from seeds derived from ``(workload.seed, step)``, so they are
@@ -112,7 +127,7 @@ def loop_trace(config: "RunConfig", steps: Sequence[int]) -> list[tuple[list[int
 
 
 def predict_step(
-    config: "LoopKnobs | RunConfig", profile: Profile, noise: bool = False, replay: Sequence[int] | None = None
+    config: LoopKnobs | RunConfig, profile: Profile, noise: bool = False, replay: Sequence[int] | None = None
 ) -> Evaluation:
     """Simulate the steps of a loop configuration; ``.time_s`` has the loop's breakdown.
 
@@ -127,12 +142,16 @@ def predict_step(
 
 
 def predict_trace(
-    config: "RunConfig", profile: Profile, trace: list[tuple[list[int], list[int]]], noise: bool = False
+    config: RunConfig, profile: Profile, trace: list[tuple[list[int], list[int]]], noise: bool = False
 ) -> Evaluation:
     """Simulate one step per ``trace`` entry (prompt and response tokens per rollout, see ``loop_trace``)."""
     knobs = knobs_from_run_config(config)
-    workload = ReplayWorkload(prompts_per_step=knobs.prompts_per_step, group_size=knobs.group_size,
-                              response_tokens=knobs.response_tokens, trace=trace)
+    workload = ReplayWorkload(
+        prompts_per_step=knobs.prompts_per_step,
+        group_size=knobs.group_size,
+        response_tokens=knobs.response_tokens,
+        trace=trace,
+    )
     return _evaluate(knobs.model_copy(update={"steps": len(trace)}), profile, noise, workload)
 
 
@@ -140,12 +159,21 @@ def _evaluate(knobs: LoopKnobs, profile: Profile, noise: bool, workload: Workloa
     node = NodeSpec(count=1, cores=knobs.cores, gpus=knobs.gpus, kind=profile.hardware_kind)
     split = knobs.placement == "split"
     spec = PlacementSpec(
-        schedule=knobs.schedule, colocated=not split, runtime=knobs.runtime,
+        schedule=knobs.schedule,
+        colocated=not split,
+        runtime=knobs.runtime,
         batcher=knobs.batcher.model_copy(update={"window": knobs.micro_batch}),
-        scoring_share=min((knobs.scoring_cores or 0) / knobs.cores, 1.0), replicas_per_node=knobs.scorer_replicas,
-        max_running=knobs.max_num_seqs, dispatch="round_robin", train_on="scoring" if split else "generation",
+        scoring_share=min((knobs.scoring_cores or 0) / knobs.cores, 1.0),
+        replicas_per_node=knobs.scorer_replicas,
+        max_running=knobs.max_num_seqs,
+        dispatch="round_robin",
+        train_on="scoring" if split else "generation",
         max_length=knobs.max_length,
     )
-    workload = workload or Workload(prompts_per_step=knobs.prompts_per_step, group_size=knobs.group_size,
-                                    prompt_tokens=knobs.prompt_tokens, response_tokens=knobs.response_tokens)
+    workload = workload or Workload(
+        prompts_per_step=knobs.prompts_per_step,
+        group_size=knobs.group_size,
+        prompt_tokens=knobs.prompt_tokens,
+        response_tokens=knobs.response_tokens,
+    )
     return evaluate(node, profile, workload, spec, knobs.steps, seed=knobs.seed, noise=noise)

@@ -8,8 +8,9 @@ throughput. A colocated placement has no scoring share, so the grid does not rep
 from __future__ import annotations
 
 import itertools
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable
+from typing import Any
 
 from rlsim.errors import RlsimError
 from rlsim.planner.profile.schema import Profile
@@ -46,10 +47,19 @@ def enumerate_placements(search: SearchSpec) -> list[PlacementSpec]:
         search.train_nodes,
     )
     for runtime, batcher, schedule, colocated, share, replicas, eng, nodes, tp, pp, train in grid:
-        spec = PlacementSpec(runtime=runtime, batcher=batcher, schedule=schedule, colocated=colocated,
-                             scoring_share=0.0 if colocated else share, replicas_per_node=replicas,
-                             engine_units=None if tp * pp > 1 else eng, nodes=nodes, tp=tp, pp=pp,
-                             train_nodes=train)
+        spec = PlacementSpec(
+            runtime=runtime,
+            batcher=batcher,
+            schedule=schedule,
+            colocated=colocated,
+            scoring_share=0.0 if colocated else share,
+            replicas_per_node=replicas,
+            engine_units=None if tp * pp > 1 else eng,
+            nodes=nodes,
+            tp=tp,
+            pp=pp,
+            train_nodes=train,
+        )
         key = spec.model_dump_json()
         if key not in seen:
             seen.add(key)
@@ -67,8 +77,10 @@ def candidates(node: NodeSpec, profile: Profile, search: SearchSpec) -> Candidat
         check_devices(node, profile, runtime)
     specs = enumerate_placements(search)
     if len(specs) > search.max_placements:
-        raise RlsimError(f"the search grid has {len(specs)} placements, more than search.max_placements "
-                         f"({search.max_placements}); shrink a list or raise max_placements")
+        raise RlsimError(
+            f"the search grid has {len(specs)} placements, more than search.max_placements "
+            f"({search.max_placements}); shrink a list or raise max_placements"
+        )
     feasible, rejected = [], []
     for spec in specs:
         try:
@@ -111,10 +123,13 @@ def rank(evaluations: list[Evaluation], search: SearchSpec, target: float | None
         return target is None or ev.step_time_s <= target
 
     if search.objective == "fewest_resources":
+
         def key(ev: Evaluation) -> tuple[float, ...]:
             used = ev.resources.units_used()
             return (not meets(ev), used["nodes"], used["gpus"], used["cores"], -ev.rollouts_per_hour)
     else:
+
         def key(ev: Evaluation) -> tuple[float, ...]:
             return (not meets(ev), -ev.rollouts_per_hour)
+
     return sorted(evaluations, key=key)

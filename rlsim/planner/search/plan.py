@@ -7,9 +7,10 @@ All checks (profile version, runtimes present, devices, every placement's feasib
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import rlsim
 from rlsim.planner.profile.machine_check import check_cluster
@@ -51,20 +52,30 @@ class PlanOutcome:
             "name": cfg.name,
             "cluster": cfg.nodes.model_dump(mode="json"),
             "workload": cfg.workload.model_dump(mode="json"),
-            "profile": {"path": str(self.prepared.profile_path), "hardware_kind": prof.hardware_kind,
-                        "illustrative": prof.illustrative, "rlsim_version": prof.rlsim_version,
-                        "unmeasured": prof.unmeasured, "machine": prof.machine,
-                        "provenance": provenance_summary(prof.provenance, prof.sources)},
+            "profile": {
+                "path": str(self.prepared.profile_path),
+                "hardware_kind": prof.hardware_kind,
+                "illustrative": prof.illustrative,
+                "rlsim_version": prof.rlsim_version,
+                "unmeasured": prof.unmeasured,
+                "machine": prof.machine,
+                "provenance": provenance_summary(prof.provenance, prof.sources),
+            },
             "objective": search.objective if search else "evaluate",
             "target_step_s": cfg.target_step_s,
             "meets_target": self.meets_target,
             "chosen": self.chosen.as_dict(),
             "baseline": self.baseline.as_dict() if self.baseline else None,
             "ranked": [ev.as_dict() for ev in self.ranked],
-            "rejected": [{"label": spec.label(), "reason": reason}
-                         for spec, reason in (self.prepared.found.rejected if self.prepared.found else [])],
-            "search": {"placements": len(self.ranked), "steps_each": search.steps if search else 0,
-                       "seconds": self.search_s},
+            "rejected": [
+                {"label": spec.label(), "reason": reason}
+                for spec, reason in (self.prepared.found.rejected if self.prepared.found else [])
+            ],
+            "search": {
+                "placements": len(self.ranked),
+                "steps_each": search.steps if search else 0,
+                "seconds": self.search_s,
+            },
             "warnings": self.warnings,
         }
 
@@ -89,8 +100,17 @@ def execute(prep: Prepared, on_progress: Callable[[str], None] | None = None) ->
     t0 = time.perf_counter()
     ranked: list[Evaluation] = []
     if cfg.search is not None and prep.found is not None:
-        ranked = run_search(cfg.nodes, profile, cfg.workload, cfg.search, prep.found, cfg.target_step_s,
-                            sim.seed, sim.noise, on_done=lambda ev: note(ev.spec.label()))
+        ranked = run_search(
+            cfg.nodes,
+            profile,
+            cfg.workload,
+            cfg.search,
+            prep.found,
+            cfg.target_step_s,
+            sim.seed,
+            sim.noise,
+            on_done=lambda ev: note(ev.spec.label()),
+        )
     search_s = time.perf_counter() - t0
     chosen = _choose(prep, baseline, ranked)
     target = cfg.target_step_s
@@ -104,11 +124,15 @@ def execute(prep: Prepared, on_progress: Callable[[str], None] | None = None) ->
 
         warnings.append(ILLUSTRATIVE_WARNING)
     if meets is False and ranked:
-        warnings.append(f"no placement meets the {target:g} s step-time target; the fastest is shown "
-                        f"({chosen.step_time_s:.2f} s): add nodes or relax the target")
+        warnings.append(
+            f"no placement meets the {target:g} s step-time target; the fastest is shown "
+            f"({chosen.step_time_s:.2f} s): add nodes or relax the target"
+        )
     elif meets is False:
-        warnings.append(f"the placement misses the {target:g} s step-time target ({chosen.step_time_s:.2f} s); "
-                        "add a search section to look for one that meets it")
+        warnings.append(
+            f"the placement misses the {target:g} s step-time target ({chosen.step_time_s:.2f} s); "
+            "add a search section to look for one that meets it"
+        )
     return PlanOutcome(prep, baseline, ranked, chosen, meets, search_s, warnings)
 
 

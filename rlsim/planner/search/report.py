@@ -11,18 +11,34 @@ from rlsim.metrics.plots import save_png, subplots
 from rlsim.planner.sim.evaluate import Evaluation
 from rlsim.planner.sim.step import CRITICAL_PATH
 
-ILLUSTRATIVE_WARNING = ("the profile is ILLUSTRATIVE (example numbers, not measured): these predictions show how "
-                        "the planner works, not what your hardware does; measure one with `rlsim profile`")
+ILLUSTRATIVE_WARNING = (
+    "the profile is ILLUSTRATIVE (example numbers, not measured): these predictions show how "
+    "the planner works, not what your hardware does; measure one with `rlsim profile`"
+)
 
 
 def ranked_table(ranked: list[Evaluation], title: str, limit: int = 15, target: float | None = None) -> Table:
     """The best ``limit`` placements, best first, one knob per column."""
     table = Table(title=title, show_lines=False)
-    columns = ("#", "runtime", "batcher", "placement", "replicas/node", "schedule", "step s", "rollouts/h",
-               "per GPU-h", "gen util", "score util", "nodes/GPUs/cores", "bottleneck")
+    columns = (
+        "#",
+        "runtime",
+        "batcher",
+        "placement",
+        "replicas/node",
+        "schedule",
+        "step s",
+        "rollouts/h",
+        "per GPU-h",
+        "gen util",
+        "score util",
+        "nodes/GPUs/cores",
+        "bottleneck",
+    )
     for col in columns:
-        table.add_column(col, justify="left" if col in ("runtime", "batcher", "placement", "schedule") else "right",
-                         no_wrap=True)
+        table.add_column(
+            col, justify="left" if col in ("runtime", "batcher", "placement", "schedule") else "right", no_wrap=True
+        )
     for i, ev in enumerate(ranked[:limit], start=1):
         spec, used = ev.spec, ev.resources.units_used()
         where = "colocated" if spec.colocated else f"split {spec.scoring_share:.0%}"
@@ -33,11 +49,21 @@ def ranked_table(ranked: list[Evaluation], title: str, limit: int = 15, target: 
         if spec.train_nodes:
             where += f", train on {spec.train_nodes} nodes"
         miss = target is not None and ev.step_time_s > target
-        table.add_row(str(i), spec.runtime, spec.batcher.label(), where, str(spec.replicas_per_node), spec.schedule,
-                      f"{ev.step_time_s:.2f}" + (" miss" if miss else ""), f"{ev.rollouts_per_hour:,.0f}",
-                      f"{ev.rollouts_per_hour / used['gpus']:,.0f}" if used["gpus"] else "-",
-                      f"{ev.utilisation['generation']:.0%}", f"{ev.utilisation['scoring']:.0%}",
-                      f"{used['nodes']:g}/{used['gpus']:g}/{used['cores']:g}", ev.bottleneck)
+        table.add_row(
+            str(i),
+            spec.runtime,
+            spec.batcher.label(),
+            where,
+            str(spec.replicas_per_node),
+            spec.schedule,
+            f"{ev.step_time_s:.2f}" + (" miss" if miss else ""),
+            f"{ev.rollouts_per_hour:,.0f}",
+            f"{ev.rollouts_per_hour / used['gpus']:,.0f}" if used["gpus"] else "-",
+            f"{ev.utilisation['generation']:.0%}",
+            f"{ev.utilisation['scoring']:.0%}",
+            f"{used['nodes']:g}/{used['gpus']:g}/{used['cores']:g}",
+            ev.bottleneck,
+        )
     return table
 
 
@@ -49,8 +75,11 @@ def print_plan(console: Console, chosen: Evaluation, heading: str) -> None:
         f"  step {chosen.step_time_s:.2f} s (+/- {chosen.step_time_std_s:.2f} over {len(chosen.steps)} steps), "
         f"{chosen.rollouts_per_hour:,.0f} rollouts/hour"
     )
-    console.print("  critical path: " + ", ".join(f"{k} {t[k]:.2f} s" for k in CRITICAL_PATH)
-                  + f"  (scorers busy {t['score']:.2f} s in all)")
+    console.print(
+        "  critical path: "
+        + ", ".join(f"{k} {t[k]:.2f} s" for k in CRITICAL_PATH)
+        + f"  (scorers busy {t['score']:.2f} s in all)"
+    )
     console.print(f"  bottleneck: {chosen.bottleneck} - {chosen.bottleneck_detail}")
     console.print("  utilisation: " + ", ".join(f"{k} {v:.0%}" for k, v in chosen.utilisation.items()))
 
@@ -78,8 +107,11 @@ def plot_share_curves(ranked: list[Evaluation], path: Path) -> Path:
     ax.set_xlabel("scoring share of each node's scorer-device units")
     ax.set_ylabel("predicted step time (s)")
     illustrative = any(ev.illustrative for ev in ranked)
-    ax.set_title("Step time vs scoring share (best over batchers, replicas, schedules)"
-                 + ("\n[ILLUSTRATIVE profile: not measured]" if illustrative else ""), fontsize=10)
+    ax.set_title(
+        "Step time vs scoring share (best over batchers, replicas, schedules)"
+        + ("\n[ILLUSTRATIVE profile: not measured]" if illustrative else ""),
+        fontsize=10,
+    )
     ax.xaxis.set_major_formatter(matplotlib.ticker.PercentFormatter(1.0))
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8)
@@ -104,4 +136,3 @@ def plot_plan(chosen: Evaluation, path: Path) -> Path:
     right.legend(fontsize=8)
     fig.suptitle(chosen.spec.label() + (" [ILLUSTRATIVE profile]" if chosen.illustrative else ""), fontsize=9)
     return save_png(fig, path, tight=True)
-

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 
@@ -41,9 +42,15 @@ class Evaluation:
             "placement": self.spec.model_dump(mode="json"),
             "label": self.spec.label(),
             "resources": {
-                "nodes": res.nodes, "engines": res.engines, "engine_units": res.engine_units,
-                "gen_device": res.gen_device, "scorer_device": res.scorer_device, "replicas": res.replicas,
-                "replica_units": res.replica_units, "shared": res.shared, "max_running": res.max_running,
+                "nodes": res.nodes,
+                "engines": res.engines,
+                "engine_units": res.engine_units,
+                "gen_device": res.gen_device,
+                "scorer_device": res.scorer_device,
+                "replicas": res.replicas,
+                "replica_units": res.replica_units,
+                "shared": res.shared,
+                "max_running": res.max_running,
                 "used": res.units_used(),
             },
             "step_time_s": self.step_time_s,
@@ -87,10 +94,17 @@ def summarise(spec: PlacementSpec, res: Resources, steps: list[StepResult], illu
     rollouts = float(np.mean([s.rollouts for s in steps]))
     name, detail = bottleneck(steps, time_s, res)
     return Evaluation(
-        spec=spec, resources=res, steps=steps, step_time_s=mean_total,
+        spec=spec,
+        resources=res,
+        steps=steps,
+        step_time_s=mean_total,
         step_time_std_s=float(totals.std(ddof=1)) if len(steps) > 1 else 0.0,
-        rollouts_per_hour=rollouts * 3600.0 / mean_total, time_s=time_s,
-        utilisation=utilisation(steps, res), bottleneck=name, bottleneck_detail=detail, illustrative=illustrative,
+        rollouts_per_hour=rollouts * 3600.0 / mean_total,
+        time_s=time_s,
+        utilisation=utilisation(steps, res),
+        bottleneck=name,
+        bottleneck_detail=detail,
+        illustrative=illustrative,
     )
 
 
@@ -100,30 +114,40 @@ def utilisation(steps: list[StepResult], res: Resources) -> dict[str, float]:
     gen = sum(s.gen_busy_unit_s for s in steps) / (res.gen_units * total)
     score = sum(s.score_busy_unit_s for s in steps) / (res.scoring_units * total)
     train = sum(s.time_s["update"] + s.time_s["sync"] for s in steps) / total
-    return {"generation": gen, "scoring": score, "training": train,
-            "generation_units_overall": min(1.0, gen + train)}
+    return {"generation": gen, "scoring": score, "training": train, "generation_units_overall": min(1.0, gen + train)}
 
 
 def bottleneck(steps: list[StepResult], time_s: dict[str, float], res: Resources) -> tuple[str, str]:
     """The phase on the critical path (``CRITICAL_PATH``) that takes longest, with a reason in words."""
-    parts = {"generation": time_s["generate"], "scoring": time_s["score_tail"], "update": time_s["update"],
-             "sync": time_s["sync"], "overhead": time_s["idle"]}
+    parts = {
+        "generation": time_s["generate"],
+        "scoring": time_s["score_tail"],
+        "update": time_s["update"],
+        "sync": time_s["sync"],
+        "overhead": time_s["idle"],
+    }
     name = max(parts, key=lambda k: parts[k])
     share = parts[name] / time_s["total"]
     if name == "generation":
         idle = max(s.idle_engines for s in steps)
         if idle:
-            return name, (f"generation is {share:.0%} of the step and {idle} of {res.engines} engines get no "
-                          "rollout: the step has fewer rollouts than engines (raise prompts_per_step or use "
-                          "fewer, larger engines)")
+            return name, (
+                f"generation is {share:.0%} of the step and {idle} of {res.engines} engines get no "
+                "rollout: the step has fewer rollouts than engines (raise prompts_per_step or use "
+                "fewer, larger engines)"
+            )
         ratio = float(np.mean([s.engine_makespan_max_s / max(s.engine_makespan_mean_s, 1e-12) for s in steps]))
         if ratio >= STRAGGLER_RATIO:
-            return name, (f"generation is {share:.0%} of the step; long-tail stragglers: the slowest engine "
-                          f"takes {ratio:.2f}x the mean engine, so more engines help less than shorter tails")
+            return name, (
+                f"generation is {share:.0%} of the step; long-tail stragglers: the slowest engine "
+                f"takes {ratio:.2f}x the mean engine, so more engines help less than shorter tails"
+            )
         return name, f"generation is {share:.0%} of the step with {res.engines} engine(s) evenly loaded"
     if name == "scoring":
-        return name, (f"rewards arrive {time_s['score_tail']:.2f} s after the last rollout ({share:.0%} of the step); "
-                      f"{res.replicas} replicas of {res.replica_units:g} {_units(res.scorer_device)} fall behind")
+        return name, (
+            f"rewards arrive {time_s['score_tail']:.2f} s after the last rollout ({share:.0%} of the step); "
+            f"{res.replicas} replicas of {res.replica_units:g} {_units(res.scorer_device)} fall behind"
+        )
     return name, f"{name} is {share:.0%} of the step"
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import heapq
 from bisect import bisect_right
-from typing import Callable, Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
@@ -65,11 +65,11 @@ class SpeedProfile:
         self._last = v[-1]
 
     @classmethod
-    def constant(cls) -> "SpeedProfile":
+    def constant(cls) -> SpeedProfile:
         return cls([0.0], [1.0])
 
     @classmethod
-    def from_ends(cls, ends: Sequence[float], capacity: int, slowdown: float) -> "SpeedProfile":
+    def from_ends(cls, ends: Sequence[float], capacity: int, slowdown: float) -> SpeedProfile:
         """``from_load`` for intervals that all start at 0 (engines generating from the step's start)."""
         if slowdown <= 0 or len(ends) == 0:
             return cls.constant()
@@ -85,8 +85,7 @@ class SpeedProfile:
         return cls(times, speeds)
 
     @classmethod
-    def from_load(cls, starts: Sequence[float], ends: Sequence[float], capacity: int,
-                  slowdown: float) -> "SpeedProfile":
+    def from_load(cls, starts: Sequence[float], ends: Sequence[float], capacity: int, slowdown: float) -> SpeedProfile:
         """Speed ``1 / (1 + slowdown x busy / capacity)`` where ``busy`` counts intervals covering t."""
         if slowdown <= 0 or len(starts) == 0:
             return cls.constant()

@@ -74,8 +74,9 @@ def _start_iterations(responses: np.ndarray, max_running: int) -> np.ndarray:
     return starts
 
 
-def completion_work_s(batch: EngineBatch, model: GenerationModel, engine_units: float, max_running: int,
-                      tp: int = 1, pp: int = 1) -> np.ndarray:
+def completion_work_s(
+    batch: EngineBatch, model: GenerationModel, engine_units: float, max_running: int, tp: int = 1, pp: int = 1
+) -> np.ndarray:
     """Uncontended seconds from the step's start until each request's last token; ``(engines, per)``.
 
     Padding slots get 0. Iteration time follows ``model.iteration_s(n, engine_units, tp, pp)``.

@@ -24,8 +24,8 @@ from __future__ import annotations
 import heapq
 from bisect import bisect_right
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
 
 import numpy as np
 
@@ -56,12 +56,18 @@ class ScoringOutcome:
     reward_s: np.ndarray = field(default_factory=lambda: np.zeros(0))
 
     @classmethod
-    def empty(cls, replicas: int, rollouts: int, real_tokens: int, start_s: float) -> "ScoringOutcome":
-        return cls(done_s=start_s, batches=0, padded_tokens=0, real_tokens=real_tokens,
-                   busy_starts=[[] for _ in range(replicas)], busy_ends=[[] for _ in range(replicas)],
-                   reward_s=np.zeros(rollouts))
+    def empty(cls, replicas: int, rollouts: int, real_tokens: int, start_s: float) -> ScoringOutcome:
+        return cls(
+            done_s=start_s,
+            batches=0,
+            padded_tokens=0,
+            real_tokens=real_tokens,
+            busy_starts=[[] for _ in range(replicas)],
+            busy_ends=[[] for _ in range(replicas)],
+            reward_s=np.zeros(rollouts),
+        )
 
-    def record(self, replica: int, begin: float, end: float, rollouts: "np.ndarray | slice", padded: int) -> None:
+    def record(self, replica: int, begin: float, end: float, rollouts: np.ndarray | slice, padded: int) -> None:
         """One batch of ``rollouts`` (indices) scored on ``replica`` from ``begin`` to ``end`` seconds."""
         self.batches += 1
         self.padded_tokens += padded
@@ -249,9 +255,9 @@ def simulate_round_robin(
     n = len(order)
     if sequential:
         bounds = [round(i * n / replicas) for i in range(replicas + 1)]
-        calls = [order[bounds[i]:bounds[i + 1]] for i in range(replicas)]
+        calls = [order[bounds[i] : bounds[i + 1]] for i in range(replicas)]
     else:
-        calls = [order[i:i + spec.window] for i in range(0, n, spec.window)]
+        calls = [order[i : i + spec.window] for i in range(0, n, spec.window)]
     out = ScoringOutcome.empty(replicas, n, int(tokens.sum()), start_s)
     free_at = [start_s] * replicas
     for k, call in enumerate(calls):

@@ -128,8 +128,15 @@ def _map_generation(work: np.ndarray, batch: EngineBatch, speeds: list[SpeedProf
     return np.where(batch.valid, finish, 0.0)
 
 
-def _score(inputs: StepInputs, batch: EngineBatch, finish: np.ndarray, engine_end: np.ndarray,
-           tokens: np.ndarray, noise: np.ndarray, contended: bool) -> ScoringOutcome:
+def _score(
+    inputs: StepInputs,
+    batch: EngineBatch,
+    finish: np.ndarray,
+    engine_end: np.ndarray,
+    tokens: np.ndarray,
+    noise: np.ndarray,
+    contended: bool,
+) -> ScoringOutcome:
     """Run the scorers on rollouts arriving when generated (overlapped) or all at the end (sequential)."""
     res, spec, scorer = inputs.resources, inputs.spec, inputs.scorer
     arrive = np.zeros(len(tokens))
@@ -145,7 +152,7 @@ def _score(inputs: StepInputs, batch: EngineBatch, finish: np.ndarray, engine_en
         per = res.engines_per_node
         # An engine generates from the step's start until its last rollout is done.
         speeds = [
-            SpeedProfile.from_ends(engine_end[n * per:(n + 1) * per].tolist(), per, slowdown)
+            SpeedProfile.from_ends(engine_end[n * per : (n + 1) * per].tolist(), per, slowdown)
             for n in range(res.nodes)
         ]
     per_node = res.replicas_per_node
@@ -157,14 +164,25 @@ def _score(inputs: StepInputs, batch: EngineBatch, finish: np.ndarray, engine_en
         return replica // per_node
 
     if spec.dispatch == "round_robin":
-        return simulate_round_robin(arrive, tokens, spec.batcher, res.replicas, latency, noise, speeds, node_of,
-                                    start, sequential=spec.schedule == "sequential",
-                                    call_overhead_s=scorer.call_overhead_s)
+        return simulate_round_robin(
+            arrive,
+            tokens,
+            spec.batcher,
+            res.replicas,
+            latency,
+            noise,
+            speeds,
+            node_of,
+            start,
+            sequential=spec.schedule == "sequential",
+            call_overhead_s=scorer.call_overhead_s,
+        )
     return simulate_scoring(arrive, tokens, spec.batcher, res.replicas, latency, noise, speeds, node_of, start)
 
 
-def _score_function(inputs: StepInputs, function: RewardFunctionModel, batch: EngineBatch, finish: np.ndarray,
-                    seed: int, step: int) -> ScoringOutcome:
+def _score_function(
+    inputs: StepInputs, function: RewardFunctionModel, batch: EngineBatch, finish: np.ndarray, seed: int, step: int
+) -> ScoringOutcome:
     """Rule-based rewards on the worker pool, rollouts arriving when generated (or all at the end)."""
     res = inputs.resources
     n = int(batch.valid.sum())
@@ -174,8 +192,9 @@ def _score_function(inputs: StepInputs, function: RewardFunctionModel, batch: En
     if inputs.spec.schedule == "sequential":
         start = float(finish.max())
         arrive[:] = start
-    return simulate_reward_pool(arrive, service_times(function, seed, step, n), res.replicas,
-                                res.replicas_per_node, start)
+    return simulate_reward_pool(
+        arrive, service_times(function, seed, step, n), res.replicas, res.replicas_per_node, start
+    )
 
 
 def _generation_speeds(outcome: ScoringOutcome, res: Resources, slowdown: float) -> list[SpeedProfile]:
@@ -188,8 +207,15 @@ def _generation_speeds(outcome: ScoringOutcome, res: Resources, slowdown: float)
     return speeds
 
 
-def _assemble(inputs: StepInputs, batch: EngineBatch, finish: np.ndarray, engine_end: np.ndarray,
-              outcome: ScoringOutcome, tokens: int, rounds: int) -> StepResult:
+def _assemble(
+    inputs: StepInputs,
+    batch: EngineBatch,
+    finish: np.ndarray,
+    engine_end: np.ndarray,
+    outcome: ScoringOutcome,
+    tokens: int,
+    rounds: int,
+) -> StepResult:
     res, trainer = inputs.resources, inputs.profile.trainer
     assert trainer is not None
     gen_done = float(engine_end.max())
@@ -198,17 +224,25 @@ def _assemble(inputs: StepInputs, batch: EngineBatch, finish: np.ndarray, engine
         "generate": gen_done,
         "score": union_s(outcome),
         "score_tail": rewards_done - gen_done,
-        "update": trainer.update_s(tokens, res.train_units, int(batch.valid.sum()),
-                                   float(batch.prompts[batch.valid].sum()), res.train_node_count),
+        "update": trainer.update_s(
+            tokens,
+            res.train_units,
+            int(batch.valid.sum()),
+            float(batch.prompts[batch.valid].sum()),
+            res.train_node_count,
+        ),
         "sync": trainer.sync_split_s(tokens) if res.train_nodes else trainer.sync_s(tokens),
         "idle": trainer.step_overhead_s,
     }
     time_s["total"] = sum(time_s[p] for p in CRITICAL_PATH)
     return StepResult(
-        time_s=time_s, rollouts=int(batch.valid.sum()), tokens=tokens,
+        time_s=time_s,
+        rollouts=int(batch.valid.sum()),
+        tokens=tokens,
         gen_busy_unit_s=float(engine_end.sum()) * res.engine_units,
         score_busy_unit_s=outcome.busy_s() * res.replica_units,
-        engine_makespan_mean_s=float(engine_end[batch.valid.any(axis=1)].mean()), engine_makespan_max_s=gen_done,
+        engine_makespan_mean_s=float(engine_end[batch.valid.any(axis=1)].mean()),
+        engine_makespan_max_s=gen_done,
         idle_engines=int((~batch.valid.any(axis=1)).sum()),
         batches=outcome.batches,
         padding_waste=1.0 - outcome.real_tokens / outcome.padded_tokens if outcome.padded_tokens else 0.0,

@@ -6,8 +6,9 @@ the simulation only sees typed objects.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Literal, Sequence
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -53,7 +54,7 @@ class BatcherSpec(_Cfg):
     window: int = Field(default=128, ge=1)
 
     @model_validator(mode="after")
-    def _check(self) -> "BatcherSpec":
+    def _check(self) -> BatcherSpec:
         if self.kind == "token-budget" and self.token_budget is None:
             raise ValueError("a token-budget batcher needs token_budget (padded tokens per batch, e.g. 8192)")
         if self.kind != "token-budget" and self.batch_size is None:
@@ -107,10 +108,12 @@ class PlacementSpec(_Cfg):
     train_nodes: int = Field(default=0, ge=0)
 
     @model_validator(mode="after")
-    def _check(self) -> "PlacementSpec":
+    def _check(self) -> PlacementSpec:
         if self.tp * self.pp > 1 and self.engine_units not in (None, self.tp * self.pp):
-            raise ValueError(f"engine_units {self.engine_units:g} contradicts tp {self.tp} x pp {self.pp}; "
-                             "give one of them (a tp x pp engine holds tp x pp GPUs)")
+            raise ValueError(
+                f"engine_units {self.engine_units:g} contradicts tp {self.tp} x pp {self.pp}; "
+                "give one of them (a tp x pp engine holds tp x pp GPUs)"
+            )
         return self
 
     def label(self) -> str:
@@ -119,8 +122,10 @@ class PlacementSpec(_Cfg):
         eng = f" eng{self.engine_units:g}" if self.engine_units else ""
         par = f" tp{self.tp}" + (f"pp{self.pp}" if self.pp > 1 else "") if self.tp * self.pp > 1 else ""
         train = f" train{self.train_nodes}n" if self.train_nodes else ""
-        return (f"{self.runtime} {self.batcher.label()} x{self.replicas_per_node}/node {where} "
-                f"{self.schedule}{eng}{par}{train}{nodes}")
+        return (
+            f"{self.runtime} {self.batcher.label()} x{self.replicas_per_node}/node {where} "
+            f"{self.schedule}{eng}{par}{train}{nodes}"
+        )
 
 
 class SearchSpec(_Cfg):
@@ -147,7 +152,7 @@ class SearchSpec(_Cfg):
     max_placements: int = Field(default=1000, ge=1)
 
     @model_validator(mode="after")
-    def _check(self) -> "SearchSpec":
+    def _check(self) -> SearchSpec:
         if any(not 0 <= s <= 1 for s in self.scoring_shares):
             raise ValueError("scoring_shares must lie in [0, 1] (share of each node's units for scoring)")
         return self
@@ -178,10 +183,12 @@ class PlanConfig(_Cfg):
     simulation: SimulationSpec = SimulationSpec()
 
     @model_validator(mode="after")
-    def _check(self) -> "PlanConfig":
+    def _check(self) -> PlanConfig:
         if self.nodes.kind not in self.profiles:
-            raise ValueError(f"nodes.kind {self.nodes.kind!r} has no entry in profiles "
-                             f"(it has: {', '.join(sorted(self.profiles))}); add `{self.nodes.kind}: PATH`")
+            raise ValueError(
+                f"nodes.kind {self.nodes.kind!r} has no entry in profiles "
+                f"(it has: {', '.join(sorted(self.profiles))}); add `{self.nodes.kind}: PATH`"
+            )
         if self.placement is None and self.search is None:
             raise ValueError("give a placement to evaluate, a search grid, or both")
         if self.search and self.search.objective == "fewest_resources" and self.target_step_s is None:

@@ -111,8 +111,10 @@ def resolve(node: NodeSpec, profile: Profile, spec: PlacementSpec) -> Resources:
     gen, scorer = check_devices(node, profile, spec.runtime)
     total_nodes = spec.nodes or node.count
     if total_nodes > node.count:
-        raise PlacementError(f"placement asks for {total_nodes} nodes but the cluster has {node.count}; "
-                             "lower placement.nodes or add nodes")
+        raise PlacementError(
+            f"placement asks for {total_nodes} nodes but the cluster has {node.count}; "
+            "lower placement.nodes or add nodes"
+        )
     _check_pools(node, gen, spec, total_nodes)
     nodes = total_nodes - spec.train_nodes
     gen_total = node_units(node, gen.device)
@@ -150,11 +152,22 @@ def resolve(node: NodeSpec, profile: Profile, spec: PlacementSpec) -> Resources:
         )
     max_running = spec.max_running or max(1, int(gen.max_running * engine_units / gen.units))
     return Resources(
-        nodes=nodes, gen_device=gen.device, engines_per_node=engines, engine_units=engine_units,
-        max_running=max_running, scorer_device=scorer.device, replicas_per_node=spec.replicas_per_node,
-        replica_units=replica_units, scoring_units_per_node=scoring_units, shared=spec.colocated,
-        gpus_per_node=node.gpus, cores_per_node=node.cores, train_on_scoring=spec.train_on == "scoring",
-        tp=spec.tp, pp=spec.pp, train_nodes=spec.train_nodes,
+        nodes=nodes,
+        gen_device=gen.device,
+        engines_per_node=engines,
+        engine_units=engine_units,
+        max_running=max_running,
+        scorer_device=scorer.device,
+        replicas_per_node=spec.replicas_per_node,
+        replica_units=replica_units,
+        scoring_units_per_node=scoring_units,
+        shared=spec.colocated,
+        gpus_per_node=node.gpus,
+        cores_per_node=node.cores,
+        train_on_scoring=spec.train_on == "scoring",
+        tp=spec.tp,
+        pp=spec.pp,
+        train_nodes=spec.train_nodes,
     )
 
 
@@ -162,23 +175,31 @@ def _check_pools(node: NodeSpec, gen: GenerationModel, spec: PlacementSpec, tota
     """Multi-GPU engines need the profile's scaling and must fit a node; split pools need nodes left."""
     if spec.tp * spec.pp > 1:
         if gen.device != "cuda" or gen.parallel is None:
-            raise PlacementError(f"tp {spec.tp} x pp {spec.pp} needs a GPU profile with generation.parallel "
-                                 "(tensor/pipeline scaling); use tp = pp = 1 or such a profile")
+            raise PlacementError(
+                f"tp {spec.tp} x pp {spec.pp} needs a GPU profile with generation.parallel "
+                "(tensor/pipeline scaling); use tp = pp = 1 or such a profile"
+            )
         if spec.tp not in gen.parallel.tp_speedup:
             have = ", ".join(str(t) for t in sorted(gen.parallel.tp_speedup))
-            raise PlacementError(f"the profile gives no tensor-parallel speed-up for tp {spec.tp} (it has: {have}); "
-                                 "pick one of those or add it to generation.parallel.tp_speedup")
+            raise PlacementError(
+                f"the profile gives no tensor-parallel speed-up for tp {spec.tp} (it has: {have}); "
+                "pick one of those or add it to generation.parallel.tp_speedup"
+            )
         if spec.pp > gen.parallel.max_pp:
             raise PlacementError(f"pp {spec.pp} exceeds the profile's max_pp {gen.parallel.max_pp}")
         if spec.tp * spec.pp > node.gpus:
-            raise PlacementError(f"an engine of tp {spec.tp} x pp {spec.pp} GPUs does not fit a node of "
-                                 f"{node.gpus} GPUs (engines spanning nodes are not modelled); lower tp or pp")
+            raise PlacementError(
+                f"an engine of tp {spec.tp} x pp {spec.pp} GPUs does not fit a node of "
+                f"{node.gpus} GPUs (engines spanning nodes are not modelled); lower tp or pp"
+            )
     if spec.train_nodes:
         if node.gpus == 0:
             raise PlacementError("train_nodes (split GPU pools) needs GPU nodes; set train_nodes: 0")
         if spec.train_nodes >= total_nodes:
-            raise PlacementError(f"train_nodes {spec.train_nodes} leaves no generation node of {total_nodes}; "
-                                 "lower train_nodes or raise nodes")
+            raise PlacementError(
+                f"train_nodes {spec.train_nodes} leaves no generation node of {total_nodes}; "
+                "lower train_nodes or raise nodes"
+            )
 
 
 def _engine_units(spec: PlacementSpec, gen: GenerationModel, gen_units: float) -> float:

@@ -26,14 +26,16 @@ class Workload(BaseModel):
     response_tokens: LengthDist
 
     @model_validator(mode="after")
-    def _mean_within_range(self) -> "Workload":
+    def _mean_within_range(self) -> Workload:
         # A lognormal's max defaults to the loop's 512 tokens: a longer mean would be clipped to a
         # constant without a word, and the plan would describe another workload than the one meant.
         for name in ("prompt_tokens", "response_tokens"):
             dist = getattr(self, name)
             if isinstance(dist, LognormalLengths) and dist.mean > dist.max:
-                raise ValueError(f"{name}: mean {dist.mean:g} is above max {dist.max} tokens (max defaults to "
-                                 "512); raise max or lower the mean")
+                raise ValueError(
+                    f"{name}: mean {dist.mean:g} is above max {dist.max} tokens (max defaults to "
+                    "512); raise max or lower the mean"
+                )
         return self
 
     @property

@@ -8,9 +8,10 @@ from __future__ import annotations
 
 import sys
 import time
+from collections.abc import Sequence
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 from rich.console import Console
 from rich.table import Table
@@ -44,8 +45,14 @@ def prepare_validation(
 
 
 def validate_command(
-    path: Path, overrides: Sequence[str], profile_path: Path | None, out: Path, json_path: Path,
-    reuse: bool, runner: LoopRunner | None = None, console: Console | None = None,
+    path: Path,
+    overrides: Sequence[str],
+    profile_path: Path | None,
+    out: Path,
+    json_path: Path,
+    reuse: bool,
+    runner: LoopRunner | None = None,
+    console: Console | None = None,
 ) -> dict[str, Any]:
     """Run the validation set at ``path``; writes ``json_path`` after every configuration."""
     console = console or Console(stderr=True)
@@ -59,8 +66,12 @@ def validate_command(
         "validation_set": str(path),
         "command": " ".join(["rlsim", *sys.argv[1:]]) if sys.argv and sys.argv[0].endswith("rlsim") else None,
         "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        "profile": {"path": str(profile_path), "hardware_kind": profile.hardware_kind,
-                    "illustrative": profile.illustrative, "notes": profile.notes},
+        "profile": {
+            "path": str(profile_path),
+            "hardware_kind": profile.hardware_kind,
+            "illustrative": profile.illustrative,
+            "notes": profile.notes,
+        },
         "warmup_steps": loop_set.warmup_steps,
         "quiet": loop_set.quiet.model_dump() if loop_set.quiet else None,
         "disturbed_above": loop_set.disturbed_above,
@@ -81,8 +92,9 @@ def validate_command(
         console.print(f"[{done}/{len(cases)}] {message}")
 
     try:
-        report = run_validation(cases, profile, runner, out, json_path, loop_set.warmup_steps, reuse, note, meta,
-                                loop_set.disturbed_above)
+        report = run_validation(
+            cases, profile, runner, out, json_path, loop_set.warmup_steps, reuse, note, meta, loop_set.disturbed_above
+        )
     finally:
         runner.close()
     report["wall_s"] = round(time.perf_counter() - t0, 1)
@@ -104,19 +116,42 @@ def _gemm_like(profile: Profile) -> dict[str, float]:
 
 def validation_table(report: dict[str, Any]) -> Table:
     """One row per configuration: predicted and measured step time and rollouts/hour, and the error."""
-    table = Table(title=f"plan validate: median |error| {report['median_abs_error']:.1%}, "
-                        f"max {report['max_abs_error']:.1%}")
-    for col in ("config", "schedule", "placement", "runtime", "rollouts", "predicted s", "measured s",
-                "error", "all-steps error", "pred rollouts/h", "meas rollouts/h", "others' CPU"):
-        table.add_column(col, justify="left" if col in ("config", "schedule", "placement", "runtime") else "right",
-                         no_wrap=True)
+    table = Table(
+        title=f"plan validate: median |error| {report['median_abs_error']:.1%}, max {report['max_abs_error']:.1%}"
+    )
+    for col in (
+        "config",
+        "schedule",
+        "placement",
+        "runtime",
+        "rollouts",
+        "predicted s",
+        "measured s",
+        "error",
+        "all-steps error",
+        "pred rollouts/h",
+        "meas rollouts/h",
+        "others' CPU",
+    ):
+        table.add_column(
+            col, justify="left" if col in ("config", "schedule", "placement", "runtime") else "right", no_wrap=True
+        )
     for e in report["configs"]:
         colour = "green" if abs(e["error"]) <= 0.10 else "red"
-        table.add_row(e["name"], e.get("schedule", ""), e.get("placement", ""), e.get("runtime", ""),
-                      f"{e['rollouts_per_step']:g}", f"{e['predicted_step_s']:.2f}", f"{e['measured_step_s']:.2f}",
-                      f"[{colour}]{e['error']:+.1%}[/{colour}]", f"{e.get('error_all_steps', e['error']):+.1%}",
-                      f"{e['predicted_rollouts_per_hour']:,.0f}", f"{e['measured_rollouts_per_hour']:,.0f}",
-                      _shares(e))
+        table.add_row(
+            e["name"],
+            e.get("schedule", ""),
+            e.get("placement", ""),
+            e.get("runtime", ""),
+            f"{e['rollouts_per_step']:g}",
+            f"{e['predicted_step_s']:.2f}",
+            f"{e['measured_step_s']:.2f}",
+            f"[{colour}]{e['error']:+.1%}[/{colour}]",
+            f"{e.get('error_all_steps', e['error']):+.1%}",
+            f"{e['predicted_rollouts_per_hour']:,.0f}",
+            f"{e['measured_rollouts_per_hour']:,.0f}",
+            _shares(e),
+        )
     return table
 
 

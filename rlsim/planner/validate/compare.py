@@ -13,8 +13,9 @@ keeps what it measured: ``{"configs": [{"name", "predicted_step_s", "measured_st
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -55,8 +56,13 @@ def validation_entry(
         "predicted_rollouts_per_hour": rollouts * 3600.0 / predicted_step,
         "measured_rollouts_per_hour": rollouts * 3600.0 / measured_step,
         "rollouts_per_step": rollouts,
-        "phases_s": {p: {"predicted": float(np.median([s.time_s[p] for s in steps])),
-                         "measured": float(np.median(measured.time_s[p]))} for p in PHASES},
+        "phases_s": {
+            p: {
+                "predicted": float(np.median([s.time_s[p] for s in steps])),
+                "measured": float(np.median(measured.time_s[p])),
+            }
+            for p in PHASES
+        },
         "steps": measured.numbers,
         "predicted_steps_s": predicted_totals,
         "measured_steps_s": [float(x) for x in measured.time_s["total"]],
@@ -104,23 +110,31 @@ def run_validation(
         out = runs_dir / case.name
         results = reusable_results(out, case) if reuse else None
         reused = results is not None
-        tell(f"{case.name}: {'reusing ' + str(out) if results else 'running'} "
-             f"(predicted {np.median([s.time_s['total'] for s in predicted.steps]):.2f} s/step)", None)
+        tell(
+            f"{case.name}: {'reusing ' + str(out) if results else 'running'} "
+            f"(predicted {np.median([s.time_s['total'] for s in predicted.steps]):.2f} s/step)",
+            None,
+        )
         if results is None:
             results = runner.run(case, out)
         every = parse_loop_steps(results, out / "results.json", skip_first=warmup_steps)
         loads = step_loads(out)
         measured, dropped = drop_disturbed(every, loads, disturbed_above)
         entry = validation_entry(case.name, predicted, measured, steps)
-        entry.update(note=case.note, schedule=case.config.schedule, placement=case.config.placement.preset,
-                     runtime=case.config.reward.runtime, reused=reused, run_dir=str(out),
-                     foreign_cpu_share={str(n): round(loads[n], 3) for n in every.numbers if n in loads},
-                     dropped_steps=dropped,
-                     error_all_steps=validation_entry(case.name, predicted, every, steps)["error"])
+        entry.update(
+            note=case.note,
+            schedule=case.config.schedule,
+            placement=case.config.placement.preset,
+            runtime=case.config.reward.runtime,
+            reused=reused,
+            run_dir=str(out),
+            foreign_cpu_share={str(n): round(loads[n], 3) for n in every.numbers if n in loads},
+            dropped_steps=dropped,
+            error_all_steps=validation_entry(case.name, predicted, every, steps)["error"],
+        )
         entries.append(entry)
         tell(f"{case.name}: measured {entry['measured_step_s']:.2f} s, error {entry['error']:+.1%}", entry)
         report = validation_report(entries, **meta, complete=len(entries) == len(cases))
         if json_path is not None:
             atomic_write_json(json_path, report)
     return validation_report(entries, **meta, complete=True)
-

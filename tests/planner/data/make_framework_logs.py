@@ -32,15 +32,29 @@ def main() -> None:
         upd = (25 + 1.4e-4 * tokens) * rng.normal(1, 0.02)
         sync = 3.5 * rng.normal(1, 0.03)
         step_s = gen + reward + old_lp + ref + adv + upd + sync + 1.2 * rng.normal(1, 0.1)
-        d = {"training/global_step": step, "training/epoch": 0,
-             "critic/score/mean": float(rng.uniform(0, 1)), "critic/rewards/mean": float(rng.uniform(0, 1)),
-             "response_length/mean": round(mean, 2), "response_length/max": mx, "response_length/min": 12.0,
-             "response_length/clip_ratio": 0.01, "prompt_length/mean": round(prompt, 2), "prompt_length/max": 512.0,
-             "timing_s/gen": round(gen, 3), "timing_s/reward": round(reward, 3),
-             "timing_s/old_log_prob": round(old_lp, 3), "timing_s/ref": round(ref, 3), "timing_s/adv": round(adv, 3),
-             "timing_s/update_actor": round(upd, 3), "timing_s/update_weights": round(sync, 3),
-             "timing_s/step": round(step_s, 3), "perf/total_num_tokens": int(round(n * (prompt + mean))),
-             "perf/time_per_step": round(step_s, 3), "perf/throughput": round(n * (prompt + mean) / step_s / 8, 1)}
+        d = {
+            "training/global_step": step,
+            "training/epoch": 0,
+            "critic/score/mean": float(rng.uniform(0, 1)),
+            "critic/rewards/mean": float(rng.uniform(0, 1)),
+            "response_length/mean": round(mean, 2),
+            "response_length/max": mx,
+            "response_length/min": 12.0,
+            "response_length/clip_ratio": 0.01,
+            "prompt_length/mean": round(prompt, 2),
+            "prompt_length/max": 512.0,
+            "timing_s/gen": round(gen, 3),
+            "timing_s/reward": round(reward, 3),
+            "timing_s/old_log_prob": round(old_lp, 3),
+            "timing_s/ref": round(ref, 3),
+            "timing_s/adv": round(adv, 3),
+            "timing_s/update_actor": round(upd, 3),
+            "timing_s/update_weights": round(sync, 3),
+            "timing_s/step": round(step_s, 3),
+            "perf/total_num_tokens": int(round(n * (prompt + mean))),
+            "perf/time_per_step": round(step_s, 3),
+            "perf/throughput": round(n * (prompt + mean) / step_s / 8, 1),
+        }
         lines.append(json.dumps({"step": step, "data": d}))
         if step == 6:  # a validation record: no timing keys, skipped by the reader
             lines.append(json.dumps({"step": step, "data": {"val-core/gsm8k/reward/mean@1": 0.41}}))
@@ -55,12 +69,21 @@ def main() -> None:
         ppo = (18 + 1.6e-4 * n * mean) * rng.normal(1, 0.02)
         bc = 2.8 * rng.normal(1, 0.03)
         total = gen + mk + ppo + bc + 0.9 * rng.normal(1, 0.1)
-        d = {"policy_loss": 0.01, "kl": 0.002, "actor_lr": 1e-6, "rollout/reward_mean": float(rng.uniform(0, 1)),
-             "rollout/response_length_mean": round(mean, 2), "rollout/truncated_rate": 0.0,
-             "rollout/num_samples": float(n), "timing/generation": round(gen, 3),
-             "timing/make_experience": round(mk, 3), "timing/ppo_train": round(ppo, 3),
-             "timing/broadcast": round(bc, 3), "timing/step_total": round(total, 3),
-             "generated_samples": ["a sample", 0.5]}
+        d = {
+            "policy_loss": 0.01,
+            "kl": 0.002,
+            "actor_lr": 1e-6,
+            "rollout/reward_mean": float(rng.uniform(0, 1)),
+            "rollout/response_length_mean": round(mean, 2),
+            "rollout/truncated_rate": 0.0,
+            "rollout/num_samples": float(n),
+            "timing/generation": round(gen, 3),
+            "timing/make_experience": round(mk, 3),
+            "timing/ppo_train": round(ppo, 3),
+            "timing/broadcast": round(bc, 3),
+            "timing/step_total": round(total, 3),
+            "generated_samples": ["a sample", 0.5],
+        }
         lines.append(json.dumps(d))
     (HERE / "openrlhf_metrics.jsonl").write_text("\n".join(lines) + "\n")
 
