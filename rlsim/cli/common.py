@@ -53,6 +53,8 @@ at_least_two = _number(int, "a whole number >= 2", low=2)
 port_number = _number(int, "a TCP port 0..65535 (0 picks a free one)", low=0, high=65535)
 positive_float = _number(float, "a number > 0", above=0.0)
 non_negative_float = _number(float, "a number >= 0", low=0.0)
+fraction = _number(float, "a number from 0 to 1", low=0.0, high=1.0)
+correlation = _number(float, "a number from -1 to 1", low=-1.0, high=1.0)
 
 
 def int_list(text: str) -> list[int]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from rlsim.cli.common import add_model_arg, add_settings_args, settings_from_args
+from rlsim.cli.common import add_model_arg, add_settings_args, correlation, fraction, settings_from_args
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -23,8 +23,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         help="also score the fidelity corpus (~330 stdlib paragraphs in groups) and judge reduced precision by "
         "within-group pair flips and Spearman there",
     )
-    p.add_argument("--max-pair-flip-rate", type=float, default=0.02, help="fidelity pass rule (default 0.02)")
-    p.add_argument("--min-spearman", type=float, default=0.99, help="fidelity pass rule (default 0.99)")
+    p.add_argument("--max-pair-flip-rate", type=fraction, default=0.02, help="fidelity pass rule (default 0.02)")
+    p.add_argument("--min-spearman", type=correlation, default=0.99, help="fidelity pass rule (default 0.99)")
     add_settings_args(p)
     p.set_defaults(func=run)
 
@@ -32,7 +32,6 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     from rich.console import Console
 
-    from rlsim.errors import RlsimError
     from rlsim.fidelity.check import FidelityRules
     from rlsim.io import atomic_write_json, check_output_file
     from rlsim.models import resolve_reward_model
@@ -43,11 +42,6 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         check_output_file(args.json, "--json")  # now, not after minutes of scoring
     runtimes = expand_runtimes(args.runtimes or ("all,variants" if args.fidelity else "all"))
-    if not 0 <= args.max_pair_flip_rate <= 1 or not -1 <= args.min_spearman <= 1:
-        raise RlsimError(
-            f"--max-pair-flip-rate {args.max_pair_flip_rate} must be in 0..1 and --min-spearman "
-            f"{args.min_spearman} in -1..1"
-        )
     rules = FidelityRules(args.max_pair_flip_rate, args.min_spearman) if args.fidelity else None
     spec = resolve_reward_model(args.model)
     with console.status("scoring the reference batch with eager ...") as status:

@@ -150,6 +150,11 @@ def _floats_not_above(bound: float, inclusive: bool) -> st.SearchStrategy[str]:
     return st.one_of(bad.map(repr), special, NON_NUMBERS)
 
 
+def _outside(low: float, high: float) -> st.SearchStrategy[str]:
+    bad = st.one_of(st.floats(max_value=low, exclude_max=True), st.floats(min_value=high, exclude_min=True))
+    return st.one_of(bad.map(repr), st.sampled_from(["nan", "inf", "-inf"]), NON_NUMBERS)
+
+
 PORT = st.one_of(st.integers(max_value=-1), st.integers(min_value=65536)).map(str) | NON_NUMBERS
 INT_LIST = st.lists(st.integers(min_value=1, max_value=64), max_size=3).flatmap(
     lambda good: _ints_below(1).map(lambda bad: ",".join([*map(str, good), bad]))
@@ -175,6 +180,8 @@ NUMERIC_FLAGS = [
         for prefix in (SCORE, ["verify", "--runtimes", "nope"], BENCH, SERVE)
     ],
     (SCORE, "--batch-size", _ints_below(1)),
+    (["verify", "--runtimes", "nope"], "--max-pair-flip-rate", _outside(0.0, 1.0)),
+    (["verify", "--runtimes", "nope"], "--min-spearman", _outside(-1.0, 1.0)),
     (SCORE, "--budget", _ints_below(1)),
     (BENCH, "--batch-sizes", INT_LIST),
     (BENCH, "--budgets", INT_LIST),
