@@ -24,7 +24,7 @@ from rlsim.models.builtin import _locked
 from rlsim.models.reward import RewardModelSpec
 from rlsim.paths import cache_dir
 from rlsim.scoring.base import RuntimeInfo, ScorerSettings, register_scorer
-from rlsim.scoring.export import check_graph_matches, export_reward_model
+from rlsim.scoring.export import export_reward_model
 from rlsim.scoring.native_scorer import NativeScorer
 from rlsim.scoring.needs import NATIVE, ORT
 from rlsim.scoring.ort_scorer import OrtScorer
@@ -124,14 +124,8 @@ class _Reader:
 class OrtInt8StaticScorer(OrtScorer):
     name = "ort-int8-static"
 
-    def __init__(self, model: RewardModelSpec, settings: ScorerSettings) -> None:
-        from rlsim.scoring.ort_scorer import ort_session
-
-        super(OrtScorer, self).__init__(model, settings)  # tokenizer set-up only; the graph differs
-        self.graph_path = static_int8_graph(model)
-        check_graph_matches(self.graph_path, model)
-        self._session = ort_session(self.graph_path, settings)
-        self._inputs = {i.name for i in self._session.get_inputs()}
+    def graph_file(self, model: RewardModelSpec) -> Path:
+        return static_int8_graph(model)
 
 
 @register_scorer(
@@ -140,23 +134,5 @@ class OrtInt8StaticScorer(OrtScorer):
 class NativeInt8StaticScorer(NativeScorer):
     name = "native-int8-static"
 
-    def __init__(self, model: RewardModelSpec, settings: ScorerSettings) -> None:
-        from rlsim.scoring.ort_library import find_ort_library, load_native
-
-        super(NativeScorer, self).__init__(model, settings)
-        native = load_native()
-        library = find_ort_library(settings.ort_path)
-        self.graph_path = static_int8_graph(model)
-        check_graph_matches(self.graph_path, model)
-        try:
-            self._engine = native.Engine(
-                str(self.graph_path),
-                str(library),
-                intra_op_threads=settings.resolved_threads(),
-                inter_op_threads=settings.inter_op_threads,
-                spinning=settings.spinning,
-                optimization="all",
-                device=settings.device,
-            )
-        except (ValueError, RuntimeError, OSError) as err:
-            raise RlsimError(f"the native engine could not load {self.graph_path}: {err}") from err
+    def graph_file(self, model: RewardModelSpec) -> Path:
+        return static_int8_graph(model)

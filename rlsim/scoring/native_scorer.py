@@ -8,6 +8,8 @@ score at once with one engine.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 
 from rlsim.errors import RlsimError
@@ -29,7 +31,7 @@ class NativeScorer(TokenizingScorer):
         # Cheap checks first: an unbuilt engine or a missing library fails before any export.
         native = load_native()
         library = find_ort_library(settings.ort_path)
-        self.graph_path = getattr(export_reward_model(model), self.graph)
+        self.graph_path = self.graph_file(model)
         check_graph_matches(self.graph_path, model)
         try:
             self._engine = native.Engine(
@@ -43,6 +45,10 @@ class NativeScorer(TokenizingScorer):
             )
         except (ValueError, RuntimeError, OSError) as err:
             raise RlsimError(f"the native engine could not load {self.graph_path}: {err}") from err
+
+    def graph_file(self, model: RewardModelSpec) -> Path:
+        """The ONNX graph the engine loads (a variant with its own graph overrides this)."""
+        return Path(getattr(export_reward_model(model), self.graph))
 
     @property
     def ort_version(self) -> str:

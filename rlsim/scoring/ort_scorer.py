@@ -44,10 +44,14 @@ class OrtScorer(TokenizingScorer):
 
     def __init__(self, model: RewardModelSpec, settings: ScorerSettings) -> None:
         super().__init__(model, settings)
-        self.graph_path = getattr(export_reward_model(model), self.graph)
+        self.graph_path = self.graph_file(model)
         check_graph_matches(self.graph_path, model)
         self._session = ort_session(self.graph_path, settings)
         self._inputs = {i.name for i in self._session.get_inputs()}
+
+    def graph_file(self, model: RewardModelSpec) -> Path:
+        """The ONNX graph this runtime loads (a variant with its own graph overrides this)."""
+        return Path(getattr(export_reward_model(model), self.graph))
 
     def _forward(self, batch: EncodedBatch) -> np.ndarray:
         feed = {"input_ids": batch.input_ids, "attention_mask": batch.attention_mask}
