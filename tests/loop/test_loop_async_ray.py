@@ -12,37 +12,14 @@ import math
 from pathlib import Path
 
 import pytest
+from tiny_vllm_run import tiny_vllm_run
 
 from rlsim.loop.config import RunConfig
 from rlsim.loop.records import union_length
 
 pytestmark = pytest.mark.slow
 
-CONFIG = {
-    "steps": 4,
-    "schedule": "async",
-    "micro_batch": 4,
-    "async": {"max_staleness": 1, "is_cap": 2.0},
-    "policy": {"model": "tiny-llama", "backend": "vllm", "temperature": 1.0},
-    "workload": {
-        "prompts_per_step": 4,
-        "group_size": 2,
-        "spec": {
-            "seed": 3,
-            "prompt": {"kind": "fixed", "tokens": 8},
-            "response": {"kind": "uniform", "min": 4, "max": 48},
-        },
-    },
-    "reward": {"runtime": "eager", "replicas": 1, "batch_size": 4, "max_length": 128},
-    "trainer": {"micro_batch": 4, "sync": "reload"},
-    "placement": {
-        "preset": "shared",
-        "strategy": "SPREAD",
-        "rollout": {"num_cpus": 0.25},
-        "scorer": {"num_cpus": 0.25},
-        "trainer": {"num_cpus": 0.25},
-    },
-}
+CONFIG = tiny_vllm_run(steps=4, schedule="async", micro_batch=4, **{"async": {"max_staleness": 1, "is_cap": 2.0}})
 
 
 @pytest.fixture(scope="module")

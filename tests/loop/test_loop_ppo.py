@@ -11,6 +11,7 @@ import json
 from pathlib import Path
 
 import pytest
+from tiny_vllm_run import tiny_vllm_run
 
 from rlsim.loop.config import RunConfig, cross_field_problems
 from rlsim.loop.ppo_step import EXPERIENCE_PHASES
@@ -18,25 +19,12 @@ from rlsim.run_results import StepRecord
 
 pytestmark = pytest.mark.slow
 
-CONFIG = {
-    "steps": 2,
-    "micro_batch": 2,
-    "policy": {"model": "tiny-llama", "backend": "vllm", "temperature": 1.0},
-    "workload": {
-        "prompts_per_step": 4,
-        "group_size": 2,
-        "spec": {
-            "seed": 3,
-            "prompt": {"kind": "fixed", "tokens": 8},
-            "response": {"kind": "uniform", "min": 4, "max": 48},
-        },
-    },
-    "reward": {"runtime": "eager", "replicas": 1, "batch_size": 4, "max_length": 128},
-    "trainer": {"algorithm": "ppo", "micro_batch": 4, "sync": "reload"},
-    "kl": {"coef": 0.05, "estimator": "k3", "target": "reward"},
-    "reference": {"runtime": "ort", "micro_batch": 4},
-    "critic": {"micro_batch": 4},
-    "placement": {
+CONFIG = tiny_vllm_run(
+    trainer={"algorithm": "ppo", "micro_batch": 4, "sync": "reload"},
+    kl={"coef": 0.05, "estimator": "k3", "target": "reward"},
+    reference={"runtime": "ort", "micro_batch": 4},
+    critic={"micro_batch": 4},
+    placement={
         "preset": "shared",
         "colocate": [["critic", "trainer"]],
         "rollout": {"num_cpus": 0.25},
@@ -45,7 +33,7 @@ CONFIG = {
         "reference": {"num_cpus": 0.25},
         "critic": {"num_cpus": 0.25},
     },
-}
+)
 ACTORS = {"rollout", "scorer-0", "critic+trainer", "reference"}
 
 

@@ -10,35 +10,14 @@ import json
 from pathlib import Path
 
 import pytest
+from tiny_vllm_run import tiny_vllm_run
 
 from rlsim.loop.config import RunConfig
 from rlsim.run_results import StepRecord
 
 pytestmark = pytest.mark.slow
 
-CONFIG = {
-    "steps": 2,
-    "micro_batch": 2,
-    "policy": {"model": "tiny-llama", "backend": "vllm", "temperature": 1.0},
-    "workload": {
-        "prompts_per_step": 4,
-        "group_size": 2,
-        "spec": {
-            "seed": 3,
-            "prompt": {"kind": "fixed", "tokens": 8},
-            "response": {"kind": "uniform", "min": 4, "max": 48},
-        },
-    },
-    "reward": {"runtime": "eager", "replicas": 2, "batch_size": 4, "max_length": 128},
-    "trainer": {"micro_batch": 4, "sync": "reload"},
-    "placement": {
-        "preset": "shared",
-        "strategy": "SPREAD",
-        "rollout": {"num_cpus": 0.25},
-        "scorer": {"num_cpus": 0.25},
-        "trainer": {"num_cpus": 0.25},
-    },
-}
+CONFIG = tiny_vllm_run(reward={"runtime": "eager", "replicas": 2, "batch_size": 4, "max_length": 128})
 
 
 @pytest.fixture(scope="module")
