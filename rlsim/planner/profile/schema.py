@@ -342,7 +342,7 @@ class Profile(_Strict):
         a critic; an RlsimError naming the re-profile command when it (or that runtime) is missing."""
         fix = (
             f"re-measure the {source} with this rlsim: `rlsim profile configs/profiles/measure_cpu_2core.yaml "
-            "--out PROFILE` (its `roles:` section times the reference and the critic, about a minute)"
+            "--out PROFILE` (its `roles:` section times the reference and the critic)"
         )
         if self.roles is None:
             needs = " and ".join(n for n, on in (("reference", reference_runtime), ("critic", critic)) if on)
