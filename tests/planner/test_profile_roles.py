@@ -103,3 +103,31 @@ def test_profile_times_the_real_reference_and_critic() -> None:
     # Two processes on one core: measured, and at most the work of one alone.
     assert roles.sharing_efficiency_measured and 0 < roles.sharing_efficiency <= 1
     assert any("keep" in line for line in measured)
+
+
+def test_a_ppo_runs_role_phases_are_compared(tmp_path: Path) -> None:
+    import json
+
+    from planner_cases import fixed_workload, placement
+
+    from rlsim.planner.runs.loop_results import read_loop_steps
+    from rlsim.planner.sim.evaluate import evaluate
+    from rlsim.planner.sim.ppo_roles import RolesSpec
+    from rlsim.planner.spec.cluster import NodeSpec
+    from rlsim.planner.validate.compare import validation_entry
+
+    phases = {"generate": 2.0, "score": 1.0, "update": 1.0, "sync": 0.2, "idle": 0.1, "total": 4.5}
+    roles = {"reference": 0.5, "values": 0.4, "advantages": 0.1, "update_actor": 0.6, "update_critic": 0.5}
+    step = {"rollouts": {"generated": 4, "scored": 4, "trained": 4}, "tokens": {"generated": 40}}
+    steps = [{"step": n, "time_s": {**phases, **roles}, **step} for n in (1, 2)]
+    (tmp_path / "r.json").write_text(json.dumps({"steps": steps}))
+    run = read_loop_steps(tmp_path / "r.json")
+    assert run.time_s["update_critic"] == pytest.approx([0.5])  # step 1 is warm-up
+    node = NodeSpec(count=1, cores=2, kind="test-kind")
+    spec = placement(colocated=True)
+    roles_spec = RolesSpec(reference_runtime="ort", critic=True)
+    ppo = evaluate(node, roles_profile(), fixed_workload(), spec, 1, roles=roles_spec)
+    entry = validation_entry("ppo", ppo, run)
+    assert entry["phases_s"]["update_critic"] == pytest.approx({"predicted": 0.45, "measured": 0.5})
+    grpo = validation_entry("grpo", evaluate(node, roles_profile(), fixed_workload(), spec, 1), run)
+    assert "reference" not in grpo["phases_s"]  # nothing predicted to compare with
