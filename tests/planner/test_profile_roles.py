@@ -131,3 +131,24 @@ def test_a_ppo_runs_role_phases_are_compared(tmp_path: Path) -> None:
     assert entry["phases_s"]["update_critic"] == pytest.approx({"predicted": 0.45, "measured": 0.5})
     grpo = validation_entry("grpo", evaluate(node, roles_profile(), fixed_workload(), spec, 1), run)
     assert "reference" not in grpo["phases_s"]  # nothing predicted to compare with
+
+
+def test_the_ppo_validation_set_is_ppo_and_apart_from_calibration() -> None:
+    from rlsim.planner.runs.loop_set import load_loop_set, resolve_cases
+
+    def cases(name: str) -> list:
+        loop_set, base = load_loop_set(CONFIGS / name)
+        return resolve_cases(loop_set, base)
+
+    ppo = cases("validate_cpu_ppo.yaml")
+    assert {c.config.trainer.algorithm for c in ppo} == {"ppo"}
+    assert [c.config.placement.colocate for c in ppo].count([]) == 2  # two shared, one with colocation groups
+    calibration = cases("profiles/calibrate_cpu.yaml")
+    assert {c.config.trainer.algorithm for c in calibration} == {"grpo"}
+    assert not {c.name for c in ppo} & {c.name for c in calibration}
+    # Every configuration is simulated from the measured profile once it has a roles section.
+    measured = load_profile(CONFIGS / "profiles" / "cpu_2core_measured.json")
+    profile = measured.model_copy(update={"roles": roles_profile().roles})
+    for case in ppo:
+        steps = predict_step(case.config, profile, replay=[2]).steps
+        assert steps[0].time_s["update_critic"] > 0 and steps[0].time_s["reference"] > 0
