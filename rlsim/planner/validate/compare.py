@@ -88,6 +88,21 @@ def validation_report(entries: Sequence[dict[str, Any]], **meta: Any) -> dict[st
     }
 
 
+def merged_report(reports: Sequence[tuple[str, dict[str, Any]]]) -> dict[str, Any]:
+    """One report over several validation reports (``(path, report)`` each, e.g. the GRPO and the PPO
+    sets): every configuration, tagged with its set, and the errors over them all and per algorithm.
+    Raises ``RlsimError`` for a report that is incomplete (an interrupted validation) or has no configs."""
+    from rlsim.errors import RlsimError
+
+    entries, sources = [], []
+    for path, report in reports:
+        if not report.get("complete") or not report.get("configs"):
+            raise RlsimError(f"{path} is not a complete `rlsim plan validate` report; finish that validation first")
+        entries += [{**e, "validation_set": report.get("validation_set")} for e in report["configs"]]
+        sources.append({k: report.get(k) for k in ("validation_set", "date", "profile", "machine", "wall_s")})
+    return validation_report(entries, sources=sources, merged_from=[path for path, _ in reports])
+
+
 def _error_stats(entries: Sequence[dict[str, Any]]) -> dict[str, float | None]:
     """Median, mean and largest |error| of ``entries`` (None without any)."""
     errors = np.abs([e["error"] for e in entries]) if entries else np.zeros(0)
