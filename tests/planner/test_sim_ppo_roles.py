@@ -110,3 +110,19 @@ def test_a_reference_runtime_the_profile_lacks_is_named(two_core_node: NodeSpec)
 def test_ppo_on_several_nodes_is_refused() -> None:
     with pytest.raises(PlacementError, match="one node"):
         step(NodeSpec(count=2, cores=2, kind="test-kind"), PPO)
+
+
+def test_scorer_calls_queue_in_the_order_the_loop_sent_them() -> None:
+    import numpy as np
+
+    from rlsim.planner.sim.ppo_roles import _batch_releases
+    from rlsim.planner.sim.scoring import ScoringOutcome
+
+    # Two micro-batches of 4 sent together at 0.25 s; alone, the scorer took the second at 0.75 s. In a
+    # process shared with the reference, the loop's order is score 1, reference 1, score 2, reference 2:
+    # the second batch's call was sent at 0.25 s, not when it happened to start.
+    outcome = ScoringOutcome(0.0, 2, 0, 0, [[0.25, 0.75]], [[0.75, 1.25]], np.array([0.75] * 4 + [1.25] * 4))
+    parts = [(0.25, np.arange(4)), (0.25, np.arange(4, 8))]
+    assert _batch_releases(outcome, parts, "overlapped", "round_robin", 2.0) == [[0.25, 0.25]]
+    assert _batch_releases(outcome, parts, "sequential", "round_robin", 2.0) == [[2.0, 2.0]]
+    assert _batch_releases(outcome, parts, "overlapped", "pull", 2.0) == [[0.25, 0.75]]

@@ -16,9 +16,8 @@ actor and critic updates. The step simulated is ``rlsim.loop.ppo_step``'s:
 
 ``score_tail`` of a PPO step is the wait after generation for every experience output (rewards,
 reference log-probs, values), not for the rewards alone. Modelled on one node, as the loop runs.
-Approximations: a scorer batch joins its process's queue when it would start with the scorer alone
-(in a colocated process, overlapped, the reference's call for a micro-batch may then go ahead of
-that micro-batch's second scorer batch); the critic update is costed for one epoch.
+Approximations: the critic update is costed for one epoch; scorer batches keep the composition they
+have with the scorers alone (a dynamic batcher would batch differently when slowed).
 """
 
 from __future__ import annotations
@@ -176,27 +175,22 @@ def run_experience(
     slowdown = inputs.contention.score_slowdown if contended else 0.0
     work_of = SpeedProfile.from_ends(engine_end.tolist(), res.engines_per_node, slowdown)
     gen_done = float(engine_end.max())
+    n = int(batch.valid.sum())
+    arrive, tokens = np.zeros(n), np.zeros(n, dtype=np.int64)
+    arrive[batch.index[batch.valid]] = finish[batch.valid]
+    tokens[batch.index[batch.valid]] = (batch.prompts + batch.responses)[batch.valid]
+    parts = _experience_calls(arrive, gen_done, spec.schedule, roles.micro_batch)
+    releases = _batch_releases(outcome, parts, spec.schedule, spec.dispatch, gen_done)
     calls, weights = [], {}
     for r, (starts, ends) in enumerate(zip(outcome.busy_starts, outcome.busy_ends, strict=True)):
         proc = roles.process("scorer") if r == 0 else f"scorer-{r}"
         weights[proc] = res.replica_units
         # Uncontended work of each batch, so the shared speed (generation's and the roles') re-times it.
-        # Sequential: a replica's batches are one call sent when generation ends, ahead of the reference's.
         calls += [
-            Call(
-                proc,
-                f"scorer-{r}",
-                gen_done if spec.schedule == "sequential" else b,
-                work_of.work_at(e) - work_of.work_at(b),
-                _RANK["scorer"],
-            )
-            for b, e in zip(starts, ends, strict=True)
+            Call(proc, f"scorer-{r}", sent, work_of.work_at(e) - work_of.work_at(b), _RANK["scorer"])
+            for sent, b, e in zip(releases[r], starts, ends, strict=True)
         ]
-    n = int(batch.valid.sum())
-    arrive, tokens = np.zeros(n), np.zeros(n, dtype=np.int64)
-    arrive[batch.index[batch.valid]] = finish[batch.valid]
-    tokens[batch.index[batch.valid]] = (batch.prompts + batch.responses)[batch.valid]
-    for release, part in _experience_calls(arrive, gen_done, spec.schedule, roles.micro_batch):
+    for release, part in parts:
         if roles.reference_runtime is not None:
             ref = model.reference[roles.reference_runtime]
             work = call_s(ref, tokens[part], roles.reference_micro_batch, pool)
@@ -222,6 +216,30 @@ def _experience_calls(
     order = np.argsort(arrive, kind="stable")
     parts = [order[j : j + micro_batch] for j in range(0, len(order), micro_batch)]
     return [(float(arrive[p].max()), p) for p in parts]
+
+
+def _batch_releases(
+    outcome: ScoringOutcome, parts: list[tuple[float, np.ndarray]], schedule: str, dispatch: str, gen_done: float
+) -> list[list[float]]:
+    """Per replica, when each scorer batch's call was sent, so that a colocated process serves its calls in
+    the order the loop sent them: at generation's end (sequential: one call per replica, sent before the
+    reference's), or with the micro-batch its rollouts came in (the loop's round robin); a pool that pulls
+    batches (not the loop's) takes each when it started with the scorers alone."""
+    if schedule == "sequential":
+        return [[gen_done] * len(starts) for starts in outcome.busy_starts]
+    if dispatch != "round_robin":
+        return [list(starts) for starts in outcome.busy_starts]
+    part_of = np.zeros(len(outcome.reward_s), dtype=np.int64)
+    for k, (_, rollouts) in enumerate(parts):
+        part_of[rollouts] = k
+    out = []
+    for starts, ends in zip(outcome.busy_starts, outcome.busy_ends, strict=True):
+        row = []
+        for b, e in zip(starts, ends, strict=True):
+            rewarded = np.flatnonzero(outcome.reward_s == e)  # a batch's rollouts get its end as reward time
+            row.append(min(parts[int(part_of[rewarded].min())][0], b) if rewarded.size else b)
+        out.append(row)
+    return out
 
 
 def _retimed(outcome: ScoringOutcome, calls: list[Call]) -> ScoringOutcome:
