@@ -106,6 +106,8 @@ def run(args: argparse.Namespace) -> int:
     console = Console(stderr=True)
     loop_results = _loop_runs(config, base_dir, args, console)
     cells = len(config.runtimes) * len(config.units) * len(config.batch_sizes) * len(config.lengths)
+    if config.roles:
+        cells += len(config.roles.units) * len(config.roles.batch_sizes) * len(config.roles.lengths)
     with LineProgress(
         TextColumn("measuring"),
         BarColumn(),
@@ -181,6 +183,14 @@ def _dry_run(config: ProfileConfig, base_dir: Path, args: argparse.Namespace) ->
         f"({', '.join(config.runtimes) or 'none'}) x {len(config.units)} unit count(s) x {len(config.batch_sizes)} "
         f"batch sizes x {len(config.lengths)} lengths = {cells} cells, {calls} scorer calls (warm-up included)"
     )
+    if config.roles:
+        r = config.roles
+        print(
+            f"roles on {r.policy}: reference ({', '.join(r.reference_runtimes)}), critic values and update x "
+            f"{len(r.units)} thread count(s) x {len(r.batch_sizes)} batch sizes x {len(r.lengths)} lengths = "
+            f"{r.calls()} timed calls (warm-up included)"
+            + (", then two critic updates at once vs one alone (3 processes)" if r.sharing else "")
+        )
     if config.loop_set:
         from rlsim.planner.runs.loop_set import load_loop_set, resolve_cases, resolve_path
 
@@ -249,4 +259,12 @@ def _summary(built: Built, args: argparse.Namespace, wall_s: float) -> dict[str,
         "generation": prof.generation.model_dump(mode="json") if prof.generation else None,
         "trainer": prof.trainer.model_dump(mode="json") if prof.trainer else None,
         "contention": prof.contention.model_dump(mode="json") if prof.contention else None,
+        "roles": _without_samples(prof.roles.model_dump(mode="json")) if prof.roles else None,
     }
+
+
+def _without_samples(value: Any) -> Any:
+    """``value`` (nested dicts and lists) with every ``samples`` key left out."""
+    if isinstance(value, dict):
+        return {k: _without_samples(v) for k, v in value.items() if k != "samples"}
+    return value

@@ -8,6 +8,7 @@ from rlsim.planner.profile.schema import (
     FitStats,
     GenerationModel,
     Profile,
+    RolesModel,
     ScorerLatencyModel,
     TrainerModel,
     new_profile_header,
@@ -86,3 +87,28 @@ def placement(schedule: str = "sequential", colocated: bool = False, batch: int 
         scoring_share=0.5,
         **kw,
     )  # type: ignore[arg-type]
+
+
+def constant(seconds: float) -> ScorerLatencyModel:
+    """A latency model of ``seconds`` per call, whatever the batch or the units."""
+    return ScorerLatencyModel(
+        device="cpu",
+        units=1,
+        intercept_s=seconds,
+        per_sequence_s=0.0,
+        per_padded_token_s=0.0,
+        max_length=512,
+        fit=EXACT,
+    )
+
+
+def roles_profile() -> Profile:
+    """``make_profile(score_s=0.5)`` with PPO's roles at constant costs per call: the policy's forward
+    (eager reference) 0.1 s, the ort reference 0.4 s, the critic's values 0.2 s and update 0.25 s."""
+    roles = RolesModel(
+        micro_batch=16,
+        reference={"eager": constant(0.1), "ort": constant(0.4)},
+        values=constant(0.2),
+        update_critic=constant(0.25),
+    )
+    return make_profile(score_s=0.5).model_copy(update={"roles": roles})

@@ -16,7 +16,8 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from rlsim.errors import RlsimError
 from rlsim.planner.calibrate.loop_fits import CalibrationRun, read_calibration_run
-from rlsim.planner.calibrate.sections import calibrated_models, loop_contention, with_in_loop_factors
+from rlsim.planner.calibrate.measure_roles import RolesGrid
+from rlsim.planner.calibrate.sections import calibrated_models, loop_contention, roles_section, with_in_loop_factors
 from rlsim.planner.profile.fitting import fit_generation_model, fit_latency_model
 from rlsim.planner.profile.schema import (
     ContentionEntry,
@@ -80,6 +81,7 @@ class ProfileConfig(BaseModel):
         description="leave out scorer calls and loop steps during which other programs took more of the cores",
     )
     quiet: QuietGate | None = Field(default=None, description="wait for idle cores before each scorer cell")
+    roles: RolesGrid | None = Field(default=None, description="time PPO's reference and critic (the roles section)")
 
 
 @dataclass
@@ -110,6 +112,9 @@ def build_profile(
     measured: list[str] = []
     unmeasured: list[str] = []
     runtimes = _scorers(config, measure, measured, unmeasured, on_cell, scorers_from)
+    roles = roles_section(
+        config.roles, measure, scorers_from, config.disturbed_above, measured, unmeasured, on_cell, config.quiet
+    )
     generation, trainer, calibration = _from_loop(config, base_dir, loop_results, measured, unmeasured)
     contention = _contention(config, base_dir, measured, unmeasured)
     if calibration and generation and trainer and runtimes:
@@ -124,6 +129,9 @@ def build_profile(
                     f"{name}: copied from the {fill_from.hardware_kind} profile "
                     f"({'illustrative' if fill_from.illustrative else 'measured'})"
                 )
+        if roles is None and fill_from.roles is not None:
+            roles = fill_from.roles
+            unmeasured.append(f"roles: copied from the {fill_from.hardware_kind} profile")
         for name, model in fill_from.runtimes.items():
             if name not in runtimes:
                 runtimes[name] = model
@@ -136,6 +144,7 @@ def build_profile(
         notes=[*notes, f"measured by rlsim profile: {', '.join(measured) or 'nothing'}"],
         unmeasured=unmeasured,
         runtimes=runtimes,
+        roles=roles,
         **sections,
     )
     return Built(profile, measured, unmeasured)

@@ -73,6 +73,16 @@ def measure_runtime(
     return samples, int(spec.max_length)
 
 
+def timed_call(call: Callable[[], object]) -> tuple[float, float | None]:
+    """Seconds ``call()`` took, and the share of all cores other programs took meanwhile (None: unknown)."""
+    cpu0, load0 = time.process_time(), machine_load.sample()
+    t0 = time.perf_counter()
+    call()
+    elapsed = time.perf_counter() - t0
+    # This process's CPU time (every thread of the model) is ours; the rest of the busy time is others'.
+    return elapsed, machine_load.foreign_share(load0, machine_load.sample(), time.process_time() - cpu0)
+
+
 def _time_cell(scorer: object, texts: list[str], units: float, grid: ScorerGrid, length: int) -> list[LatencySample]:
     """Warm up, then time ``grid.repeats`` calls; a scorer that keeps no token counts (a remote
     server) is assumed to pad to ``length``."""
@@ -81,12 +91,7 @@ def _time_cell(scorer: object, texts: list[str], units: float, grid: ScorerGrid,
     out = []
     for _ in range(grid.repeats):
         before = scorer.stats.padded_tokens  # type: ignore[attr-defined]
-        cpu0, load0 = time.process_time(), machine_load.sample()
-        t0 = time.perf_counter()
-        scorer.score_batch(texts)  # type: ignore[attr-defined]
-        elapsed = time.perf_counter() - t0
-        # This process's CPU time (every scorer thread) is ours; the rest of the busy time is others'.
-        share = machine_load.foreign_share(load0, machine_load.sample(), time.process_time() - cpu0)
+        elapsed, share = timed_call(lambda: scorer.score_batch(texts))  # type: ignore[attr-defined]
         padded = scorer.stats.padded_tokens - before  # type: ignore[attr-defined]
         padded = padded if padded > 0 else len(texts) * length
         out.append(

@@ -6,6 +6,9 @@ Each wraps a fit of ``calibrate`` and says what it found (or why it could not) i
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from rlsim.errors import RlsimError
@@ -16,16 +19,22 @@ from rlsim.planner.calibrate.loop_fits import (
     fit_score_factors,
     fit_trainer,
 )
+from rlsim.planner.profile.fitting import fit_latency_model
 from rlsim.planner.profile.schema import (
     ContentionEntry,
     ContentionModel,
     Device,
     GenerationModel,
     Profile,
+    RolesModel,
     ScorerLatencyModel,
     TrainerModel,
     new_profile_header,
 )
+
+if TYPE_CHECKING:
+    from rlsim.planner.calibrate.measure_roles import RolesGrid
+    from rlsim.planner.runs.loop_set import QuietGate
 
 
 def calibrated_models(
@@ -130,3 +139,52 @@ def loop_contention(
         score_slowdown=max(e.score_slowdown for e in per_runtime.values()),
     )
     return ContentionModel(default=worst, per_runtime=per_runtime)
+
+
+def roles_section(
+    grid: RolesGrid | None,
+    measure: bool,
+    stored: Profile | None,
+    disturbed_above: float | None,
+    measured: list[str],
+    unmeasured: list[str],
+    on_cell: Callable[[str], None] | None = None,
+    quiet: QuietGate | None = None,
+) -> RolesModel | None:
+    """The ``roles`` section: timed now (``measure_roles``), or re-fitted from the samples a measured
+    ``stored`` profile keeps (``--scorers-from``); None, with the reason, when neither is possible."""
+    if grid is None:
+        unmeasured.append("roles (PPO's reference and critic): no roles section in the profile config")
+        return None
+    if stored is not None and stored.roles is not None and not stored.illustrative:
+        old = stored.roles
+        samples = {f"reference:{k}": m.samples for k, m in old.reference.items()}
+        samples.update(values=old.values.samples, update_critic=old.update_critic.samples)
+        where, micro_batch = f"re-fitted from the {stored.hardware_kind} profile", old.micro_batch
+        context = old.values.max_length
+        sharing = (old.sharing_efficiency, old.sharing_efficiency_measured)
+    elif measure:
+        from rlsim.planner.calibrate.measure_roles import measure_roles, measure_sharing
+
+        samples, context = measure_roles(grid, on_cell, quiet)
+        where, micro_batch = f"timed on {grid.policy}", grid.micro_batch
+        sharing = (measure_sharing(grid, quiet), True) if grid.sharing else (1.0, False)
+    else:
+        unmeasured.append("roles (PPO's reference and critic): timing skipped (--no-scorers)")
+        return None
+    fits = {key: fit_latency_model(rows, "cpu", context, disturbed_above) for key, rows in samples.items()}
+    roles = RolesModel(
+        micro_batch=micro_batch,
+        reference={k.split(":", 1)[1]: m for k, m in fits.items() if k.startswith("reference:")},
+        values=fits["values"],
+        update_critic=fits["update_critic"],
+        sharing_efficiency=sharing[0],
+        sharing_efficiency_measured=sharing[1],
+    )
+    measured.append(
+        f"roles {where}: reference ({', '.join(sorted(roles.reference))}), critic values and update "
+        f"(lowest R^2 {min(m.fit.r2 for m in fits.values()):.3f}); in-loop factors assumed 1"
+    )
+    line = f"roles: two processes on the same cores keep {sharing[0]:.0%} of their work rate"
+    (measured if sharing[1] else unmeasured).append(line if sharing[1] else "roles: sharing efficiency assumed 1")
+    return roles

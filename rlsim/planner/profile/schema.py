@@ -8,7 +8,8 @@ hardware kind:
 - the generation step time of one continuous-batching engine as a function of running sequences
   and units (cores or GPUs), fitted from measured points that are kept beside the curve;
 - update and weight-sync cost per generated token (plus a fixed part);
-- the contention slowdowns measured when generation and scoring share the same units.
+- the contention slowdowns measured when generation and scoring share the same units;
+- optionally (``roles``), the forward and training costs of PPO's reference and critic.
 
 Units: times in seconds, sizes in tokens or sequences, "units" are CPU cores or GPUs depending on
 the model's ``device``. ``schema_version`` is what decides whether a profile can be read: another
@@ -24,7 +25,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 import rlsim
 from rlsim.errors import ConfigError, RlsimError
@@ -236,6 +237,40 @@ class ContentionModel(_Strict):
         return self.per_runtime.get(runtime, self.default)
 
 
+class RolesModel(_Strict):
+    """Costs of PPO's experience roles, timed directly on the policy-sized models (``rlsim profile``).
+
+    Each is a ``ScorerLatencyModel`` (the same ``a + (b x sequences + c x padded tokens) x (units /
+    u) ** alpha`` form, fit statistics and samples) for one micro-batch of rollouts, prompt and
+    response, padded to its longest: ``reference`` per runtime (its log-probs of the response
+    tokens), ``values`` (the critic's forward) and ``update_critic`` (the critic's forward and
+    backward; ``intercept_s`` holds the optimizer step). ``reference["eager"]`` is the policy's own
+    forward too (the same model and computation), which is how the trainer's measured update is
+    split into the advantages pass (the policy's log-probs) and the actor update.
+    """
+
+    micro_batch: int = Field(ge=1, description="sequences per micro-batch the calls were timed with")
+    reference: dict[str, ScorerLatencyModel] = Field(description="by reference runtime: eager (required), ort")
+    values: ScorerLatencyModel
+    update_critic: ScorerLatencyModel
+    sharing_efficiency: float = Field(
+        default=1.0,
+        gt=0,
+        le=1,
+        description=(
+            "share of the cores' work still done while processes pinned to the same cores want more threads than "
+            "they hold (two critic updates at once vs one after the other); 1: nothing lost"
+        ),
+    )
+    sharing_efficiency_measured: bool = False
+
+    @model_validator(mode="after")
+    def _eager_present(self) -> RolesModel:
+        if "eager" not in self.reference:
+            raise ValueError("roles.reference needs eager: the policy's own forward (the advantages pass)")
+        return self
+
+
 class Profile(_Strict):
     """Everything the planner needs about one hardware kind. See the module docstring."""
 
@@ -267,6 +302,9 @@ class Profile(_Strict):
     generation: GenerationModel | None = None
     trainer: TrainerModel | None = None
     contention: ContentionModel | None = None
+    roles: RolesModel | None = Field(
+        default=None, description="PPO's reference and critic costs (None: profiles without them plan GRPO only)"
+    )
 
     def runtime(self, name: str, source: str = "profile") -> ScorerLatencyModel:
         """The model for key ``name`` (``runtime`` or ``runtime@device``); else an RlsimError listing keys."""
@@ -298,6 +336,27 @@ class Profile(_Strict):
                 "`rlsim profile CONFIG --loop-results results.json`, or fill them from another profile "
                 "with `rlsim profile ... --fill-from PROFILE`"
             )
+
+    def require_roles(self, reference_runtime: str | None, critic: bool, source: str = "profile") -> RolesModel:
+        """The ``roles`` section for a step with a reference on ``reference_runtime`` (None: no KL) and/or
+        a critic; an RlsimError naming the re-profile command when it (or that runtime) is missing."""
+        fix = (
+            f"re-measure the {source} with this rlsim: `rlsim profile configs/profiles/measure_cpu_2core.yaml "
+            "--out PROFILE` (its `roles:` section times the reference and the critic)"
+        )
+        if self.roles is None:
+            needs = " and ".join(n for n, on in (("reference", reference_runtime), ("critic", critic)) if on)
+            raise RlsimError(
+                f"{source} ({self.hardware_kind}) has no roles section: it cannot simulate the {needs} "
+                f"of a PPO or KL step; {fix}"
+            )
+        if reference_runtime is not None and reference_runtime not in self.roles.reference:
+            have = ", ".join(sorted(self.roles.reference))
+            raise RlsimError(
+                f"{source} ({self.hardware_kind}) has no reference cost for runtime {reference_runtime!r} "
+                f"(it has: {have}); {fix} with {reference_runtime!r} in roles.reference_runtimes"
+            )
+        return self.roles
 
 
 def new_profile_header(hardware_kind: str, illustrative: bool) -> dict[str, object]:

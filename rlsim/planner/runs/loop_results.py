@@ -21,7 +21,7 @@ from rlsim.errors import RlsimError
 from rlsim.io import read_user_text
 from rlsim.planner.profile.fitting import fit_cost_per_token
 from rlsim.planner.profile.schema import ContentionEntry, GenerationPoint, TrainerModel
-from rlsim.run_results import RunResults
+from rlsim.run_results import RunResults, StepTimes
 
 
 @dataclass
@@ -66,6 +66,10 @@ def parse_loop_steps(data: RunResults | dict[str, Any], source: Path, skip_first
     steps = results.steps[first:]
     phases = ("generate", "score", "update", "sync", "idle", "total")
     time_s = {ph: np.array([float(getattr(s.time_s, ph)) for s in steps]) for ph in phases}
+    # A step with the reference or the critic also records their phases (``StepTimes.OPTIONAL``).
+    for ph in StepTimes.OPTIONAL:
+        if all(getattr(s.time_s, ph) is not None for s in steps):
+            time_s[ph] = np.array([float(getattr(s.time_s, ph)) for s in steps])
     rollouts = np.array([float(s.rollouts.generated) for s in steps])
     generated = [s.tokens.generated for s in steps if s.tokens is not None]
     tokens = np.array(generated, dtype=float) if len(generated) == len(steps) else None

@@ -2,7 +2,8 @@
 
 ``LoopKnobs`` carries the knobs of ``rlsim run``'s config (``rlsim.loop.config.RunConfig``): the
 workload, schedule and micro-batch, the ``shared`` / ``split`` placement presets over a pool of
-cores, the scorer runtime, replicas, batcher and truncation. ``knobs_from_run_config`` reads them
+cores, the scorer runtime, replicas, batcher and truncation, and PPO's reference and critic with
+their micro-batches and colocation groups. ``knobs_from_run_config`` reads them
 from a ``RunConfig``, so a validation run hands the very same config to the loop and to the
 simulation. The simulation then uses the loop's own dispatch (micro-batches dealt to the scoring
 replicas in turn; in ``split`` the trainer shares the scorers' cores, as ``rlsim.placement``
@@ -19,9 +20,10 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from rlsim.errors import RlsimError
-from rlsim.placement import split_pool
+from rlsim.placement import active_roles, split_pool
 from rlsim.planner.profile.schema import Profile
 from rlsim.planner.sim.evaluate import Evaluation, evaluate
+from rlsim.planner.sim.ppo_roles import RolesSpec
 from rlsim.planner.spec.cluster import BatcherSpec, NodeSpec, PlacementSpec, Schedule
 from rlsim.planner.spec.workload import Workload
 from rlsim.workloads import FixedLengths, LengthDist
@@ -53,6 +55,13 @@ class LoopKnobs(BaseModel):
     max_num_seqs: int | None = Field(default=None, ge=1)
     steps: int = Field(default=10, ge=1)
     seed: int = 0
+    # PPO's roles (sim/ppo_roles.py): the reference runs when kl.coef > 0, the critic for ppo.
+    reference_runtime: str | None = Field(default=None, description="the reference's runtime; None: no KL")
+    critic: bool = False
+    reference_micro_batch: int = Field(default=16, ge=1)
+    critic_micro_batch: int = Field(default=16, ge=1)
+    trainer_micro_batch: int = Field(default=16, ge=1)
+    colocate: list[list[str]] = Field(default_factory=list, description="placement.colocate groups")
 
     @model_validator(mode="after")
     def _check(self) -> LoopKnobs:
@@ -79,6 +88,7 @@ def knobs_from_run_config(config: RunConfig, cores: int | None = None) -> LoopKn
         token_budget=reward.token_budget,
         window=window,
     )
+    roles = active_roles(config.trainer.algorithm, config.kl.coef)
     return LoopKnobs(
         prompts_per_step=config.workload.prompts_per_step,
         group_size=config.workload.group_size,
@@ -96,6 +106,12 @@ def knobs_from_run_config(config: RunConfig, cores: int | None = None) -> LoopKn
         max_length=reward.max_length,
         steps=config.steps,
         seed=config.seed,
+        reference_runtime=config.reference.runtime if "reference" in roles else None,
+        critic="critic" in roles,
+        reference_micro_batch=config.reference.micro_batch,
+        critic_micro_batch=config.critic.micro_batch,
+        trainer_micro_batch=config.trainer.micro_batch,
+        colocate=config.placement.colocate,
     )
 
 
@@ -176,4 +192,19 @@ def _evaluate(knobs: LoopKnobs, profile: Profile, noise: bool, workload: Workloa
         prompt_tokens=knobs.prompt_tokens,
         response_tokens=knobs.response_tokens,
     )
-    return evaluate(node, profile, workload, spec, knobs.steps, seed=knobs.seed, noise=noise)
+    return evaluate(node, profile, workload, spec, knobs.steps, seed=knobs.seed, noise=noise, roles=_roles(knobs))
+
+
+def _roles(knobs: LoopKnobs) -> RolesSpec | None:
+    """The reference and critic the loop starts for these knobs (None: a GRPO step without a KL)."""
+    if knobs.reference_runtime is None and not knobs.critic:
+        return None
+    return RolesSpec(
+        reference_runtime=knobs.reference_runtime,
+        critic=knobs.critic,
+        micro_batch=knobs.micro_batch,
+        reference_micro_batch=knobs.reference_micro_batch,
+        critic_micro_batch=knobs.critic_micro_batch,
+        trainer_micro_batch=knobs.trainer_micro_batch,
+        colocate=tuple(tuple(g) for g in knobs.colocate),
+    )

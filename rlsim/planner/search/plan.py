@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import rlsim
+from rlsim.errors import RlsimError
 from rlsim.planner.profile.machine_check import check_cluster
 from rlsim.planner.profile.schema import Profile, load_profile
 from rlsim.planner.profile.sources import provenance_summary
@@ -82,6 +83,13 @@ class PlanOutcome:
 
 def prepare(config: PlanConfig, profile_path: Path) -> Prepared:
     """Load the profile and check the placement and search grid; raises RlsimError on bad input."""
+    if config.workload.algorithm == "ppo":
+        raise RlsimError(
+            "workload.algorithm ppo: `rlsim plan` searches cluster placements of the three GRPO roles and "
+            "does not place PPO's reference and critic yet; simulate a PPO loop config on one machine "
+            "with `rlsim plan validate SET.yaml` (configs/validate_cpu_ppo.yaml), or set workload.algorithm: grpo "
+            "to plan without them"
+        )
     profile = load_profile(profile_path)
     if config.placement is not None:
         resolve(config.nodes, profile, config.placement)

@@ -2,6 +2,7 @@
 
 ``events``: the event loop and speed profiles; ``generation``: continuous-batching engines;
 ``scoring``: scorer replicas behind a batcher; ``step``: one step (generate, score, update, sync)
-with contention between colocated generation and scoring; ``evaluate``: a placement over several
-steps, summarised (step time, rollouts/hour, utilisation, bottleneck).
+with contention between colocated generation and scoring; ``core_sharing``: processes pinned to one
+pool of cores; ``ppo_roles``: PPO's reference and critic in that step, colocated or not; ``evaluate``:
+a placement over several steps, summarised (step time, rollouts/hour, utilisation, bottleneck).
 """

@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 
 from rlsim.planner.profile.schema import Profile
+from rlsim.planner.sim.ppo_roles import ROLE_PHASES, RolesSpec, check_roles
 from rlsim.planner.sim.step import PHASES, StepInputs, StepResult, simulate_step
 from rlsim.planner.spec.cluster import NodeSpec, PlacementSpec
 from rlsim.planner.spec.placement import Resources, resolve
@@ -74,10 +75,13 @@ def evaluate(
     seed: int = 0,
     noise: bool = True,
     on_step: Callable[[int], None] | None = None,
+    roles: RolesSpec | None = None,
 ) -> Evaluation:
-    """Simulate ``steps`` steps of ``spec``; raises ``PlacementError`` before simulating if impossible."""
+    """Simulate ``steps`` steps of ``spec``; raises ``PlacementError`` before simulating if impossible.
+    ``roles``: PPO's reference and critic (``sim/ppo_roles.py``), None for a GRPO step."""
     resources = resolve(node, profile, spec)
-    inputs = StepInputs(spec=spec, resources=resources, profile=profile, workload=workload, noise=noise)
+    inputs = StepInputs(spec=spec, resources=resources, profile=profile, workload=workload, noise=noise, roles=roles)
+    check_roles(inputs)
     results = []
     for step in range(steps):
         results.append(simulate_step(inputs, seed, step))
@@ -90,7 +94,8 @@ def summarise(spec: PlacementSpec, res: Resources, steps: list[StepResult], illu
     """Means over steps, utilisation per activity and device, and the bottleneck's name."""
     totals = np.array([s.time_s["total"] for s in steps])
     mean_total = float(totals.mean())
-    time_s = {p: float(np.mean([s.time_s[p] for s in steps])) for p in (*PHASES, "score_tail", "total")}
+    roles = tuple(p for p in ROLE_PHASES if p in steps[0].time_s)
+    time_s = {p: float(np.mean([s.time_s[p] for s in steps])) for p in (*PHASES, "score_tail", "total", *roles)}
     rollouts = float(np.mean([s.rollouts for s in steps]))
     name, detail = bottleneck(steps, time_s, res)
     return Evaluation(

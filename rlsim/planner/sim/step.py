@@ -10,11 +10,15 @@ solved as a fixed point: generation, then scoring under generation's activity, t
 under scoring's activity, ... until the step time moves by less than 1e-4 (3-10 rounds; capped
 at 12, and ``StepResult.rounds`` says how many ran). This is
 the analytic shortcut that keeps 1,000-GPU clusters fast: no per-iteration events are needed.
+
+With ``StepInputs.roles`` (PPO's reference and critic, or a KL's reference) the scorers share their
+cores with those roles and the update becomes the actor's and the critic's: ``sim/ppo_roles.py``.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -27,6 +31,9 @@ from rlsim.planner.sim.scoring import ScoringOutcome, simulate_round_robin, simu
 from rlsim.planner.spec.cluster import PlacementSpec
 from rlsim.planner.spec.placement import Resources
 from rlsim.planner.spec.workload import Workload
+
+if TYPE_CHECKING:
+    from rlsim.planner.sim.ppo_roles import Experience, RolesSpec
 
 PHASES = ("generate", "score", "update", "sync", "idle")
 # The critical path: these add up to the step time (``score_tail``: rewards still missing after the
@@ -63,6 +70,7 @@ class StepInputs:
     profile: Profile
     workload: Workload
     noise: bool = True
+    roles: RolesSpec | None = None  # PPO's reference and critic (sim/ppo_roles.py); None: GRPO
 
     @property
     def scorer(self) -> ScorerLatencyModel:
@@ -102,12 +110,22 @@ def simulate_step(inputs: StepInputs, seed: int, step: int) -> StepResult:
         finish = _map_generation(work, batch, gen_speeds, res)
         engine_end = finish.max(axis=1)
         outcome = _score(inputs, batch, finish, engine_end, score_tokens, noise, contended)
-        total = max(outcome.done_s, float(finish.max()))
+        experience: Experience | None = None
+        if inputs.roles is not None:  # ppo_roles builds on this module, hence imported here
+            from rlsim.planner.sim.ppo_roles import run_experience
+
+            experience = run_experience(inputs, batch, finish, engine_end, outcome, contended)
+            outcome = experience.scoring
+        total = max(outcome.done_s, float(finish.max()), experience.done_s if experience else 0.0)
         if not contended or abs(total - previous) <= 1e-4 * total or rounds >= _MAX_ROUNDS:
             break
         previous = total
-        gen_speeds = _generation_speeds(outcome, res, inputs.contention.gen_slowdown)
-    return _assemble(inputs, batch, finish, engine_end, outcome, int(responses.sum()), rounds)
+        if experience is not None:
+            gen_speeds = experience.generation_speeds(res, inputs.contention.gen_slowdown)
+        else:
+            gen_speeds = _generation_speeds(outcome, res, inputs.contention.gen_slowdown)
+    result = _assemble(inputs, batch, finish, engine_end, outcome, int(responses.sum()), rounds)
+    return experience.assemble(result, inputs, batch) if experience else result
 
 
 def _noise(inputs: StepInputs, seed: int, step: int, rollouts: int) -> np.ndarray:

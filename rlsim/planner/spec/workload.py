@@ -7,6 +7,8 @@ exactly as the real loop does, and a loop config's workload carries over unchang
 
 from __future__ import annotations
 
+from typing import Literal
+
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -24,6 +26,9 @@ class Workload(BaseModel):
     group_size: int = Field(default=1, ge=1)
     prompt_tokens: LengthDist = FixedLengths(tokens=128)
     response_tokens: LengthDist
+    algorithm: Literal["grpo", "rloo", "ppo"] = Field(
+        default="grpo", description="ppo adds the critic and the reference (planned for loop configs only)"
+    )
 
     @model_validator(mode="after")
     def _mean_within_range(self) -> Workload:

@@ -116,11 +116,19 @@ def _gemm_like(profile: Profile) -> dict[str, float]:
 
 def validation_table(report: dict[str, Any]) -> Table:
     """One row per configuration: predicted and measured step time and rollouts/hour, and the error."""
+    groups = report.get("by_algorithm") or {}
     table = Table(
-        title=f"plan validate: median |error| {report['median_abs_error']:.1%}, max {report['max_abs_error']:.1%}"
+        title=f"plan validate: median |error| {report['median_abs_error']:.1%}, max {report['max_abs_error']:.1%}",
+        caption="; ".join(
+            f"{name} ({g['configs']}): median |error| {g['median_abs_error']:.1%}, max {g['max_abs_error']:.1%}"
+            for name, g in groups.items()
+        )
+        if len(groups) > 1 or "grpo" not in groups
+        else None,
     )
     for col in (
         "config",
+        "algorithm",
         "schedule",
         "placement",
         "runtime",
@@ -134,12 +142,15 @@ def validation_table(report: dict[str, Any]) -> Table:
         "others' CPU",
     ):
         table.add_column(
-            col, justify="left" if col in ("config", "schedule", "placement", "runtime") else "right", no_wrap=True
+            col,
+            justify="left" if col in ("config", "algorithm", "schedule", "placement", "runtime") else "right",
+            no_wrap=True,
         )
     for e in report["configs"]:
         colour = "green" if abs(e["error"]) <= 0.10 else "red"
         table.add_row(
             e["name"],
+            e.get("algorithm", "grpo"),
             e.get("schedule", ""),
             e.get("placement", ""),
             e.get("runtime", ""),

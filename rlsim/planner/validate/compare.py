@@ -20,12 +20,14 @@ from typing import Any
 import numpy as np
 
 from rlsim.io import atomic_write_json
+from rlsim.placement import PlacementConfig
 from rlsim.planner.profile.schema import Profile
 from rlsim.planner.runs.loop_results import LoopSteps, drop_disturbed, parse_loop_steps
 from rlsim.planner.runs.loop_runner import LoopRunner, reusable_results, step_loads
 from rlsim.planner.runs.loop_set import LoopCase
 from rlsim.planner.runs.predict import predict_step
 from rlsim.planner.sim.evaluate import Evaluation
+from rlsim.planner.sim.ppo_roles import ROLE_PHASES
 
 PHASES = ("generate", "score", "update", "sync", "idle")
 Note = Callable[[str, dict[str, Any] | None], None]  # (message, finished entry or None)
@@ -61,7 +63,8 @@ def validation_entry(
                 "predicted": float(np.median([s.time_s[p] for s in steps])),
                 "measured": float(np.median(measured.time_s[p])),
             }
-            for p in PHASES
+            for p in (*PHASES, *ROLE_PHASES)
+            if p in measured.time_s and p in steps[0].time_s
         },
         "steps": measured.numbers,
         "predicted_steps_s": predicted_totals,
@@ -71,15 +74,48 @@ def validation_entry(
 
 
 def validation_report(entries: Sequence[dict[str, Any]], **meta: Any) -> dict[str, Any]:
-    """``{"configs": [...], "median_abs_error": f, "max_abs_error": f, **meta}`` over every configuration."""
-    errors = np.abs([e["error"] for e in entries]) if entries else np.zeros(0)
+    """``{"configs": [...], "median_abs_error": f, "max_abs_error": f, "by_algorithm": {...}, **meta}``
+    over every configuration; ``by_algorithm`` has the same figures per ``trainer.algorithm`` (PPO's
+    configurations reported apart from GRPO's)."""
+    groups: dict[str, list[dict[str, Any]]] = {}
+    for e in entries:
+        groups.setdefault(e.get("algorithm", "grpo"), []).append(e)
     return {
         **meta,
         "configs": list(entries),
+        **_error_stats(entries),
+        "by_algorithm": {name: {"configs": len(group), **_error_stats(group)} for name, group in groups.items()},
+    }
+
+
+def merged_report(reports: Sequence[tuple[str, dict[str, Any]]]) -> dict[str, Any]:
+    """One report over several validation reports (``(path, report)`` each, e.g. the GRPO and the PPO
+    sets): every configuration, tagged with its set, and the errors over them all and per algorithm.
+    Raises ``RlsimError`` for a report that is incomplete (an interrupted validation) or has no configs."""
+    from rlsim.errors import RlsimError
+
+    entries, sources = [], []
+    for path, report in reports:
+        if not report.get("complete") or not report.get("configs"):
+            raise RlsimError(f"{path} is not a complete `rlsim plan validate` report; finish that validation first")
+        entries += [{**e, "validation_set": report.get("validation_set")} for e in report["configs"]]
+        sources.append({k: report.get(k) for k in ("validation_set", "date", "profile", "machine", "wall_s")})
+    return validation_report(entries, sources=sources, merged_from=[path for path, _ in reports])
+
+
+def _error_stats(entries: Sequence[dict[str, Any]]) -> dict[str, float | None]:
+    """Median, mean and largest |error| of ``entries`` (None without any)."""
+    errors = np.abs([e["error"] for e in entries]) if entries else np.zeros(0)
+    return {
         "median_abs_error": float(np.median(errors)) if errors.size else None,
         "mean_abs_error": float(np.mean(errors)) if errors.size else None,
         "max_abs_error": float(np.max(errors)) if errors.size else None,
     }
+
+
+def _placement_label(placement: PlacementConfig) -> str:
+    """``shared`` / ``split``, with any colocation groups: ``shared reference+scorer critic+trainer``."""
+    return " ".join([placement.preset, *("+".join(group) for group in placement.colocate)])
 
 
 def run_validation(
@@ -123,8 +159,9 @@ def run_validation(
         entry = validation_entry(case.name, predicted, measured, steps)
         entry.update(
             note=case.note,
+            algorithm=case.config.trainer.algorithm,
             schedule=case.config.schedule,
-            placement=case.config.placement.preset,
+            placement=_placement_label(case.config.placement),
             runtime=case.config.reward.runtime,
             reused=reused,
             run_dir=str(out),

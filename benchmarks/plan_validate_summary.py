@@ -1,0 +1,48 @@
+"""The whole validation set's error: several `rlsim plan validate` reports read as one.
+
+    python benchmarks/plan_validate_summary.py runs/validate/validate.json runs/validate_extra/validate.json \
+        runs/validate_ppo/validate.json --out benchmarks/results/plan_validate_whole.json
+
+Each report comes from one set (configs/validate_cpu.yaml, validate_cpu_extra.yaml, validate_cpu_ppo.yaml,
+run with the same profile); the summary has the median, mean and largest |error| over every configuration
+of them, and the same per algorithm (``by_algorithm``: PPO apart from GRPO). Each source's machine
+fingerprint, profile and date are kept. An interrupted report is refused. The last stdout line is one
+JSON object.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from rlsim.io import atomic_write_json  # noqa: E402
+from rlsim.planner.runs.loop_results import read_json  # noqa: E402
+from rlsim.planner.validate.compare import merged_report  # noqa: E402
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("reports", type=Path, nargs="+", help="validate.json files of `rlsim plan validate`")
+    p.add_argument("--out", type=Path, default=None, help="write the merged report here")
+    args = p.parse_args(argv)
+    merged = merged_report([(str(path), read_json(path)) for path in args.reports])
+    if args.out:
+        atomic_write_json(args.out, merged)
+    lines = [f"all ({len(merged['configs'])}): median |error| {merged['median_abs_error']:.1%}"]
+    lines += [
+        f"{name} ({g['configs']}): median |error| {g['median_abs_error']:.1%}, max {g['max_abs_error']:.1%}"
+        for name, g in merged["by_algorithm"].items()
+    ]
+    print("\n".join(lines))
+    summary = {k: merged[k] for k in ("median_abs_error", "mean_abs_error", "max_abs_error", "by_algorithm")}
+    print(json.dumps(summary))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

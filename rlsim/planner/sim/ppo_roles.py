@@ -1,0 +1,268 @@
+"""PPO's four roles in one simulated step: the reference and the critic beside the scorers, then the
+actor and critic updates. The step simulated is ``rlsim.loop.ppo_step``'s:
+
+- Experience: sequential, each role gets every rollout in one call when generation ends (the scorers
+  their slices, as ``step.py`` simulates them); overlapped, each micro-batch of ``micro_batch``
+  finished rollouts goes to a scorer, the reference and the critic when its last rollout is generated.
+  A reference or critic call costs ``profile.roles`` per micro-batch of its own size (sorted by
+  length, padded to the longest), on the scoring cores. Every process on those cores shares them
+  (``core_sharing``): colocated roles take turns, the others split the cores (losing the measured
+  ``sharing_efficiency`` while they want more threads than the cores hold); while generation runs
+  on them too (shared placement, overlapped), every call also slows by the profile's
+  ``score_slowdown``, and generation by ``gen_slowdown`` per busy process, as with the scorers alone.
+- Then the advantages (the policy's forward on the trainer, costed as ``roles.reference["eager"]``:
+  the same model and computation), then the actor update (the trainer's measured update minus that
+  forward) and the critic update sent at once: sharing the cores, or in turn when colocated.
+
+``score_tail`` of a PPO step is the wait after generation for every experience output (rewards,
+reference log-probs, values), not for the rewards alone. Modelled on one node, as the loop runs.
+Approximations: the critic update is costed for one epoch; scorer batches keep the composition they
+have with the scorers alone (a dynamic batcher would batch differently when slowed).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from rlsim.planner.profile.schema import ScorerLatencyModel
+from rlsim.planner.sim.core_sharing import Call, SpeedFn, busy_intervals, share_cores
+from rlsim.planner.sim.events import SpeedProfile
+from rlsim.planner.sim.scoring import ScoringOutcome
+from rlsim.planner.sim.step import StepInputs, StepResult, union_s
+from rlsim.planner.spec.placement import PlacementError, Resources
+
+if TYPE_CHECKING:
+    from rlsim.planner.sim.generation import EngineBatch
+
+# The time_s keys a step with these roles adds (the loop's ``EXPERIENCE_PHASES``).
+ROLE_PHASES = ("reference", "values", "advantages", "update_actor", "update_critic")
+_RANK = {"scorer": 0, "reference": 1, "values": 2}  # the order the loop sends a micro-batch's calls
+
+
+@dataclass(frozen=True)
+class RolesSpec:
+    """The extra roles of a loop config: the reference on ``reference_runtime`` (None: no KL), the
+    critic (PPO), the micro-batch sizes of the loop and of each model, and ``placement.colocate``."""
+
+    reference_runtime: str | None = None
+    critic: bool = False
+    micro_batch: int = 8
+    reference_micro_batch: int = 16
+    critic_micro_batch: int = 16
+    trainer_micro_batch: int = 16
+    colocate: tuple[tuple[str, ...], ...] = ()
+
+    def process(self, role: str) -> str:
+        """The process ``role`` runs in: its colocation group (``reference+scorer``) or its own."""
+        group = next((g for g in self.colocate if role in g), None)
+        return "+".join(group) if group else role
+
+
+def check_roles(inputs: StepInputs) -> None:
+    """Raise before simulating what this model does not cover, or a profile without ``roles``."""
+    roles = inputs.roles
+    if roles is None:
+        return
+    inputs.profile.require_roles(roles.reference_runtime, roles.critic)
+    if inputs.function is not None:
+        raise PlacementError(
+            f"the reference and critic are modelled beside a scoring model, not the rule-based reward "
+            f"{inputs.spec.runtime!r}; use a reward-model runtime"
+        )
+    if inputs.resources.nodes != 1 or inputs.resources.train_nodes:
+        raise PlacementError(
+            "the reference and critic are modelled on one node (one actor each, as `rlsim run` places "
+            "them); plan PPO on one node"
+        )
+
+
+def call_s(model: ScorerLatencyModel, tokens: np.ndarray, micro_batch: int, units: float) -> float:
+    """Seconds of one call on rollouts of ``tokens`` (prompt + response each), alone on ``units``:
+    micro-batches of ``micro_batch`` sorted by length, each padded to its longest."""
+    if len(tokens) == 0:
+        return 0.0
+    order = np.sort(tokens)
+    parts = (order[j : j + micro_batch] for j in range(0, len(order), micro_batch))
+    compute = sum(model.latency_s(len(p), int(p.max()) * len(p), units) for p in parts)
+    return compute * model.in_loop_factor + model.call_overhead_s
+
+
+def _pressure(engine_end: np.ndarray, engines: int, slowdown: float) -> SpeedFn:
+    """Speed of work on generation's cores while engines still generate: ``1 / (1 + slowdown x busy
+    engines / engines)`` (the scorers' contention model, ``SpeedProfile.from_ends``)."""
+    ends = np.sort(engine_end)
+
+    def speed(t: float) -> tuple[float, float]:
+        done = int(np.searchsorted(ends, t, side="right"))
+        nxt = float(ends[done]) if done < len(ends) else float("inf")
+        return 1.0 / (1.0 + slowdown * (len(ends) - done) / engines), nxt
+
+    return speed
+
+
+@dataclass(frozen=True)
+class Experience:
+    """The experience phase of one step, timed: the scorers (re-timed beside the roles), every call."""
+
+    scoring: ScoringOutcome
+    calls: list[Call]
+    gen_done: float
+
+    @property
+    def done_s(self) -> float:
+        """When the last experience output (reward, log-prob, value) is ready."""
+        return max([self.gen_done, self.scoring.done_s] + [c.end for c in self.calls])
+
+    def generation_speeds(self, res: Resources, slowdown: float) -> list[SpeedProfile]:
+        """Generation's speed under the scorers and the roles (a reference or critic call counts as
+        every scorer replica busy: it wants all the scoring cores)."""
+        starts, ends = [], []
+        for call in self.calls:
+            repeat = 1 if call.role.startswith("scorer") else res.replicas_per_node
+            starts += [call.start] * repeat
+            ends += [call.end] * repeat
+        return [SpeedProfile.from_load(starts, ends, res.replicas_per_node, slowdown)]
+
+    def assemble(self, result: StepResult, inputs: StepInputs, batch: EngineBatch) -> StepResult:
+        """``result`` (from ``step._assemble``) with the experience tail and the PPO update."""
+        roles, res = inputs.roles, inputs.resources
+        assert roles is not None and inputs.profile.roles is not None
+        model = inputs.profile.roles
+        tokens = (batch.prompts + batch.responses)[batch.valid]
+        pool = res.scoring_units_per_node
+        forward = call_s(model.reference["eager"], tokens, roles.trainer_micro_batch, res.train_units)
+        # result's "update" is the trainer's measured update, which includes the policy's forward.
+        updates = [Call(roles.process("trainer"), "update_actor", 0.0, max(result.time_s["update"] - forward, 0.0))]
+        weights = {updates[0].process: min(res.train_units, pool)}
+        if roles.critic:
+            work = call_s(model.update_critic, tokens, roles.critic_micro_batch, pool)
+            updates.append(Call(roles.process("critic"), "update_critic", 0.0, work, 1))
+            weights[updates[1].process] = max(weights.get(updates[1].process, 0.0), pool)
+        # The loop puts the trainer on the scoring cores (split) or on every core (shared): one pool.
+        span = share_cores(updates, weights, pool, efficiency=model.sharing_efficiency)
+        t = dict(result.time_s)
+        scorer_calls = [c for c in self.calls if c.role.startswith("scorer")]
+        t["score"] = _union([(c.start, c.end) for c in scorer_calls])
+        tail, update = self.done_s - self.gen_done, forward + span
+        # Both replace terms of the critical path, so the total moves by their differences.
+        t["total"] += (tail - t["score_tail"]) + (update - t["update"])
+        t.update(score_tail=tail, update=update, advantages=forward)
+        t["reference"] = _union(busy_intervals(self.calls, "reference"))
+        t["values"] = _union(busy_intervals(self.calls, "values"))
+        t["update_actor"] = _union(busy_intervals(updates, "update_actor"))
+        t["update_critic"] = _union(busy_intervals(updates, "update_critic"))
+        busy = sum(c.end - c.start for c in scorer_calls)
+        return dataclasses.replace(result, time_s=t, score_busy_unit_s=busy * res.replica_units)
+
+
+def run_experience(
+    inputs: StepInputs,
+    batch: EngineBatch,
+    finish: np.ndarray,
+    engine_end: np.ndarray,
+    outcome: ScoringOutcome,
+    contended: bool,
+) -> Experience:
+    """The scorers' batches of ``outcome`` plus the reference and critic calls, sharing the scoring cores."""
+    roles, res, spec = inputs.roles, inputs.resources, inputs.spec
+    assert roles is not None and inputs.profile.roles is not None
+    model = inputs.profile.roles
+    pool = res.scoring_units_per_node
+    slowdown = inputs.contention.score_slowdown if contended else 0.0
+    work_of = SpeedProfile.from_ends(engine_end.tolist(), res.engines_per_node, slowdown)
+    gen_done = float(engine_end.max())
+    n = int(batch.valid.sum())
+    arrive, tokens = np.zeros(n), np.zeros(n, dtype=np.int64)
+    arrive[batch.index[batch.valid]] = finish[batch.valid]
+    tokens[batch.index[batch.valid]] = (batch.prompts + batch.responses)[batch.valid]
+    parts = _experience_calls(arrive, gen_done, spec.schedule, roles.micro_batch)
+    releases = _batch_releases(outcome, parts, spec.schedule, spec.dispatch, gen_done)
+    calls, weights = [], {}
+    for r, (starts, ends) in enumerate(zip(outcome.busy_starts, outcome.busy_ends, strict=True)):
+        proc = roles.process("scorer") if r == 0 else f"scorer-{r}"
+        weights[proc] = res.replica_units
+        # Uncontended work of each batch, so the shared speed (generation's and the roles') re-times it.
+        calls += [
+            Call(proc, f"scorer-{r}", sent, work_of.work_at(e) - work_of.work_at(b), _RANK["scorer"])
+            for sent, b, e in zip(releases[r], starts, ends, strict=True)
+        ]
+    for release, part in parts:
+        if roles.reference_runtime is not None:
+            ref = model.reference[roles.reference_runtime]
+            work = call_s(ref, tokens[part], roles.reference_micro_batch, pool)
+            calls.append(Call(roles.process("reference"), "reference", release, work, _RANK["reference"]))
+        if roles.critic:
+            work = call_s(model.values, tokens[part], roles.critic_micro_batch, pool)
+            calls.append(Call(roles.process("critic"), "values", release, work, _RANK["values"]))
+    for call in calls:
+        wants = res.replica_units if call.role.startswith("scorer") else pool
+        weights[call.process] = max(weights.get(call.process, 0.0), wants)
+    pressure = _pressure(engine_end, res.engines_per_node, slowdown) if slowdown else None
+    share_cores(calls, weights, pool, pressure, model.sharing_efficiency)
+    return Experience(_retimed(outcome, calls), calls, gen_done)
+
+
+def _experience_calls(
+    arrive: np.ndarray, gen_done: float, schedule: str, micro_batch: int
+) -> list[tuple[float, np.ndarray]]:
+    """``(release s, rollout indices)`` of each reference/critic call: every rollout at the end of
+    generation (sequential), or micro-batches in the order rollouts finish (overlapped)."""
+    if schedule == "sequential":
+        return [(gen_done, np.arange(len(arrive)))]
+    order = np.argsort(arrive, kind="stable")
+    parts = [order[j : j + micro_batch] for j in range(0, len(order), micro_batch)]
+    return [(float(arrive[p].max()), p) for p in parts]
+
+
+def _batch_releases(
+    outcome: ScoringOutcome, parts: list[tuple[float, np.ndarray]], schedule: str, dispatch: str, gen_done: float
+) -> list[list[float]]:
+    """Per replica, when each scorer batch's call was sent, so that a colocated process serves its calls in
+    the order the loop sent them: at generation's end (sequential: one call per replica, sent before the
+    reference's), or with the micro-batch its rollouts came in (the loop's round robin); a pool that pulls
+    batches (not the loop's) takes each when it started with the scorers alone."""
+    if schedule == "sequential":
+        return [[gen_done] * len(starts) for starts in outcome.busy_starts]
+    if dispatch != "round_robin":
+        return [list(starts) for starts in outcome.busy_starts]
+    part_of = np.zeros(len(outcome.reward_s), dtype=np.int64)
+    for k, (_, rollouts) in enumerate(parts):
+        part_of[rollouts] = k
+    out = []
+    for starts, ends in zip(outcome.busy_starts, outcome.busy_ends, strict=True):
+        row = []
+        for b, e in zip(starts, ends, strict=True):
+            rewarded = np.flatnonzero(outcome.reward_s == e)  # a batch's rollouts get its end as reward time
+            row.append(min(parts[int(part_of[rewarded].min())][0], b) if rewarded.size else b)
+        out.append(row)
+    return out
+
+
+def _retimed(outcome: ScoringOutcome, calls: list[Call]) -> ScoringOutcome:
+    """``outcome`` with each scorer batch at its shared-core times (rewards move with their batch)."""
+    starts = [[c.start for c in calls if c.role == f"scorer-{r}"] for r in range(len(outcome.busy_starts))]
+    ends = [[c.end for c in calls if c.role == f"scorer-{r}"] for r in range(len(outcome.busy_starts))]
+    moved = {
+        old: new
+        for olds, news in zip(outcome.busy_ends, ends, strict=True)
+        for old, new in zip(olds, news, strict=True)
+    }
+    return dataclasses.replace(
+        outcome,
+        busy_starts=starts,
+        busy_ends=ends,
+        done_s=max([outcome.done_s if not moved else 0.0] + [e for es in ends for e in es]),
+        reward_s=np.array([moved.get(float(x), float(x)) for x in outcome.reward_s]),
+    )
+
+
+def _union(intervals: list[tuple[float, float]]) -> float:
+    """Seconds covered by ``intervals`` (overlaps once), by ``step.union_s`` on one replica's list."""
+    if not intervals:
+        return 0.0
+    starts, ends = zip(*intervals, strict=True)
+    return union_s(ScoringOutcome(0.0, 0, 0, 0, [list(starts)], [list(ends)]))
