@@ -62,6 +62,7 @@ class Evaluation:
             "padding_waste": float(np.mean([s.padding_waste for s in self.steps])),
             "step_totals_s": [s.time_s["total"] for s in self.steps],
             "illustrative_profile": self.illustrative,
+            **self.extra,  # schedule-specific figures, e.g. ``async`` (sim.async_evaluate)
         }
 
 
@@ -78,6 +79,10 @@ def evaluate(
     """Simulate ``steps`` steps of ``spec``; raises ``PlacementError`` before simulating if impossible."""
     resources = resolve(node, profile, spec)
     inputs = StepInputs(spec=spec, resources=resources, profile=profile, workload=workload, noise=noise)
+    if spec.schedule == "async":  # one pipelined run, not independent steps
+        from rlsim.planner.sim.async_evaluate import evaluate_async  # it builds on summarise() below
+
+        return evaluate_async(inputs, steps, seed, on_step)
     results = []
     for step in range(steps):
         results.append(simulate_step(inputs, seed, step))
