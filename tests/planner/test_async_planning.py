@@ -191,3 +191,16 @@ def test_async_configs_are_compared_on_rollouts_trained_per_hour(tmp_path: Path)
     assert entry["error"] == pytest.approx(rate / (16 * 3600 / 8.0) - 1)
     assert entry["whole_run"]["rollouts_trained_per_hour"]["measured"] == pytest.approx(24 * 3600 / 18.0)
     assert entry["rollouts_total"]["predicted"]["trained"] == 24
+
+
+def test_the_async_validation_set_is_async_and_unused_in_calibration() -> None:
+    from rlsim.planner.validate.command import prepare_validation
+
+    cases, _, _, _ = prepare_validation(ROOT / "configs" / "validate_cpu_async.yaml", [], None)  # predicts each too
+    assert len(cases) >= 2 and all(c.config.schedule == "async" for c in cases)
+    assert {(c.config.placement.preset, c.config.async_.max_staleness) for c in cases} >= {("split", 1), ("shared", 1)}
+    calibration, base = load_loop_set(ROOT / "configs" / "profiles" / "calibrate_cpu.yaml")
+    calibrated = resolve_cases(calibration, base)
+    assert all(c.config.schedule != "async" for c in calibrated)
+    workloads = {c.config.workload.model_dump_json() for c in calibrated}
+    assert not workloads & {c.config.workload.model_dump_json() for c in cases}
