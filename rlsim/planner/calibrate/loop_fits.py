@@ -93,6 +93,11 @@ def read_calibration_run(path: Path, skip_first: int = 1, disturbed_above: float
         ) from None
     if config.workload.spec.path is not None:
         raise RlsimError(f"{path} ran a file workload; calibrate on synthetic workloads, whose lengths are known")
+    if config.schedule == "async":  # a step there is not one batch's phases: generation of later batches runs in it
+        raise RlsimError(
+            f"{path} ran schedule async, whose steps mix batches; calibrate on sequential or overlapped runs "
+            "and check async plans with `rlsim plan validate configs/validate_cpu_async.yaml`"
+        )
     trace = loop_trace(config, steps.numbers)
     if steps.tokens is not None and any(sum(r) != t for (_, r), t in zip(trace, steps.tokens, strict=True)):
         # The replayed lengths must be what ran: a config edited after the run would fit nonsense.

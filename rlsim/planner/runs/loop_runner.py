@@ -72,6 +72,7 @@ class RealLoopRunner:
         from rlsim.loop.run import RunOutputs
 
         session = self._session_for(case)
+        session.async_run = None  # schedule async: one pipeline per run, also on a reused session
         outputs = RunOutputs(out, case.config)
         outputs.update(startup_s=self.sessions[-1]["startup_s"], **session.describe())
         loads: list[dict[str, Any]] = []
@@ -85,13 +86,20 @@ class RealLoopRunner:
         return outputs.results
 
     def _step(self, session: Any, outputs: Any, case: LoopCase, step: int) -> dict[str, Any]:
-        """Run one step after the quiet gate; returns its load record."""
-        waited = wait_if_asked(self._quiet, self._say)
+        """Run one step after the quiet gate; returns its load record.
+
+        An async run's pipeline keeps its actors busy between steps, so the gate holds only its first
+        step (waiting later would stall the pipeline being timed), and its steps have no probed CPU
+        seconds, so other programs' share cannot be told from its own (None)."""
+        pipelined = case.config.schedule == "async"
+        waited = wait_if_asked(self._quiet, self._say) if step == 1 or not pipelined else None
         before = machine_load.sample()
         record, rows = session.step(step)
         own = sum(record.cpu_s.values())
-        share = machine_load.foreign_share(before, machine_load.sample(), own)
+        share = None if pipelined else machine_load.foreign_share(before, machine_load.sample(), own)
         outputs.add_step(record, rows)
+        if session.async_run is not None:  # the run-wide async records, as `rlsim run` writes them
+            outputs.update(**session.async_run.summary())
         self._say(
             f"  {case.name} step {step}/{case.config.steps}: {record.time_s.total:.2f} s"
             + ("" if share is None else f" (other programs {share:.0%} of the cores)")

@@ -1,13 +1,12 @@
 """``predict_step``: the planner's prediction for one real-loop configuration (for ``rlsim plan validate``).
 
 ``LoopKnobs`` carries the knobs of ``rlsim run``'s config (``rlsim.loop.config.RunConfig``): the
-workload, schedule and micro-batch, the ``shared`` / ``split`` placement presets over a pool of
-cores, the scorer runtime, replicas, batcher and truncation, and PPO's reference and critic with
-their micro-batches and colocation groups. ``knobs_from_run_config`` reads them
-from a ``RunConfig``, so a validation run hands the very same config to the loop and to the
+workload, schedule (``async`` with its staleness bound and queue) and micro-batch, the ``shared`` /
+``split`` placement presets over a pool of cores, the scorer runtime, replicas, batcher and truncation,
+and PPO's reference and critic with their micro-batches and colocation groups. ``knobs_from_run_config``
+reads them from a ``RunConfig``, so a validation run hands the very same config to the loop and to the
 simulation. The simulation then uses the loop's own dispatch (micro-batches dealt to the scoring
-replicas in turn; in ``split`` the trainer shares the scorers' cores, as ``rlsim.placement``
-does).
+replicas in turn; in ``split`` the trainer shares the scorers' cores, as ``rlsim.placement`` does).
 """
 
 from __future__ import annotations
@@ -53,6 +52,8 @@ class LoopKnobs(BaseModel):
     scorer_replicas: int = Field(default=1, ge=1)
     max_length: int | None = Field(default=None, ge=1, description="reward-model truncation (tokens)")
     max_num_seqs: int | None = Field(default=None, ge=1)
+    max_staleness: int = Field(default=1, ge=0, description="async: policy versions a trained rollout may lag")
+    queue_size: int | None = Field(default=None, ge=1, description="async: scored rollouts buffered (rollouts)")
     steps: int = Field(default=10, ge=1)
     seed: int = 0
     # PPO's roles (sim/ppo_roles.py): the reference runs when kl.coef > 0, the critic for ppo.
@@ -81,7 +82,7 @@ def knobs_from_run_config(config: RunConfig, cores: int | None = None) -> LoopKn
         )
     pool = len(config.placement.pool) if config.placement.pool else (cores or len(os.sched_getaffinity(0)))
     reward = config.reward
-    window = config.micro_batch if config.schedule == "overlapped" else 128
+    window = config.micro_batch if config.schedule in ("overlapped", "async") else 128
     batcher = BatcherSpec(
         kind=reward.batcher,
         batch_size=reward.batch_size,  # type: ignore[arg-type]
@@ -104,6 +105,8 @@ def knobs_from_run_config(config: RunConfig, cores: int | None = None) -> LoopKn
         batcher=batcher,
         scorer_replicas=reward.replicas,
         max_length=reward.max_length,
+        max_staleness=config.async_.max_staleness,
+        queue_size=config.async_.resolved_queue_size(config.workload.prompts_per_step * config.workload.group_size),
         steps=config.steps,
         seed=config.seed,
         reference_runtime=config.reference.runtime if "reference" in roles else None,
@@ -152,6 +155,8 @@ def predict_step(
     lengths the loop draws for them, rather than ``steps`` fresh draws from the length distributions.
     """
     if replay is not None and not isinstance(config, LoopKnobs):
+        if config.schedule == "async":
+            return predict_async_run(config, profile, noise)
         return predict_trace(config, profile, loop_trace(config, replay), noise)
     knobs = config if isinstance(config, LoopKnobs) else knobs_from_run_config(config)
     return _evaluate(knobs, profile, noise, None)
@@ -171,6 +176,20 @@ def predict_trace(
     return _evaluate(knobs.model_copy(update={"steps": len(trace)}), profile, noise, workload)
 
 
+def predict_async_run(config: RunConfig, profile: Profile, noise: bool = False) -> Evaluation:
+    """The whole async run of ``config``, its steps numbered 1 .. ``steps`` as the loop numbers them, with
+    the lengths the loop draws: its batch ``k`` takes step ``k + 1``'s requests (``async_session``). Twice
+    the run's batches are traced, enough for the ones a run that drops stale groups generates on top."""
+    knobs = knobs_from_run_config(config)
+    workload = ReplayWorkload(
+        prompts_per_step=knobs.prompts_per_step,
+        group_size=knobs.group_size,
+        response_tokens=knobs.response_tokens,
+        trace=loop_trace(config, range(1, 2 * knobs.steps + 1)),
+    )
+    return _evaluate(knobs, profile, noise, workload)
+
+
 def _evaluate(knobs: LoopKnobs, profile: Profile, noise: bool, workload: Workload | None) -> Evaluation:
     node = NodeSpec(count=1, cores=knobs.cores, gpus=knobs.gpus, kind=profile.hardware_kind)
     split = knobs.placement == "split"
@@ -185,6 +204,8 @@ def _evaluate(knobs: LoopKnobs, profile: Profile, noise: bool, workload: Workloa
         dispatch="round_robin",
         train_on="scoring" if split else "generation",
         max_length=knobs.max_length,
+        max_staleness=knobs.max_staleness,
+        queue_size=knobs.queue_size,
     )
     workload = workload or Workload(
         prompts_per_step=knobs.prompts_per_step,

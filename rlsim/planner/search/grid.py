@@ -2,7 +2,9 @@
 
 Objectives: ``rollouts_per_hour`` ranks by throughput; ``fewest_resources`` keeps placements whose
 mean step time meets the target and ranks them by nodes, then GPUs, then cores used, then
-throughput. A colocated placement has no scoring share, so the grid does not repeat it per share.
+throughput. A colocated placement has no scoring share, and only an async one a staleness bound, so the grid
+does not repeat a placement per value that means nothing to it. Async placements are ranked by their
+steady rollouts trained per hour (``sim.async_evaluate``), the other schedules by rollouts per hour.
 """
 
 from __future__ import annotations
@@ -45,8 +47,9 @@ def enumerate_placements(search: SearchSpec) -> list[PlacementSpec]:
         search.tp,
         search.pp,
         search.train_nodes,
+        search.max_staleness,
     )
-    for runtime, batcher, schedule, colocated, share, replicas, eng, nodes, tp, pp, train in grid:
+    for runtime, batcher, schedule, colocated, share, replicas, eng, nodes, tp, pp, train, stale in grid:
         spec = PlacementSpec(
             runtime=runtime,
             batcher=batcher,
@@ -59,6 +62,7 @@ def enumerate_placements(search: SearchSpec) -> list[PlacementSpec]:
             tp=tp,
             pp=pp,
             train_nodes=train,
+            max_staleness=stale if schedule == "async" else 1,  # the bound means nothing to the others
         )
         key = spec.model_dump_json()
         if key not in seen:

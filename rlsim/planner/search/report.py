@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from rich.console import Console
 from rich.table import Table
@@ -29,6 +30,7 @@ def ranked_table(ranked: list[Evaluation], title: str, limit: int = 15, target: 
         "schedule",
         "step s",
         "rollouts/h",
+        "staleness",
         "per GPU-h",
         "gen util",
         "score util",
@@ -55,9 +57,10 @@ def ranked_table(ranked: list[Evaluation], title: str, limit: int = 15, target: 
             spec.batcher.label(),
             where,
             str(spec.replicas_per_node),
-            spec.schedule,
+            spec.schedule_label(),
             f"{ev.step_time_s:.2f}" + (" miss" if miss else ""),
             f"{ev.rollouts_per_hour:,.0f}",
+            f"{ev.extra['async']['mean_staleness']:.2f}" if "async" in ev.extra else "-",
             f"{ev.rollouts_per_hour / used['gpus']:,.0f}" if used["gpus"] else "-",
             f"{ev.utilisation['generation']:.0%}",
             f"{ev.utilisation['scoring']:.0%}",
@@ -75,13 +78,36 @@ def print_plan(console: Console, chosen: Evaluation, heading: str) -> None:
         f"  step {chosen.step_time_s:.2f} s (+/- {chosen.step_time_std_s:.2f} over {len(chosen.steps)} steps), "
         f"{chosen.rollouts_per_hour:,.0f} rollouts/hour"
     )
-    console.print(
-        "  critical path: "
-        + ", ".join(f"{k} {t[k]:.2f} s" for k in CRITICAL_PATH)
-        + f"  (scorers busy {t['score']:.2f} s in all)"
-    )
+    if "async" in chosen.extra:  # pipelined: the stages overlap, no critical path runs through a step
+        print_async(console, chosen.extra["async"])
+    else:
+        console.print(
+            "  critical path: "
+            + ", ".join(f"{k} {t[k]:.2f} s" for k in CRITICAL_PATH)
+            + f"  (scorers busy {t['score']:.2f} s in all)"
+        )
     console.print(f"  bottleneck: {chosen.bottleneck} - {chosen.bottleneck_detail}")
     console.print("  utilisation: " + ", ".join(f"{k} {v:.0%}" for k, v in chosen.utilisation.items()))
+
+
+def print_async(console: Console, a: dict[str, Any]) -> None:
+    """An async plan's throughput, staleness and idle shares (``sim.async_evaluate.async_summary``)."""
+    hist = ", ".join(f"{n} at {k}" for k, n in a["staleness_histogram"].items()) or "none"
+    t = a["rollouts_total"]
+    console.print(
+        f"  async (max_staleness {a['max_staleness']}, queue {a['queue_size']} rollouts): "
+        f"{a['steady_rollouts_trained_per_hour']:,.0f} rollouts trained/hour in steps {a['steady_steps'][0]}-"
+        f"{a['steady_steps'][1]} "
+        f"({a['rollouts_trained_per_hour']:,.0f} over the whole {a['wall_s']:.1f} s run); staleness: {hist} "
+        f"(mean {a['mean_staleness']:.2f})"
+    )
+    console.print(
+        f"  idle: trainer {a['trainer_idle_fraction']:.0%}, rollout worker {a['rollout_idle_fraction']:.0%}; "
+        f"engine paused {a['weight_sync_pause_s']:.2f} s for weight loads; rollouts {t['generated']} generated = "
+        f"{t['trained']} trained + {t['dropped_stale']} dropped as stale + {t['unfinished_at_end']} unfinished"
+    )
+    for line in a.get("assumptions", []):
+        console.print(f"  assumed: {line}")
 
 
 def plot_share_curves(ranked: list[Evaluation], path: Path) -> Path:

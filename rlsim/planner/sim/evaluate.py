@@ -12,7 +12,7 @@ from rlsim.planner.profile.schema import Profile
 from rlsim.planner.sim.ppo_roles import ROLE_PHASES, RolesSpec, check_roles
 from rlsim.planner.sim.step import PHASES, StepInputs, StepResult, simulate_step
 from rlsim.planner.spec.cluster import NodeSpec, PlacementSpec
-from rlsim.planner.spec.placement import Resources, resolve
+from rlsim.planner.spec.placement import PlacementError, Resources, resolve
 from rlsim.planner.spec.workload import Workload
 
 # An engine whose makespan is this much above the mean marks generation as straggler-bound.
@@ -63,6 +63,7 @@ class Evaluation:
             "padding_waste": float(np.mean([s.padding_waste for s in self.steps])),
             "step_totals_s": [s.time_s["total"] for s in self.steps],
             "illustrative_profile": self.illustrative,
+            **self.extra,  # schedule-specific figures, e.g. ``async`` (sim.async_evaluate)
         }
 
 
@@ -82,6 +83,12 @@ def evaluate(
     resources = resolve(node, profile, spec)
     inputs = StepInputs(spec=spec, resources=resources, profile=profile, workload=workload, noise=noise, roles=roles)
     check_roles(inputs)
+    if spec.schedule == "async":  # one pipelined run, not independent steps
+        if roles is not None:
+            raise PlacementError("the planner's async pipeline models GRPO's roles only; plan PPO with a sync schedule")
+        from rlsim.planner.sim.async_evaluate import evaluate_async  # it builds on summarise() below
+
+        return evaluate_async(inputs, steps, seed, on_step)
     results = []
     for step in range(steps):
         results.append(simulate_step(inputs, seed, step))

@@ -15,7 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from rlsim.config_loader import apply_overrides, load_yaml, validate
 from rlsim.planner.spec.workload import Workload
 
-Schedule = Literal["sequential", "overlapped"]
+Schedule = Literal["sequential", "overlapped", "async"]
 
 
 class _Cfg(BaseModel):
@@ -89,6 +89,10 @@ class PlacementSpec(_Cfg):
     tensor and pipeline parallelism (the profile's ``generation.parallel`` scaling). ``train_nodes``:
     0 trains on the generation GPUs (colocated pools, a hybrid engine); otherwise that many of the
     used nodes hold only the data-parallel trainer (split pools) and the rest generate.
+    ``schedule: async`` (``rlsim.planner.sim.async_pipeline``): generation runs ahead of training by at most
+    ``max_staleness`` policy versions, with ``queue_size`` scored rollouts buffered for the trainer (None:
+    ``max_staleness + 1`` batches, as the loop's ``async.queue_size``); micro-batches of ``batcher.window``
+    rollouts go to the scorers. Both are ignored by the other schedules.
     """
 
     schedule: Schedule = "overlapped"
@@ -106,6 +110,8 @@ class PlacementSpec(_Cfg):
     tp: int = Field(default=1, ge=1)
     pp: int = Field(default=1, ge=1)
     train_nodes: int = Field(default=0, ge=0)
+    max_staleness: int = Field(default=1, ge=0)
+    queue_size: int | None = Field(default=None, ge=1)
 
     @model_validator(mode="after")
     def _check(self) -> PlacementSpec:
@@ -124,8 +130,14 @@ class PlacementSpec(_Cfg):
         train = f" train{self.train_nodes}n" if self.train_nodes else ""
         return (
             f"{self.runtime} {self.batcher.label()} x{self.replicas_per_node}/node {where} "
-            f"{self.schedule}{eng}{par}{train}{nodes}"
+            f"{self.schedule_label()}{eng}{par}{train}{nodes}"
         )
+
+    def schedule_label(self) -> str:
+        """``overlapped``, or ``async s<=1`` with the staleness bound (and ``q64`` for a queue size given)."""
+        if self.schedule != "async":
+            return self.schedule
+        return f"async s<={self.max_staleness}" + (f" q{self.queue_size}" if self.queue_size is not None else "")
 
 
 class SearchSpec(_Cfg):
@@ -133,7 +145,8 @@ class SearchSpec(_Cfg):
 
     ``objective``: ``rollouts_per_hour`` (the most) or ``fewest_resources`` (the fewest nodes, then
     units, whose step time meets the config's ``target_step_s``). ``steps``: simulated steps per
-    placement.
+    placement (async: updates; the first fills the pipeline and the last drains it, so neither is ranked on).
+    ``max_staleness``: the bounds tried for each ``async`` entry of ``schedules``.
     """
 
     runtimes: list[str] = Field(min_length=1)
@@ -147,6 +160,7 @@ class SearchSpec(_Cfg):
     tp: list[int] = Field(default=[1], min_length=1)
     pp: list[int] = Field(default=[1], min_length=1)
     train_nodes: list[int] = Field(default=[0], min_length=1)
+    max_staleness: list[int] = Field(default=[1], min_length=1, description="async only: bounds to try")
     objective: Literal["rollouts_per_hour", "fewest_resources"] = "rollouts_per_hour"
     steps: int = Field(default=3, ge=1)
     max_placements: int = Field(default=1000, ge=1)
@@ -155,6 +169,8 @@ class SearchSpec(_Cfg):
     def _check(self) -> SearchSpec:
         if any(not 0 <= s <= 1 for s in self.scoring_shares):
             raise ValueError("scoring_shares must lie in [0, 1] (share of each node's units for scoring)")
+        if any(s < 0 for s in self.max_staleness):
+            raise ValueError("max_staleness values must be >= 0 (policy versions a trained rollout may lag)")
         return self
 
 
@@ -193,6 +209,13 @@ class PlanConfig(_Cfg):
             raise ValueError("give a placement to evaluate, a search grid, or both")
         if self.search and self.search.objective == "fewest_resources" and self.target_step_s is None:
             raise ValueError("search.objective fewest_resources needs target_step_s (seconds) or --target-step-s")
+        batch = self.workload.rollouts_per_step
+        queue = self.placement.queue_size if self.placement and self.placement.schedule == "async" else None
+        if queue is not None and queue < batch:
+            raise ValueError(
+                f"placement.queue_size {queue} rollouts cannot hold one training batch (workload.prompts_per_step "
+                f"x group_size = {batch}); raise it to at least {batch} or leave it out"
+            )
         return self
 
 

@@ -109,6 +109,11 @@ def check_devices(
 def resolve(node: NodeSpec, profile: Profile, spec: PlacementSpec) -> Resources:
     """Concrete resources of ``spec`` on ``node`` x ``spec.nodes``; raises ``PlacementError``."""
     gen, scorer = check_devices(node, profile, spec.runtime)
+    if spec.schedule == "async" and isinstance(scorer, RewardFunctionModel):
+        raise PlacementError(
+            f"schedule async with the rule-based reward {spec.runtime!r} is not modelled (the simulated "
+            "pipeline scores with a reward model's replicas); use a reward-model runtime or another schedule"
+        )
     total_nodes = spec.nodes or node.count
     if total_nodes > node.count:
         raise PlacementError(

@@ -75,7 +75,11 @@ def validate_command(
         "warmup_steps": loop_set.warmup_steps,
         "quiet": loop_set.quiet.model_dump() if loop_set.quiet else None,
         "disturbed_above": loop_set.disturbed_above,
-        "error_definition": "predicted_step_s / measured_step_s - 1 (medians over the measured steps)",
+        "error_definition": (
+            "per entry's metric: step_time_s: predicted_step_s / measured_step_s - 1 (medians over the measured "
+            "steps); rollouts_trained_per_hour (schedule async): predicted / measured rollouts trained per hour "
+            "- 1 (over the measured steps)"
+        ),
     }
     here = machine_fingerprint(_gemm_like(profile))
     machine = check_here(profile, profile_path, here)
@@ -129,6 +133,7 @@ def validation_table(report: dict[str, Any]) -> Table:
     for col in (
         "config",
         "algorithm",
+        "metric",
         "schedule",
         "placement",
         "runtime",
@@ -143,7 +148,7 @@ def validation_table(report: dict[str, Any]) -> Table:
     ):
         table.add_column(
             col,
-            justify="left" if col in ("config", "algorithm", "schedule", "placement", "runtime") else "right",
+            justify="left" if col in ("config", "algorithm", "metric", "schedule", "placement", "runtime") else "right",
             no_wrap=True,
         )
     for e in report["configs"]:
@@ -151,6 +156,7 @@ def validation_table(report: dict[str, Any]) -> Table:
         table.add_row(
             e["name"],
             e.get("algorithm", "grpo"),
+            "rollouts/h" if e.get("metric") == "rollouts_trained_per_hour" else "step s",
             e.get("schedule", ""),
             e.get("placement", ""),
             e.get("runtime", ""),

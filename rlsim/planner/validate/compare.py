@@ -5,6 +5,8 @@ for the very steps the loop will run (their lengths replayed, see ``predict.loop
 real loop through a ``LoopRunner``, then the comparison. The first ``warmup_steps`` of every run are
 dropped (vLLM and the scorers warm up); the measured step time is the median of the rest, and the
 prediction is the median of the same steps simulated. ``error = predicted / measured - 1``.
+An ``async`` configuration is compared on rollouts trained per hour instead (``async_compare``); each
+entry names its ``metric``.
 
 The JSON (issue 6) is rewritten atomically after every configuration, so an interrupted validation
 keeps what it measured: ``{"configs": [{"name", "predicted_step_s", "measured_step_s", "error", ...}],
@@ -28,6 +30,7 @@ from rlsim.planner.runs.loop_set import LoopCase
 from rlsim.planner.runs.predict import predict_step
 from rlsim.planner.sim.evaluate import Evaluation
 from rlsim.planner.sim.ppo_roles import ROLE_PHASES
+from rlsim.planner.validate.async_compare import async_run_figures, async_validation_entry, with_trained_counts
 
 PHASES = ("generate", "score", "update", "sync", "idle")
 Note = Callable[[str, dict[str, Any] | None], None]  # (message, finished entry or None)
@@ -52,6 +55,7 @@ def validation_entry(
     rollouts = float(np.median(measured.rollouts))
     return {
         "name": name,
+        "metric": "step_time_s",
         "predicted_step_s": predicted_step,
         "measured_step_s": measured_step,
         "error": predicted_step / measured_step - 1.0,
@@ -154,9 +158,13 @@ def run_validation(
         if results is None:
             results = runner.run(case, out)
         every = parse_loop_steps(results, out / "results.json", skip_first=warmup_steps)
+        compare, numbers = validation_entry, steps
+        if case.config.schedule == "async":  # throughput, over the whole predicted run's steps 1, 2, ...
+            compare, numbers = async_validation_entry, list(range(1, len(predicted.steps) + 1))
+            every = with_trained_counts(every, results)
         loads = step_loads(out)
         measured, dropped = drop_disturbed(every, loads, disturbed_above)
-        entry = validation_entry(case.name, predicted, measured, steps)
+        entry = compare(case.name, predicted, measured, numbers)
         entry.update(
             note=case.note,
             algorithm=case.config.trainer.algorithm,
@@ -167,10 +175,17 @@ def run_validation(
             run_dir=str(out),
             foreign_cpu_share={str(n): round(loads[n], 3) for n in every.numbers if n in loads},
             dropped_steps=dropped,
-            error_all_steps=validation_entry(case.name, predicted, every, steps)["error"],
+            error_all_steps=compare(case.name, predicted, every, numbers)["error"],
         )
+        if case.config.schedule == "async":
+            entry.update(async_run_figures(predicted, results))
         entries.append(entry)
-        tell(f"{case.name}: measured {entry['measured_step_s']:.2f} s, error {entry['error']:+.1%}", entry)
+        measured_as = (
+            f"{entry['measured_rollouts_per_hour']:,.0f} rollouts trained/h"
+            if entry["metric"] != "step_time_s"
+            else f"{entry['measured_step_s']:.2f} s"
+        )
+        tell(f"{case.name}: measured {measured_as}, error {entry['error']:+.1%}", entry)
         report = validation_report(entries, **meta, complete=len(entries) == len(cases))
         if json_path is not None:
             atomic_write_json(json_path, report)
