@@ -116,6 +116,7 @@ def conclusions(results: Mapping[str, Any]) -> list[str]:
     for name, f in runtimes.items():
         if baseline is not None and name != baseline and baseline in runtimes:
             out.append(_runtime_sentence(name, f, baseline))
+    out += _schedule_conclusions(results)
     for name, reason in results.get("skipped_runtimes", {}).items():
         out.append(f"{name} was not measured: {reason}.")
     best = _most_freed(runtimes, baseline)
@@ -144,6 +145,21 @@ def conclusions(results: Mapping[str, Any]) -> list[str]:
                 "of the pool time. Every other condition held within 5%."
             )
     return out
+
+
+def _schedule_conclusions(results: Mapping[str, Any]) -> list[str]:
+    """Where PPO's roles and the async outcomes put the freed capacity (rlsim.experiment.schedule_report;
+    imported here, not at the top: it formats its figures with this module's ``fmt_est``)."""
+    from rlsim.experiment.schedule_report import schedule_conclusions
+
+    return schedule_conclusions(results)
+
+
+def _schedule_sections(results: Mapping[str, Any]) -> list[str]:
+    """The PPO-roles and async sections; none for GRPO."""
+    from rlsim.experiment.schedule_report import schedule_sections
+
+    return schedule_sections(results)
 
 
 def _sign_flip_floor(results: Mapping[str, Any]) -> float | None:
@@ -306,5 +322,6 @@ def render_markdown(results: Mapping[str, Any], figures: list[str]) -> str:
         "",
     ]
     body += _accounting_rows(results)
-    body += ["", "## Glossary", ""] + [f"- **{k}**: {v}" for k, v in GLOSSARY]
+    body += [""] + _schedule_sections(results)
+    body += ["## Glossary", ""] + [f"- **{k}**: {v}" for k, v in GLOSSARY]
     return "\n".join(head + body) + "\n"
