@@ -7,7 +7,8 @@ In an async pipeline a faster scorer shortens no step; what it frees can show as
 less for scored groups, so it takes them sooner after generation) or less trainer idle time. Each
 outcome is a paired comparison with the baseline (``analysis``'s statistics: the geometric mean of
 per-repeat ratios for rollouts per hour, per-repeat differences for staleness and idle fractions, which
-can be 0); the words name those whose 95% interval lies on the better side, strongest first.
+can be 0); the words name those whose 95% interval lies on the better side, strongest first, from
+at least ``MIN_REPEATS_TO_NAME`` repeats (as for PPO's roles).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from typing import Any
 from rlsim.experiment.analysis import PAIRED_DIFF, estimate, paired_change, paired_compare
 from rlsim.experiment.capacity import Samples, paired, values
 from rlsim.experiment.report import fmt_est
+from rlsim.experiment.role_analysis import MIN_REPEATS_TO_NAME
 
 # Per-repeat figures of the async together run (rlsim.experiment.async_condition.async_figures).
 ASYNC_FIGURES = (
@@ -72,12 +74,12 @@ def _effect(figures: Mapping[str, Any], figure: str) -> Mapping[str, Any]:
 
 def improved_outcomes(figures: Mapping[str, Any]) -> list[str]:
     """The outcomes whose paired 95% CI lies wholly on the better side of 0, strongest first (by
-    |mean| over the CI's half-width)."""
+    |mean| over the CI's half-width); none from fewer than ``MIN_REPEATS_TO_NAME`` repeats."""
     found = []
     for outcome, (figure, better, _) in OUTCOMES.items():
         e = _effect(figures, figure)
         low, high = e.get("ci_low"), e.get("ci_high")
-        if low is None or high is None or e.get("mean") is None:
+        if low is None or high is None or e.get("mean") is None or e.get("n", 0) < MIN_REPEATS_TO_NAME:
             continue
         if (better > 0 and low > 0) or (better < 0 and high < 0):
             half = (high - low) / 2
@@ -88,14 +90,17 @@ def improved_outcomes(figures: Mapping[str, Any]) -> list[str]:
 def async_words(name: str, figures: Mapping[str, Any], baseline: str) -> str:
     """One sentence: ``name``'s async outcomes against ``baseline`` and where its freed capacity went."""
     a = figures["async"]
-    went = a["freed_went_to"]
-    verdict = (
-        "The freed capacity went to " + " and ".join(OUTCOMES[o][2] for o in went) + " (paired 95% CI on the "
-        "better side of 0)."
-        if went
-        else "None of more rollouts per hour, fresher rollouts or less trainer idle time is established (every "
-        "paired 95% CI includes 0)."
-    )
+    went, n = a["freed_went_to"], a["rollouts_trained_per_hour_change"].get("n", 0)
+    if went:
+        verdict = "The freed capacity went to " + " and ".join(OUTCOMES[o][2] for o in went) + " (paired 95% CI "
+        verdict += "on the better side of 0)."
+    elif n < MIN_REPEATS_TO_NAME:
+        verdict = f"No outcome is named from {n} repeats (at least {MIN_REPEATS_TO_NAME} are needed)."
+    else:
+        verdict = (
+            "None of more rollouts per hour, fresher rollouts or less trainer idle time is established (every "
+            "paired 95% CI includes 0)."
+        )
     return (
         f"Async, **{name}** vs {baseline}: scoring frees {fmt_est(figures['freed_core_s'], '.2f')} core-s per "
         f"update; rollouts trained per hour change {fmt_est(a['rollouts_trained_per_hour_change'], '+.1%')}, mean "

@@ -13,7 +13,9 @@ went (up to the identity's residual, reported per step in ``accounting``)::
         + (orchestration, other processes and kernel, this runtime - the baseline)   (the rest)
 
 Every destination is a paired difference (per-repeat differences, t-interval; ``analysis``'s
-statistics); the words name the largest whose interval lies above 0.
+statistics). The words name the largest whose interval lies above 0, but only once ``F`` itself is
+established (its interval above 0) from at least ``MIN_REPEATS_TO_NAME`` repeats: two equal
+per-repeat differences give a zero-width interval that would name a destination by chance.
 """
 
 from __future__ import annotations
@@ -24,6 +26,9 @@ from typing import Any
 from rlsim.experiment.analysis import PAIRED_DIFF, estimate, paired_compare
 from rlsim.experiment.capacity import EXPERIENCE_BARS, Samples, paired, values
 from rlsim.experiment.report import fmt_est
+from rlsim.experiment.stopping import MIN_REPEATS_FOR_TARGET
+
+MIN_REPEATS_TO_NAME = MIN_REPEATS_FOR_TARGET  # the same reason: two repeats give too rough an sd
 
 # role -> its accounting group (a bar of capacity.BAR_GROUPS)
 ROLE_GROUPS = {
@@ -100,27 +105,44 @@ def role_figures(per: Per, runtime: str, baseline: str, pool_cores: int) -> dict
         for role, group in ROLE_GROUPS.items()
         if role in core_s
     }
-    out["destination"] = main_destination(went)
+    score = "together.pool.score"
+    base, mine = paired(per, (baseline, score), (runtime, score))
+    out["freed_core_s"] = {**estimate([b - m for b, m in zip(base, mine, strict=True)]), "method": PAIRED_DIFF}
+    out["destination"] = main_destination(went, out["freed_core_s"])
     return out
 
 
-def main_destination(went: Mapping[str, Mapping[str, Any]]) -> str | None:
-    """The destination with the largest mean among those whose 95% CI lies above 0; None if none does."""
-    above = [(e["mean"], d) for d, e in went.items() if e.get("ci_low") is not None and e["ci_low"] > 0]
+def _above_zero(e: Mapping[str, Any]) -> bool:
+    return e.get("ci_low") is not None and e["ci_low"] > 0
+
+
+def main_destination(went: Mapping[str, Mapping[str, Any]], freed: Mapping[str, Any]) -> str | None:
+    """The destination with the largest mean among those whose 95% CI lies above 0; None if none does,
+    if the freed core-s are not established (CI above 0) or come from fewer than ``MIN_REPEATS_TO_NAME``."""
+    if freed.get("n", 0) < MIN_REPEATS_TO_NAME or not _above_zero(freed):
+        return None
+    above = [(e["mean"], d) for d, e in went.items() if _above_zero(e)]
     return max(above)[1] if above else None
+
+
+def _verdict(roles: Mapping[str, Any]) -> str:
+    dest, freed = roles["destination"], roles["freed_core_s"]
+    if dest:
+        return f"Most went to {DESTINATION_WORDS[dest]} (its paired 95% CI lies above 0)."
+    if freed.get("n", 0) < MIN_REPEATS_TO_NAME:
+        return f"No destination is named from {freed.get('n', 0)} repeats (at least {MIN_REPEATS_TO_NAME} are needed)."
+    if not _above_zero(freed):
+        return "The freed core-s are not established (their paired 95% CI reaches 0), so no destination is named."
+    return "No destination took a share whose paired 95% CI lies above 0."
 
 
 def role_words(name: str, figures: Mapping[str, Any], baseline: str) -> str:
     """One sentence: the freed scoring core-s of ``name`` vs ``baseline`` and where they went."""
-    roles, freed = figures["roles"], figures["freed_core_s"]
+    roles = figures["roles"]
+    freed = roles["freed_core_s"]
     went = roles["freed_went_to"]
     parts = [f"{DESTINATION_WORDS[d]} {fmt_est(went[d], '+.2f')}" for d in DESTINATIONS if d in went]
-    dest = roles["destination"]
-    verdict = (
-        f"Most went to {DESTINATION_WORDS[dest]} (its paired 95% CI lies above 0)."
-        if dest
-        else "No destination took a share whose paired 95% CI lies above 0."
-    )
+    verdict = _verdict(roles)
     return (
         f"PPO roles, **{name}** vs {baseline}: scoring frees {fmt_est(freed, '.2f')} core-s per step; per step, "
         + "; ".join(parts)

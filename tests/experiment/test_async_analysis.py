@@ -74,6 +74,18 @@ def test_fresher_rollouts_and_less_idle_are_named_strongest_first() -> None:
     assert "scoring frees 2.00" in sentence  # 3 - 1 scoring core-s per update
 
 
+def test_two_repeats_name_no_outcome() -> None:
+    # +50 % rollouts per hour in both repeats: a zero-width interval, above 0 by chance of two equal ratios
+    same = {"mean_staleness": [0.5, 0.5], "trainer_idle_fraction": [0.3, 0.3]}
+    figures = {
+        "eager": {"rollouts_trained_per_hour": [1000, 1000], **same},
+        "fast": {"rollouts_trained_per_hour": [1500, 1500], **same},
+    }
+    results = build_results(async_rows(figures), config(), POOL_CORES, complete=True, repeats_done=2)
+    assert results["runtimes"]["fast"]["async"]["freed_went_to"] == []
+    assert any("No outcome is named from 2 repeats" in c for c in results["conclusions"])
+
+
 def test_nothing_is_named_when_no_outcome_moved_and_the_report_has_the_async_section() -> None:
     same = {"rollouts_trained_per_hour": [1000, 1100, 950], "mean_staleness": SAME_STALENESS}
     figures = {name: {**same, "trainer_idle_fraction": SAME_IDLE} for name in ("eager", "fast")}

@@ -66,10 +66,22 @@ def test_the_words_name_where_most_went(moved: dict, saved_s: float, destination
 
 
 def test_no_destination_is_named_when_every_interval_includes_zero() -> None:
-    rows = ppo_rows({}, 0.0, noise=(0.5, -0.5))  # two repeats: the critic +-0.5, idle +5.5 / +6.5
-    results = build_results(rows, config(), POOL_CORES, complete=True, repeats_done=2)
-    assert results["runtimes"]["fast"]["roles"]["destination"] is None
+    # the critic takes +3, -3, 0 and idle the rest of the freed 6 (3, 9, 6): both intervals include 0
+    rows = ppo_rows({}, 0.0, noise=(3.0, -3.0, 0.0))
+    results = build_results(rows, config(), POOL_CORES, complete=True, repeats_done=3)
+    roles = results["runtimes"]["fast"]["roles"]
+    assert roles["destination"] is None and roles["freed_core_s"]["mean"] == pytest.approx(6.0)
+    assert roles["freed_went_to"]["idle"]["ci_low"] < 0 < roles["freed_went_to"]["critic"]["ci_high"]
     assert any("No destination took a share" in c for c in results["conclusions"])
+
+
+def test_two_repeats_name_no_destination_even_with_a_zero_width_interval() -> None:
+    # The critic takes exactly +3 in both repeats: a zero-width interval, above 0 by chance of two equal values.
+    rows = ppo_rows({"critic": 3.0}, noise=(0.0, 0.0))
+    results = build_results(rows, config(), POOL_CORES, complete=True, repeats_done=2)
+    roles = results["runtimes"]["fast"]["roles"]
+    assert roles["freed_went_to"]["critic"]["ci_low"] == pytest.approx(3.0) and roles["destination"] is None
+    assert any("No destination is named from 2 repeats (at least 3" in c for c in results["conclusions"])
 
 
 def test_the_report_has_the_roles_section_and_grpo_output_has_none_of_it() -> None:
