@@ -82,9 +82,12 @@ def _runtime_sentence(name: str, f: Mapping[str, Any], baseline: str) -> str:
         f"Generation together runs {_pm(f['extra_gen_tokens_per_s'], '+.0f')} tokens/s vs {baseline} "
         f"({sig['gen_tokens_per_s_together']['words']}); the freed core-s are worth "
         f"{_pm(f['extra_rollouts_per_step'], '+.1f')} rollouts per step at the measured generation cost.",
-        f"Time-boxed: {_pm(f['extra_rollouts_per_hour'], '+.0f')} rollouts per hour vs {baseline} "
-        f"({sig['timeboxed_rollouts_per_hour']['words']}).",
     ]
+    if f["timeboxed_rollouts_per_hour"]["n"]:  # not run under schedule async
+        parts.append(
+            f"Time-boxed: {_pm(f['extra_rollouts_per_hour'], '+.0f')} rollouts per hour vs {baseline} "
+            f"({sig['timeboxed_rollouts_per_hour']['words']})."
+        )
     return " ".join(parts)
 
 

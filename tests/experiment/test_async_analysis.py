@@ -93,6 +93,7 @@ def test_nothing_is_named_when_no_outcome_moved_and_the_report_has_the_async_sec
     assert results["schedule"] == "async" and results["async_updates"] == 4 and "async" in results["units"]
     assert results["runtimes"]["fast"]["async"]["freed_went_to"] == []
     assert any("None of more rollouts per hour" in c for c in results["conclusions"])
+    assert not any("Time-boxed" in c for c in results["conclusions"])  # no time-boxed condition under async
     # step time and scoring core-s are per update (the rows' pool is per run of 4 updates)
     assert results["runtimes"]["eager"]["pool_core_s_per_step"]["score"]["mean"] == pytest.approx(3.0)
     text = render_markdown(results, [])
