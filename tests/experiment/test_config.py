@@ -136,6 +136,8 @@ def test_cli_refuses_a_bad_target_and_budget_together(tmp_path: Path, capsys: py
 
 
 def test_the_ppo_and_async_configs_load_and_set_their_together_condition() -> None:
+    for name in ("contention_ppo.yaml", "contention_async.yaml"):  # the full variants are valid too
+        assert load_contention_config(CONFIGS / name).contention.repeats == 5
     ppo = load_contention_config(CONFIGS / "contention_ppo.yaml", quick=True)
     loop = ppo.for_runtime("ort-int8")
     assert loop.trainer.algorithm == "ppo" and loop.kl.coef > 0 and loop.schedule == "overlapped"
