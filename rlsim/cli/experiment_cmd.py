@@ -122,5 +122,11 @@ def run(args: argparse.Namespace) -> int:
             k: v["precision"]["half_width_fraction"] for k, v in results["runtimes"].items() if "precision" in v
         },
     }
+    # PPO and async: where each compared runtime's freed capacity went (absent for GRPO)
+    figures = results["runtimes"]
+    roles = {k: v["roles"]["destination"] for k, v in figures.items() if "destination" in v.get("roles", {})}
+    outcomes = {k: v["async"]["freed_went_to"] for k, v in figures.items() if "freed_went_to" in v.get("async", {})}
+    summary.update({"roles_destination": roles} if roles else {})
+    summary.update({"async_freed_went_to": outcomes} if outcomes else {})
     print(json.dumps(summary), file=sys.stdout)
     return 0

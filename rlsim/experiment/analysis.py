@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from rlsim.experiment.capacity import BAR_GROUPS, Samples, capacity_samples, paired, values
+from rlsim.experiment.capacity import Samples, capacity_samples, measured_bars, paired, values
 from rlsim.metrics.stats import (
     ci_overlap,
     log_ratios,
@@ -212,7 +212,7 @@ def runtime_figures(
         ),
         "gen_core_s_per_rollout": estimate(v(runtime, "gen_alone.gen_core_s_per_rollout")),
         "timeboxed_rollouts_per_hour": estimate(v(runtime, "timeboxed.rollouts_per_hour")),
-        "pool_core_s_per_step": {bar: estimate(v(runtime, f"together.pool.{bar}")) for bar in BAR_GROUPS},
+        "pool_core_s_per_step": {bar: estimate(v(runtime, f"together.pool.{bar}")) for bar in measured_bars(per)},
     }
     capacity = capacity_samples(per, runtime, baseline, pool_cores)
     for key in (

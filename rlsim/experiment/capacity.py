@@ -19,6 +19,8 @@ from typing import Any
 BAR_GROUPS = {
     "generate": ("generate",),
     "score": ("score",),
+    "reference": ("reference",),
+    "critic": ("critic",),
     "update": ("update",),
     "orchestration": ("orchestration", "idle_scorers"),
     "other processes": ("other",),
@@ -26,13 +28,18 @@ BAR_GROUPS = {
     "idle": ("idle",),
 }
 
+# Bars only a step with the reference and the critic (PPO, or a KL) has: left out of GRPO's figures.
+EXPERIENCE_BARS = ("reference", "critic")
+
 Samples = dict[int, float]  # repeat -> value
 
 
 def per_repeat(rows: Iterable[Mapping[str, Any]]) -> dict[str, dict[str, Samples]]:
     """runtime -> "condition.figure" -> repeat -> mean over that repeat's steps.
 
-    Pool time per bar group is added as ``"together.pool.<group>"`` (core-seconds per step).
+    Pool time per bar group is added as ``"together.pool.<group>"`` (core-seconds per step; a row of
+    an async run, which trained ``row["updates"]`` batches, per update). The reference and critic bars
+    only where those roles ran.
     """
     sums: dict[tuple[str, str, int], list[float]] = defaultdict(list)
     for row in rows:
@@ -40,13 +47,21 @@ def per_repeat(rows: Iterable[Mapping[str, Any]]) -> dict[str, dict[str, Samples
         for key, value in row["figures"].items():
             sums[(rt, f"{cond}.{key}", rep)].append(float(value))
         if cond == "together":
-            core_s = row["pool"]["core_s"]
+            core_s, updates = row["pool"]["core_s"], row.get("updates", 1)
             for bar, groups in BAR_GROUPS.items():
-                sums[(rt, f"together.pool.{bar}", rep)].append(sum(core_s.get(g, 0.0) for g in groups))
+                if bar in EXPERIENCE_BARS and bar not in core_s:
+                    continue
+                sums[(rt, f"together.pool.{bar}", rep)].append(sum(core_s.get(g, 0.0) for g in groups) / updates)
     out: dict[str, dict[str, Samples]] = defaultdict(lambda: defaultdict(dict))
     for (rt, key, rep), values in sums.items():
         out[rt][key][rep] = sum(values) / len(values)
     return {rt: dict(figs) for rt, figs in out.items()}
+
+
+def measured_bars(per: Mapping[str, Mapping[str, Samples]]) -> list[str]:
+    """The bar groups of ``BAR_GROUPS`` to report: all, less the experience roles' where none ran."""
+    ran = {key for figures in per.values() for key in figures}
+    return [b for b in BAR_GROUPS if b not in EXPERIENCE_BARS or f"together.pool.{b}" in ran]
 
 
 def _common(*series: Samples) -> list[int]:

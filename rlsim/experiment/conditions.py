@@ -5,7 +5,9 @@ actors' own event times and the pool accounting, never from the driver's clock a
 
 - ``gen_alone``: the step's requests streamed in micro-batches, nothing else running.
 - ``score_alone``: those same micro-batches queued on the scorer(s), nothing else running.
-- ``together``: a full ``overlapped`` step (generate while scoring, update, weight sync).
+- ``together``: a full ``overlapped`` step (generate while scoring, update, weight sync); with the
+  reference and the critic (PPO), the PPO step (each micro-batch to all three at once); under
+  ``schedule: async``, a whole async pipeline (rlsim.experiment.async_condition).
 - ``timeboxed``: for ``budget_s`` seconds, waves of requests stream from the generator and every
   micro-batch finished before the deadline goes to a scorer; rollouts whose scoring ended before the
   deadline count. The last wave is drained (never counted past the deadline): a Ray actor call
@@ -17,9 +19,10 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol, cast
 
 from rlsim.experiment.accounting import PoolAccountant, PoolTime
+from rlsim.loop.ppo_step import ExperienceBackend, run_ppo_step
 from rlsim.loop.records import breakdown, gpu_seconds, union_length
 from rlsim.loop.schedules import StepBackend, run_step
 from rlsim.rollout.prompts import make_step_requests
@@ -29,6 +32,10 @@ from rlsim.workloads import WorkloadSpec
 TIMEBOX_STEP_BASE = 100_000  # waves of time-boxed steps draw requests from their own step numbers
 QUIET_CORES = 0.2  # the actors together busy on fewer cores than this: idle (Ray's own upkeep aside)
 QUIET_WINDOW_S = 0.25  # how long they must stay under it (CPU counters tick in 0.01 s)
+# Accounting groups whose core-seconds every measured figure carries; the reference and the critic
+# only where they run (``roots`` names them), so a GRPO row keeps exactly the three it always had.
+CORE_GROUPS = ("generate", "score", "update")
+EXPERIENCE_GROUPS = ("reference", "critic")
 
 
 @dataclass
@@ -68,9 +75,41 @@ class Workload:
     budget_s: float
 
 
+TogetherResult = tuple[dict[str, float], dict[str, Any], list[Event]]
+
+
+class TogetherRun(Protocol):
+    """The together condition's body for measured step ``step``: (figures, extra fields of the row,
+    events). ``extra["updates"]`` > 1 says the run trained that many batches (async): the pool's
+    core-seconds are then divided by it, so every figure stays per update."""
+
+    def __call__(self, step: int) -> TogetherResult: ...
+
+
+@dataclass(frozen=True)
+class OverlappedTogether:
+    """One ``overlapped`` step of ``work`` on ``backend``: GRPO's, or with ``experience`` the PPO step
+    (rlsim.loop.ppo_step), whose reference and critic phases then appear in the figures too."""
+
+    backend: StepBackend
+    work: Workload
+    experience: bool = False
+
+    def __call__(self, step: int) -> TogetherResult:
+        w = self.work
+        requests = make_step_requests(w.spec, step, w.prompts, w.group)
+        if self.experience:
+            outcome = run_ppo_step(cast(ExperienceBackend, self.backend), "overlapped", requests, w.micro_batch)
+        else:
+            outcome = run_step(self.backend, "overlapped", requests, w.micro_batch)
+        figures = together_figures(outcome.events, outcome.start, outcome.end, outcome.rollouts, outcome.phases)
+        return figures, {"sync": outcome.sync.method}, outcome.events
+
+
 class ConditionRunner:
     """Runs conditions for one runtime. ``roots``: accounting group -> actor pids (``generate``,
-    ``score``, ``update``, ...), as ``PoolAccountant.between`` takes them."""
+    ``score``, ``update``, ...), as ``PoolAccountant.between`` takes them. ``together``: the together
+    condition's body (default: a GRPO overlapped step on ``backend``)."""
 
     def __init__(
         self,
@@ -81,9 +120,11 @@ class ConditionRunner:
         runtime: str,
         repeat: int,
         settle_max_s: float = 0.0,
+        together: TogetherRun | None = None,
     ) -> None:
         self.backend, self.accountant, self.roots, self.work = backend, accountant, dict(roots), work
         self.runtime, self.repeat, self.settle_max_s = runtime, repeat, settle_max_s
+        self.together: TogetherRun = together or OverlappedTogether(backend, work)
         self._streamed: dict[int, list[list[Rollout]]] = {}
         # Every event measured, as trace spans (rlsim.metrics.trace): wall-clock seconds, one track per actor.
         self.spans: list[dict[str, Any]] = []
@@ -114,8 +155,10 @@ class ConditionRunner:
         before = self.accountant.snapshot()
         figures, extra = body()
         pool = self.accountant.between(before, self.accountant.snapshot(), self.roots)
-        for group in ("generate", "score", "update"):
-            figures[f"{group}_core_s"] = pool.groups.get(group, 0.0)
+        updates = extra.get("updates", 1)
+        groups = CORE_GROUPS + tuple(g for g in EXPERIENCE_GROUPS if g in self.roots)
+        for group in groups:
+            figures[f"{group}_core_s"] = pool.groups.get(group, 0.0) / updates
         return Measurement(condition, self.runtime, self.repeat, step, figures, pool, {**extra, **settle})
 
     def settle(self) -> dict[str, Any]:
@@ -185,11 +228,9 @@ class ConditionRunner:
         return {"score_busy_s": busy, "rollouts": rollouts, "score_rollouts_per_s": rollouts / busy}, {}
 
     def _together(self, step: int) -> tuple[dict[str, float], dict[str, Any]]:
-        outcome = run_step(self.backend, "overlapped", self._requests(step), self.work.micro_batch)
-        self._trace("together", step, outcome.events)
-        return together_figures(outcome.events, outcome.start, outcome.end, outcome.rollouts), {
-            "sync": outcome.sync.method
-        }
+        figures, extra, events = self.together(step)
+        self._trace("together", step, events)
+        return figures, extra
 
     def _timeboxed(self, step: int) -> tuple[dict[str, float], dict[str, Any]]:
         w, n = self.work, self.backend.num_scorers
@@ -214,14 +255,15 @@ class ConditionRunner:
 
 
 def together_figures(
-    events: Sequence[Event], start: float, end: float, rollouts: Sequence[Rollout]
+    events: Sequence[Event], start: float, end: float, rollouts: Sequence[Rollout], phases: Sequence[str] = ()
 ) -> dict[str, float]:
-    """Step time, its phases, throughputs and how much scoring sits on the critical path.
+    """Step time, its phases (``phases``: those beside the standard four, as ``records.breakdown``
+    takes them), throughputs and how much scoring sits on the critical path.
 
     Scoring is on the critical path while it runs and generation does not (after generation ends,
     the update waits for the last score): ``score_exposed_s = |score U generate| - |generate|``.
     """
-    times = breakdown(events, start, end)
+    times = breakdown(events, start, end, phases)
     spans = {p: [(max(e.start, start), min(e.end, end)) for e in events if e.phase == p] for p in ("generate", "score")}
     exposed = union_length(spans["generate"] + spans["score"]) - union_length(spans["generate"])
     tokens = sum(len(r.response_ids) for r in rollouts)

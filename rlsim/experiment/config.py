@@ -2,8 +2,14 @@
 
 ``loop`` is exactly ``rlsim run``'s config (rlsim/loop/config.py). The experiment decides three of
 its settings itself and says so instead of silently ignoring them: ``loop.reward.runtime`` (each
-runtime in ``contention.runtimes`` in turn), ``loop.steps`` (``contention.steps_per_condition``) and
-``loop.schedule`` (the "together" condition is always ``overlapped``).
+runtime in ``contention.runtimes`` in turn), ``loop.steps`` (``contention.steps_per_condition``, or
+``contention.async_updates`` under async) and ``loop.schedule`` (the "together" condition is
+``overlapped``, unless the loop says ``async``: then it is a whole async pipeline of
+``async_updates`` updates, and the time-boxed condition, a synchronous construct, is not run).
+
+``loop.trainer.algorithm: ppo`` (or a KL, ``kl.coef > 0``) starts the reference and the critic too:
+the together step is then the PPO step, every micro-batch going to the scorer, the reference and the
+critic at once, and each role's core-seconds are measured on its own process.
 """
 
 from __future__ import annotations
@@ -19,6 +25,9 @@ from rlsim.loop.config import RunConfig, cross_field_problems
 from rlsim.scoring.base import runtime_names
 
 CONDITIONS = ("gen_alone", "score_alone", "together", "timeboxed")
+# Under ``schedule: async`` the pipeline itself counts rollouts trained per hour, which is what the
+# time-boxed condition approximates for a synchronous step; so it is left out.
+ASYNC_CONDITIONS = ("gen_alone", "score_alone", "together")
 
 
 class _Strict(BaseModel):
@@ -72,6 +81,9 @@ class ContentionSettings(_Strict):
     steps_per_condition: int = Field(1, ge=1)
     together_trials: int = Field(1, ge=1)
     settle_max_s: float = Field(3.0, ge=0)
+    async_updates: int = Field(
+        4, ge=2, description="schedule async: updates per together run (generation runs ahead from the second on)"
+    )
     session_per_repeat: bool = True
     timebox: TimeboxSettings = Field(default_factory=TimeboxSettings)
     quick: QuickSettings = Field(default_factory=QuickSettings)
@@ -81,12 +93,24 @@ class ContentionConfig(_Strict):
     contention: ContentionSettings = Field(default_factory=ContentionSettings)
     loop: RunConfig = Field(default_factory=RunConfig)
 
+    @property
+    def is_async(self) -> bool:
+        return self.loop.schedule == "async"
+
+    @property
+    def conditions(self) -> tuple[str, ...]:
+        """The conditions measured per runtime (async leaves out the time-boxed one)."""
+        return ASYNC_CONDITIONS if self.is_async else CONDITIONS
+
     def for_runtime(self, runtime: str) -> RunConfig:
-        """The loop config with ``runtime`` scoring, the overlapped schedule and the experiment's step count."""
+        """The loop config with ``runtime`` scoring, the together condition's schedule (overlapped, or
+        async: the generator must report behaviour log-probs and the trainer correct for them, both
+        set at actor start) and the experiment's step count."""
         reward = self.loop.reward.model_copy(update={"runtime": runtime})
-        return self.loop.model_copy(
-            update={"reward": reward, "schedule": "overlapped", "steps": self.contention.steps_per_condition}
-        )
+        schedule, steps = "overlapped", self.contention.steps_per_condition
+        if self.is_async:
+            schedule, steps = "async", self.contention.async_updates
+        return self.loop.model_copy(update={"reward": reward, "schedule": schedule, "steps": steps})
 
 
 def load_contention_config(
@@ -179,6 +203,7 @@ def contention_problems(config: ContentionConfig) -> list[str]:
             "loop.ray.address: pool time is measured from this machine's process and kernel "
             "accounting, so the experiment starts its own local Ray; remove ray.address"
         )
+    problems += _role_problems(config)
     faults = config.loop.faults
     injected = (faults.kill_scorer_steps, faults.kill_http_server_steps, faults.stall_http_server_steps)
     if any(injected) or faults.kill_rollout_step is not None:
@@ -187,4 +212,26 @@ def contention_problems(config: ContentionConfig) -> list[str]:
             "the figures); remove loop.faults"
         )
     problems += [f"loop: {p}" for p in cross_field_problems(config.loop)]
+    return problems
+
+
+def _role_problems(config: ContentionConfig) -> list[str]:
+    """PPO's roles each need a process of their own (per-role core-seconds come from process
+    accounting), and the async pipeline has no reference or critic stage."""
+    from rlsim.loop.algorithm_config import run_roles
+    from rlsim.placement import EXPERIENCE_ROLES
+
+    problems = []
+    if config.loop.placement.colocate:
+        problems.append(
+            "loop.placement.colocate: the experiment measures each role's core-seconds on its own "
+            "process, and colocated roles share one; remove loop.placement.colocate"
+        )
+    experience = [r for r in run_roles(config.loop) if r in EXPERIENCE_ROLES]
+    if config.is_async and experience:
+        problems.append(
+            f"loop.schedule: async has no {' or '.join(experience)} stage (the async pipeline trains "
+            "GRPO/RLOO batches); set loop.trainer.algorithm: grpo and loop.kl.coef: 0, or loop.schedule: "
+            "overlapped for the PPO step"
+        )
     return problems

@@ -18,6 +18,8 @@ from rlsim.metrics.plots import png_bytes, subplots
 ACTIVITY_COLOURS = {
     "generate": "#4c72b0",
     "score": "#dd8452",
+    "reference": "#64b5cd",
+    "critic": "#ccb974",
     "update": "#55a868",
     "orchestration": "#8172b3",
     "other processes": "#937860",
@@ -42,7 +44,10 @@ def pool_time_png(results: Mapping[str, Any]) -> bytes:
     names = list(runtimes)
     fig, ax = subplots(max(6.0, 1.1 * len(names) + 3), 4.8, constrained=True)
     bottom = [0.0] * len(names)
+    bars = runtimes[names[0]]["pool_core_s_per_step"]  # the reference and critic only where they ran
     for activity, colour in ACTIVITY_COLOURS.items():
+        if activity not in bars:
+            continue
         heights = [_mean(runtimes[n]["pool_core_s_per_step"].get(activity)) for n in names]
         ax.bar(names, heights, bottom=bottom, color=colour, label=activity, edgecolor="white", linewidth=0.5)
         bottom = [b + h for b, h in zip(bottom, heights, strict=True)]

@@ -82,9 +82,12 @@ def _runtime_sentence(name: str, f: Mapping[str, Any], baseline: str) -> str:
         f"Generation together runs {_pm(f['extra_gen_tokens_per_s'], '+.0f')} tokens/s vs {baseline} "
         f"({sig['gen_tokens_per_s_together']['words']}); the freed core-s are worth "
         f"{_pm(f['extra_rollouts_per_step'], '+.1f')} rollouts per step at the measured generation cost.",
-        f"Time-boxed: {_pm(f['extra_rollouts_per_hour'], '+.0f')} rollouts per hour vs {baseline} "
-        f"({sig['timeboxed_rollouts_per_hour']['words']}).",
     ]
+    if f["timeboxed_rollouts_per_hour"]["n"]:  # not run under schedule async
+        parts.append(
+            f"Time-boxed: {_pm(f['extra_rollouts_per_hour'], '+.0f')} rollouts per hour vs {baseline} "
+            f"({sig['timeboxed_rollouts_per_hour']['words']})."
+        )
     return " ".join(parts)
 
 
@@ -116,6 +119,7 @@ def conclusions(results: Mapping[str, Any]) -> list[str]:
     for name, f in runtimes.items():
         if baseline is not None and name != baseline and baseline in runtimes:
             out.append(_runtime_sentence(name, f, baseline))
+    out += _schedule_conclusions(results)
     for name, reason in results.get("skipped_runtimes", {}).items():
         out.append(f"{name} was not measured: {reason}.")
     best = _most_freed(runtimes, baseline)
@@ -144,6 +148,21 @@ def conclusions(results: Mapping[str, Any]) -> list[str]:
                 "of the pool time. Every other condition held within 5%."
             )
     return out
+
+
+def _schedule_conclusions(results: Mapping[str, Any]) -> list[str]:
+    """Where PPO's roles and the async outcomes put the freed capacity (rlsim.experiment.schedule_report;
+    imported here, not at the top: it formats its figures with this module's ``fmt_est``)."""
+    from rlsim.experiment.schedule_report import schedule_conclusions
+
+    return schedule_conclusions(results)
+
+
+def _schedule_sections(results: Mapping[str, Any]) -> list[str]:
+    """The PPO-roles and async sections; none for GRPO."""
+    from rlsim.experiment.schedule_report import schedule_sections
+
+    return schedule_sections(results)
 
 
 def _sign_flip_floor(results: Mapping[str, Any]) -> float | None:
@@ -306,5 +325,6 @@ def render_markdown(results: Mapping[str, Any], figures: list[str]) -> str:
         "",
     ]
     body += _accounting_rows(results)
-    body += ["", "## Glossary", ""] + [f"- **{k}**: {v}" for k, v in GLOSSARY]
+    body += [""] + _schedule_sections(results)
+    body += ["## Glossary", ""] + [f"- **{k}**: {v}" for k, v in GLOSSARY]
     return "\n".join(head + body) + "\n"

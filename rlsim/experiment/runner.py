@@ -1,9 +1,10 @@
 """Drive the experiment: R repeats (each a fresh Ray session), conditions interleaved, results kept current.
 
 Order within a repeat: for each measured step, every runtime in turn (the order rotated from step to
-step and repeat to repeat), and for each runtime its four conditions (the order reversed on odd
-repeats; ``score_alone`` always right after ``gen_alone``, whose rollouts it scores). Slow drift of
-a shared machine then falls on every runtime and condition alike instead of on whichever ran last.
+step and repeat to repeat), and for each runtime its four conditions (three under async: no
+time-boxed one; the order reversed on odd repeats; ``score_alone`` always right after
+``gen_alone``, whose rollouts it scores). Slow drift of a shared machine then falls on every
+runtime and condition alike instead of on whichever ran last.
 
 How many repeats: ``stopping.run_repeats`` decides after each one (a fixed count, or until every
 compared runtime's freed-capacity CI meets ``contention.target_ci`` within ``contention.max_minutes``).
@@ -30,6 +31,7 @@ from rlsim.experiment.capacity import per_repeat
 from rlsim.experiment.conditions import ConditionRunner, Measurement, Workload
 from rlsim.experiment.config import CONDITIONS, ContentionConfig
 from rlsim.experiment.report import conclusions, render_markdown
+from rlsim.experiment.schedule_report import schedule_figures, schedule_units
 from rlsim.experiment.stopping import (
     LoopOutcome,
     Precision,
@@ -64,9 +66,11 @@ STOP_WORDS = {
 }
 
 
-def condition_order(repeat: int) -> list[str]:
-    """Conditions of one runtime block: forwards on even repeats, alone-pair last on odd ones."""
-    return list(CONDITIONS) if repeat % 2 == 0 else ["timeboxed", "together", "gen_alone", "score_alone"]
+def condition_order(repeat: int, conditions: tuple[str, ...] = CONDITIONS) -> list[str]:
+    """Conditions of one runtime block: forwards on even repeats, alone-pair last on odd ones
+    (``conditions``: those measured, ``ContentionConfig.conditions``)."""
+    order = list(CONDITIONS) if repeat % 2 == 0 else ["timeboxed", "together", "gen_alone", "score_alone"]
+    return [c for c in order if c in conditions]
 
 
 def runtime_order(runtimes: list[str], repeat: int, step: int, steps: int) -> list[str]:
@@ -121,7 +125,11 @@ def build_results(
     stopped (``stopping.stop_reason``), None while they go on."""
     s = config.contention
     per = per_repeat(rows)
-    runtimes = {rt: runtime_figures(per, rt, s.baseline, pool_cores) for rt in s.runtimes if rt in per}
+    runtimes = {
+        rt: runtime_figures(per, rt, s.baseline, pool_cores) | schedule_figures(per, rt, s.baseline, pool_cores)
+        for rt in s.runtimes
+        if rt in per
+    }
     precision = precision_from_rows(rows, list(runtimes), s.baseline, s.target_ci)
     for rt, p in precision.items():
         runtimes[rt]["precision"] = {**p.as_dict(), "target_ci": s.target_ci, "stopped_by": stopped_by(stop_reason, p)}
@@ -144,7 +152,7 @@ def build_results(
         "steps_per_condition": s.steps_per_condition,
         "together_trials": s.together_trials,
         "timebox_budget_s": s.timebox.budget_s,
-        "units": UNITS,
+        "units": UNITS | schedule_units(runtimes),
         "runtimes": runtimes,
         "skipped_runtimes": skipped or {},
         "accounting": accounting_summary(rows),
@@ -154,6 +162,10 @@ def build_results(
         "config": config.model_dump(mode="json"),
         "measurements": rows,
     }
+    if config.loop.trainer.algorithm != "grpo":
+        results["algorithm"] = config.loop.trainer.algorithm
+    if config.is_async:
+        results.update(schedule="async", async_updates=s.async_updates)
     results["conclusions"] = conclusions(results)
     return results
 
@@ -209,7 +221,8 @@ class _Repeats:
     @property
     def per_runtime(self) -> int:
         """Progress units of one runtime in one repeat (one per measured condition)."""
-        return self.s.steps_per_condition * (len(CONDITIONS) - 1 + self.s.together_trials)
+        conditions = self.outputs.config.conditions
+        return self.s.steps_per_condition * (len(conditions) - 1 + self.s.together_trials)
 
     def units(self, repeats: int) -> int:
         return repeats * (1 + len(self.s.runtimes) * self.per_runtime)  # 1: the session start
@@ -252,13 +265,15 @@ class _Repeats:
 def _one_repeat(session: Any, outputs: ExperimentOutputs, work: Workload, repeat: int, repeats: _Repeats) -> None:
     s = outputs.config.contention
     accountant = PoolAccountant(session.pool)
-    runners = {
-        rt: ConditionRunner(session.backend(rt), accountant, session.roots(rt), work, rt, repeat, s.settle_max_s)
-        for rt in session.runtimes
-    }
+    runners = {}
+    for rt in session.runtimes:
+        backend = session.backend(rt)
+        together = session.together(backend, work)
+        roots = session.roots(rt)
+        runners[rt] = ConditionRunner(backend, accountant, roots, work, rt, repeat, s.settle_max_s, together)
     for step in range(1, s.steps_per_condition + 1):
         for rt in runtime_order(list(session.runtimes), repeat, step, s.steps_per_condition):
-            for condition in condition_order(repeat):
+            for condition in condition_order(repeat, outputs.config.conditions):
                 trials = s.together_trials if condition == "together" else 1
                 for trial in range(trials):
                     what = condition if trials == 1 else f"{condition} {trial + 1}/{trials}"

@@ -1,12 +1,13 @@
 """One Ray session of the experiment: one generator and one trainer shared by every runtime, plus
 scoring actors for each runtime. The only module of the experiment that talks to Ray.
 
-Why share: the generator (vLLM, ~35 s to start on 2 cores) and the trainer do the same work for
-every runtime, so one of each per session keeps a repeat's start-up to one engine start instead of
-one per runtime; only the scorers differ. Every scorer is pinned to the same shared pool as in
-``rlsim run``; the idle ones of other runtimes sleep (their CPU time is recorded as orchestration,
-so a scorer that spins while idle would show). Actors are built with the loop's own factories and
-actor classes, so each runtime's scorer is exactly what ``rlsim run`` would run.
+Why share: the generator (vLLM, ~35 s to start on 2 cores) and the trainer (with PPO also the
+reference and the critic) do the same work for every runtime, so one of each per session keeps a
+repeat's start-up to one engine start instead of one per runtime; only the scorers differ. Every
+scorer is pinned to the same shared pool as in ``rlsim run``; the idle ones of other runtimes sleep
+(their CPU time is recorded as orchestration, so a scorer that spins while idle would show). Actors
+are built with the loop's own factories and actor classes, so each runtime's scorer is exactly what
+``rlsim run`` would run.
 """
 
 from __future__ import annotations
@@ -21,11 +22,14 @@ import ray
 from rlsim.actors.ray_actors import ActorSet, ScoringActor, create_actors, kill_quietly
 from rlsim.actors.ray_session import connect_ray
 from rlsim.errors import RlsimError
+from rlsim.experiment.conditions import OverlappedTogether, TogetherRun, Workload
 from rlsim.experiment.config import ContentionConfig
+from rlsim.loop.algorithm_config import run_roles
 from rlsim.loop.build import factories
 from rlsim.loop.ray_backend import RayStepBackend
+from rlsim.loop.ray_experience import RayExperienceBackend
 from rlsim.loop.sync import WeightSync
-from rlsim.placement import resolve_placement
+from rlsim.placement import EXPERIENCE_ROLES, resolve_placement
 from rlsim.rollout.prompts import make_step_requests
 
 
@@ -46,6 +50,8 @@ class ExperimentSession:
         self.failed: dict[str, str] = {}  # runtime -> why it was dropped from this session
         self._sync = WeightSync(self.loop.trainer.sync, self.loop.trainer.simulated_sync_s)
         self._started_ray = False
+        # PPO (or a KL): the reference and the critic are started once, shared like the trainer.
+        self.experience_roles = [r for r in run_roles(self.loop) if r in EXPERIENCE_ROLES]
 
     def start(self, note: Callable[[str], None] = lambda _: None) -> None:
         """Start Ray, the generator and trainer, then every runtime's scorers; warm all of them up."""
@@ -57,8 +63,8 @@ class ExperimentSession:
         # A fresh local Ray of its own ("local" in connect_ray: never someone else's cluster; the config
         # check keeps loop.ray.address unset) with the pool's CPU count, as the pool may be a subset.
         self._started_ray = connect_ray(None, self.loop.ray.num_cpus or len(self.pool))
-        placements = resolve_placement(self.loop.placement, self.pool)
-        note("starting the generator (vLLM) and the trainer")
+        placements = resolve_placement(self.loop.placement, self.pool, run_roles(self.loop))
+        note(f"starting the generator (vLLM), the trainer{''.join(', the ' + r for r in self.experience_roles)}")
         t1 = time.perf_counter()
         p = self.loop.placement
         # replicas=0: the scorers are started below, one set per runtime, with the same placement.
@@ -152,24 +158,66 @@ class ExperimentSession:
         for runtime, refs in calls.items():
             self._get_or_drop(runtime, refs, self.loop.ray.start_timeout_s, "score the warm-up batches")
         ray.get(self._core.trainer.warmup.remote(rollouts))
+        core = self._core
+        ray.get([core.reference.ref_logprobs.remote(c, -1) for c in chunks] if core.reference else [])
+        ray.get([core.critic.values.remote(c, -1) for c in chunks] if core.critic else [])
 
     def backend(self, runtime: str) -> RayStepBackend:
-        """The loop's step backend with ``runtime``'s scorers (generator and trainer shared)."""
+        """The loop's step backend with ``runtime``'s scorers (generator, trainer, reference and critic
+        shared); with the reference or the critic, the PPO step's backend."""
         assert self._core is not None, "call start() first"
-        scorers = self._scorers[runtime]
+        core, scorers = self._core, self._scorers[runtime]
         names = ["rollout"] + [f"scorer-{runtime}-{i}" for i in range(len(scorers))] + ["trainer"]
-        actors = ActorSet(self._core.rollout, scorers, self._core.trainer, self._core.group, names)
+        handles = [core.rollout, *scorers, core.trainer]
+        for role in self.experience_roles:
+            names.append(role)
+            handles.append(getattr(core, role))
+        actors = ActorSet(
+            core.rollout,
+            scorers,
+            core.trainer,
+            core.group,
+            names,
+            reference=core.reference,
+            critic=core.critic,
+            handles=handles,
+        )
+        if self.experience_roles:
+            return RayExperienceBackend(actors, self._sync)
         return RayStepBackend(actors, self._sync)
+
+    def together(self, backend: RayStepBackend, work: Workload) -> TogetherRun:
+        """The together condition's run on a runtime's ``backend`` (from ``backend()``): an overlapped step
+        (GRPO's or PPO's), or under ``schedule: async`` a whole async pipeline of
+        ``contention.async_updates`` updates."""
+        if not self.config.is_async:
+            return OverlappedTogether(backend, work, experience=bool(self.experience_roles))
+        from rlsim.experiment.async_condition import AsyncTogether
+        from rlsim.loop.async_ray import RayAsyncBackend
+        from rlsim.loop.async_schedule import AsyncSettings
+
+        w, a = self.loop.workload, self.loop.async_
+        settings = AsyncSettings(
+            w.prompts_per_step,
+            w.group_size,
+            a.max_staleness,
+            a.resolved_queue_size(w.prompts_per_step * w.group_size),
+            steps=self.config.contention.async_updates,
+            micro_batch=self.loop.micro_batch,
+            stall_s=self.loop.faults.generate_timeout_s,
+        )
+        return AsyncTogether(RayAsyncBackend(backend, self._sync), work, settings)
 
     def roots(self, runtime: str) -> dict[str, list[int]]:
         """Accounting groups -> actor pids while ``runtime`` is measured."""
         idle = [pid for rt, pids in self._scorer_pids.items() if rt != runtime for pid in pids]
-        return {
+        roots = {
             "generate": [self._pids["rollout"]],
             "score": list(self._scorer_pids[runtime]),
             "update": [self._pids["trainer"]],
             "idle_scorers": idle,
         }
+        return roots | {role: [self._pids[role]] for role in self.experience_roles}
 
     def describe(self) -> dict[str, Any]:
         return {

@@ -133,3 +133,41 @@ def test_cli_refuses_a_bad_target_and_budget_together(tmp_path: Path, capsys: py
     assert "contention.target_ci" in err and "contention.max_minutes" in err
     assert main(["experiment", "contention", str(path), "--target-ci", "0"]) == 2
     assert "--target-ci" in capsys.readouterr().err
+
+
+def test_the_ppo_and_async_configs_load_and_set_their_together_condition() -> None:
+    for name in ("contention_ppo.yaml", "contention_async.yaml"):  # the full variants are valid too
+        assert load_contention_config(CONFIGS / name).contention.repeats == 5
+    ppo = load_contention_config(CONFIGS / "contention_ppo.yaml", quick=True)
+    loop = ppo.for_runtime("ort-int8")
+    assert loop.trainer.algorithm == "ppo" and loop.kl.coef > 0 and loop.schedule == "overlapped"
+    assert ppo.conditions == ("gen_alone", "score_alone", "together", "timeboxed")
+    a = load_contention_config(CONFIGS / "contention_async.yaml", quick=True)
+    loop = a.for_runtime("eager")
+    # async stays async (the generator must report behaviour log-probs, set at actor start), with
+    # contention.async_updates updates per together run and no time-boxed condition
+    assert (loop.schedule, loop.steps) == ("async", a.contention.async_updates)
+    assert a.conditions == ("gen_alone", "score_alone", "together")
+
+
+def test_colocation_and_async_with_ppo_roles_are_refused_together(tmp_path: Path) -> None:
+    path = write(
+        tmp_path,
+        """
+contention: {runtimes: [eager, ort]}
+loop:
+  schedule: async
+  trainer: {algorithm: ppo}
+  placement: {colocate: [[critic, trainer]]}
+""",
+    )
+    with pytest.raises(ConfigError) as err:
+        load_contention_config(path)
+    text = "\n".join(err.value.errors)
+    assert "loop.placement.colocate: the experiment measures each role's core-seconds" in text
+    assert "loop.schedule: async has no critic stage" in text
+
+
+def test_async_needs_two_updates_per_together_run(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="async_updates"):
+        load_contention_config(write(tmp_path, "contention: {async_updates: 1}\nloop: {schedule: async}\n"))
