@@ -29,6 +29,11 @@ if TYPE_CHECKING:
 FIX = "write one with `rlsim verify --fidelity --json FILE`"
 
 
+def fix(flags: str) -> str:
+    """``FIX`` with ``flags`` in the command (e.g. `` --runtimes eager,ort``)."""
+    return f"write one with `rlsim verify --fidelity{flags} --json FILE`"
+
+
 class FidelitySettings(BaseModel):
     """``check``: get each runtime's fidelity and rank by it (false: rank nothing, say so); ``file``: a
     ``rlsim verify --fidelity --json`` output to read instead of measuring; ``cache``: reuse measurements
@@ -75,12 +80,12 @@ def fidelity_problems(config: ContentionConfig) -> list[str]:
     if not same_model(str(data.get("model")), config.loop.reward.model):
         problems.append(
             f"{where}: measured model {data.get('model')!r}, but loop.reward.model is "
-            f"{config.loop.reward.model!r}; {FIX} --model {config.loop.reward.model}"
+            f"{config.loop.reward.model!r}; {fix(' --model ' + config.loop.reward.model)}"
         )
-    wanted = [j for j in (judged_by(rt, config) for rt in config.contention.runtimes) if j is not None]
-    absent = [rt for rt in dict.fromkeys(wanted) if rt not in data["runtimes"]]
+    wanted = list(dict.fromkeys(j for j in (judged_by(rt, config) for rt in config.contention.runtimes) if j))
+    absent = [rt for rt in wanted if rt not in data["runtimes"]]
     if absent:
-        problems.append(f"{where}: has no result for {', '.join(absent)}; {FIX} --runtimes {','.join(wanted)}")
+        problems.append(f"{where}: has no result for {', '.join(absent)}; {fix(' --runtimes ' + ','.join(wanted))}")
     return problems
 
 
