@@ -14,7 +14,8 @@ CSV_COLUMNS = [
     "seq_s_ci_high", "ci_half_width_pct", "cv", "tok_s_mean", "latency_p50_ms", "latency_p95_ms",
     "latency_p99_ms", "padding_waste", "gemm_fraction", "mean_batch_size", "ratio_vs_baseline",
     "ratio_ci_low", "ratio_ci_high", "ci_overlap", "p_value", "paired_ratio", "paired_ratio_ci_low",
-    "paired_ratio_ci_high", "p_value_paired", "sign_flip_p", "pair_flip_rate", "fidelity_ok",
+    "paired_ratio_ci_high", "p_value_paired", "sign_flip_p", "pair_flip_rate", "fidelity_ok", "precision",
+    "peak_fraction",
 ]  # fmt: skip
 
 
@@ -46,7 +47,8 @@ def table(result: dict[str, Any]):
         f"{result['repeats']} repeats, GEMM {result['gemm_gflops']:.0f} GFLOP/s",
         caption="seq/s: mean [95% t-interval]; vs base: ratio [Fieller 95%], p: Mann-Whitney U (unpaired); "
         "paired: per-round ratio [95% t on log-ratios], p: paired t; flips: within-group pair flips vs fp32 eager "
-        "on the fidelity corpus (FAIL: outside the fidelity rules)",
+        "on the fidelity corpus (FAIL: outside the fidelity rules); GEMM: fraction of the fp32 GEMM rate, own peak: "
+        f"of the cell's precision's GEMM rate ({peaks_text(result.get('peaks', {}))})",
     )
     for col in (
         "cell",
@@ -57,6 +59,7 @@ def table(result: dict[str, Any]):
         "p50/p99 ms",
         "waste",
         "GEMM",
+        "own peak",
         "flips",
         "vs base",
         "p",
@@ -77,6 +80,7 @@ def table(result: dict[str, Any]):
             f"{c['latency_ms']['p50']:.0f}/{c['latency_ms']['p99']:.0f}",
             f"{c['padding_waste']:.1%}",
             "-" if c["gemm_fraction"] is None else f"{c['gemm_fraction']:.2f}",
+            own_peak_text(c),
             _flips(c),
             ratio,
             "-" if cmp is None else f"{cmp['p_value']:.3f}",
@@ -84,6 +88,19 @@ def table(result: dict[str, Any]):
             "-" if cmp is None else _p(cmp.get("p_value_paired")),
         )
     return t
+
+
+def own_peak_text(cell: dict[str, Any]) -> str:
+    """``0.31 bf16``: throughput as a fraction of the cell's own precision's GEMM peak; ``-`` where it has none."""
+    frac = cell.get("peak_fraction")
+    return "-" if frac is None else f"{frac:.2f} {cell.get('precision', '')}".rstrip()
+
+
+def peaks_text(peaks: dict[str, dict[str, Any]]) -> str:
+    """``fp32 120, int8 610 GFLOP/s (int: GOP/s); bf16 skipped: ...``."""
+    rates = ", ".join(f"{p} {v['gflops']:.0f}" for p, v in peaks.items() if "gflops" in v)
+    skipped = "; ".join(f"{p} skipped: {v['skipped']}" for p, v in peaks.items() if "skipped" in v)
+    return "; ".join(x for x in ((rates + " GFLOP/s (int8: G int-ops/s)") if rates else "", skipped) if x)
 
 
 def _flips(cell: dict[str, Any]) -> str:
@@ -116,6 +133,7 @@ def csv_text(result: dict[str, Any]) -> str:
             "paired_ratio_ci_high": cmp.get("paired_ratio_ci_high", 1.0),
             "p_value_paired": cmp.get("p_value_paired", 1.0), "sign_flip_p": cmp.get("sign_flip_p", 1.0),
             "pair_flip_rate": c.get("pair_flip_rate"), "fidelity_ok": c.get("fidelity_ok"),
+            "precision": c.get("precision"), "peak_fraction": c.get("peak_fraction"),
         })  # fmt: skip
     return buf.getvalue()
 
@@ -141,13 +159,14 @@ def markdown_summary(result: dict[str, Any]) -> str:
     lines = [
         f"Model `{result['model']}`, {w['sequences']} texts (mean {w['mean_tokens']:.0f} tokens, max "
         f"{w['max_tokens']}), {result['repeats']} repeats per cell in fresh processes, GEMM rate "
-        f"{result['gemm_gflops']:.0f} GFLOP/s. Mean [95% t-interval]; ratio vs `{result['baseline']}` "
+        f"{result['gemm_gflops']:.0f} GFLOP/s; peaks per precision: {peaks_text(result.get('peaks', {}))}. "
+        f"Mean [95% t-interval]; ratio vs `{result['baseline']}` "
         "[Fieller 95%], p: Mann-Whitney U (both unpaired); paired: the same rounds side by side, ratio [95% t-interval "
         "on per-round log-ratios], p: paired t.",
         "",
-        "| cell | seq/s | ± % | tok/s | p50 / p99 batch ms | padding waste | GEMM fraction | vs baseline | p "
-        "| paired | p paired |",
-        "|---|---|---|---|---|---|---|---|---|---|---|",
+        "| cell | seq/s | ± % | tok/s | p50 / p99 batch ms | padding waste | GEMM fraction | own peak fraction "
+        "| vs baseline | p | paired | p paired |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for c in result["cells"]:
         s, cmp = c["throughput_seq_s"], comp.get(c["cell"])
@@ -158,7 +177,7 @@ def markdown_summary(result: dict[str, Any]) -> str:
         lines.append(
             f"| {c['cell']} | {s['mean']:.1f} [{s['ci_low']:.1f}, {s['ci_high']:.1f}] | {s['ci_half_width_pct']:.1f} "
             f"| {c['throughput_tok_s']['mean']:.0f} | {c['latency_ms']['p50']:.0f} / {c['latency_ms']['p99']:.0f} "
-            f"| {c['padding_waste']:.1%} | {frac} | {ratio} | {p} | {pair} |"
+            f"| {c['padding_waste']:.1%} | {frac} | {own_peak_text(c)} | {ratio} | {p} | {pair} |"
         )
     return "\n".join(lines + ["", *_target_lines(result["targets"])]) + "\n"
 
@@ -170,6 +189,13 @@ def _target_lines(t: dict[str, Any]) -> list[str]:
              f"{yes(t['best_cell_vs_baseline']['meets_target'])}); largest CI half-width "
              f"{t['ci_half_width_max_pct']:.1f}% "
              f"(<= {t['ci_half_width_target_pct']}%: {yes(t['ci_within_target'])})."]  # fmt: skip
+    for f in t.get("fastest_passing_vs_eager", []):
+        if f["cell"] is None:
+            lines.append(f"- no runtime other than eager passes fidelity at `{f['baseline']}`")
+            continue
+        lines.append(f"- fastest that passes fidelity: `{f['cell']}` vs `{f['baseline']}`: paired "
+                     f"{paired_text(f)} (>= {t['fastest_passing_min_ratio']}x: {yes(f['meets_target'])}; "
+                     f"at the CI's low end: {yes(f['ci_low_meets_target'])})")  # fmt: skip
     for g in t["best_batcher_vs_fixed"]:
         lines.append(f"- `{g['cell']}` vs `{g['baseline']}`: {ratio_text(g)} "
                      f"(>= {t['best_batcher_min_ratio']}x: {yes(g['meets_target'])}; "

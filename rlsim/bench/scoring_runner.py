@@ -2,7 +2,8 @@
 
 Cells are interleaved (round 1: A B C, round 2: A B C, ...) so slow drift of a shared machine
 (thermal, other tenants) hits every cell alike instead of biasing whichever ran last. The GEMM
-rate is measured in its own process before the first round and after the last.
+rates (fp32, and each other precision the runtimes use: ``rlsim.bench.peaks``) are measured in their own
+process before the first round and after the last.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from rlsim.bench.peaks import needed_precisions
 from rlsim.bench.scoring_config import BenchScoringConfig, Cell, check_grid, check_runtimes, grid_cells
 from rlsim.bench.scoring_worker import WorkerJob, scorer_settings
 from rlsim.errors import ConfigError, RlsimError
@@ -90,7 +92,8 @@ def run_grid(
     total = len(cells) * cfg.repeats + 2
     done = 0
     report = progress or (lambda what, d, t: None)
-    gemm_job = WorkerJob(mode="gemm", settings=cfg.settings)
+    server_runtime = scorer_settings(cfg.settings).server_runtime
+    gemm_job = WorkerJob(mode="gemm", settings=cfg.settings, precisions=needed_precisions(cfg.runtimes, server_runtime))
     report("GEMM rate (before)", done, total)
     gemm = [run_worker(gemm_job, "GEMM measurement", cfg.worker_timeout_s)]
     done += 1

@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from rlsim.bench.peaks import peak_fraction, runtime_precision, summarize_peaks
 from rlsim.bench.scoring_config import BenchScoringConfig, Cell
 from rlsim.metrics.stats import (
     ci_overlap,
@@ -38,6 +39,9 @@ METHODS = {
     "paired_ratio_ci": "paired by round: geometric mean of per-round ratios, 95% t-interval on the log-ratios",
     "paired_test": "paired t test on per-round log-ratios (p_value_paired); exact sign-flip test beside it",
     "gemm": "median of 5 fp32 2048^3 torch matmuls, same thread count; mean of runs before and after the grid",
+    "peaks": "per precision the grid's runtimes use, the same way: bf16/fp16 torch.mm in that dtype, int8 ONNX "
+    "Runtime MatMulInteger (uint8 x int8, what the int8 graphs run); a precision the machine lacks is skipped with "
+    "the reason; peak_fraction = model FLOPs / wall s / the cell's own precision's rate",
     "flops": "2 x matmul params x real tokens + 4 x seq^2 x attention width per layer (rlsim.bench.flops)",
     "padding_waste": "padding tokens / all computed tokens (longest x count per batch), as planned",
     "computed_padding_waste": "the same from the runtime's own counters (differs where it pads further)",
@@ -45,6 +49,8 @@ METHODS = {
 TARGET_BATCHER_GAIN = 1.5
 TARGET_BEST_GAIN = 2.0
 TARGET_CI_HALF_WIDTH_PCT = 5.0
+TARGET_FIDELITY_GAIN = 1.5  # issue 14: the fastest runtime that passes fidelity vs fp32 eager, same batcher
+REFERENCE_RUNTIME = "eager"  # fp32, what fidelity is measured against
 
 
 def summarize(
@@ -56,12 +62,16 @@ def summarize(
 ) -> dict[str, Any]:
     """The full result document (see the module docstring of ``rlsim.cli.bench_cmd`` for its keys)."""
     gemm_gflops = statistics.fmean(g["gflops"] for g in gemm)
+    peaks = summarize_peaks(gemm)
+    server_runtime = str(cfg.settings.get("server_runtime", "ort"))
     first_of_runtime: dict[str, list[float]] = {}
     summaries = []
     for cell in cells:
         runs = raw[cell.label]
         reference = first_of_runtime.setdefault(cell.runtime, runs[0]["rewards"])
-        summaries.append(cell_summary(cell, runs, gemm_gflops, reference))
+        precision = runtime_precision(cell.runtime, server_runtime)
+        peak = peaks.get(precision) if precision else None
+        summaries.append(cell_summary(cell, runs, gemm_gflops, reference, precision, peak))
     samples = {c.label: _throughputs(raw[c.label]) for c in cells}
     comparisons = [compare(label, cfg.baseline, samples) for label in samples if label != cfg.baseline]
     return {
@@ -74,6 +84,7 @@ def summarize(
         "methods": METHODS,
         "gemm_gflops": gemm_gflops,
         "gemm_gflops_runs": [g["gflops"] for g in gemm],
+        "peaks": peaks,
         "baseline": cfg.baseline,
         "cells": summaries,
         "comparisons": comparisons,
@@ -92,18 +103,54 @@ def add_fidelity(result: dict[str, Any], fidelity: dict[str, dict[str, Any]]) ->
         f = fidelity.get(cell["runtime"], {})
         cell["pair_flip_rate"] = f.get("pair_flip_rate")
         cell["fidelity_ok"] = f.get("ok")
+    result["targets"]["fastest_passing_vs_eager"] = fastest_passing_vs_eager(result["cells"])
+    result["targets"]["fastest_passing_min_ratio"] = TARGET_FIDELITY_GAIN
+
+
+def fastest_passing_vs_eager(cells: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Issue 14's target, per batcher setting that has an fp32 eager cell: the fastest other runtime that passes
+    fidelity at that same batcher and size, against eager, paired by round (``compare``). ``meets_target``: the
+    paired ratio (the unpaired one with fewer than two rounds) is at least ``TARGET_FIDELITY_GAIN``;
+    ``ci_low_meets_target``: its 95% CI's low end is too. ``cell`` None: no other runtime there passes."""
+    samples = {c["cell"]: c["throughput_seq_s"]["samples"] for c in cells}
+    setting = lambda c: (c["batcher"], c["batch_size"], c["token_budget"])  # noqa: E731
+    out = []
+    for eager in (c for c in cells if c["runtime"] == REFERENCE_RUNTIME):
+        rivals = [c for c in cells if c["runtime"] != REFERENCE_RUNTIME and c.get("fidelity_ok")
+                  and setting(c) == setting(eager)]  # fmt: skip
+        if not rivals:
+            out.append({"cell": None, "baseline": eager["cell"], "meets_target": False, "ci_low_meets_target": False})
+            continue
+        best = max(rivals, key=lambda c: c["throughput_seq_s"]["mean"])
+        entry = compare(best["cell"], eager["cell"], samples)
+        ratio = entry["paired_ratio"] if entry["paired_ratio"] is not None else entry["ratio"]
+        low = entry["paired_ratio_ci_low"] if entry["paired_ratio"] is not None else entry["ratio_ci_low"]
+        out.append({**entry, "runtime": best["runtime"], "pair_flip_rate": best.get("pair_flip_rate"),
+                    "meets_target": ratio >= TARGET_FIDELITY_GAIN,
+                    "ci_low_meets_target": (low or 0.0) >= TARGET_FIDELITY_GAIN})  # fmt: skip
+    return out
 
 
 def _throughputs(runs: list[dict[str, Any]]) -> list[float]:
     return [r["sequences"] / r["wall_s"] for r in runs]
 
 
-def cell_summary(cell: Cell, runs: list[dict[str, Any]], gemm_gflops: float, reference: list[float]) -> dict[str, Any]:
-    """Statistics of one cell's repeats; throughputs in sequences/s and tokens/s, latency in ms."""
+def cell_summary(
+    cell: Cell,
+    runs: list[dict[str, Any]],
+    gemm_gflops: float,
+    reference: list[float],
+    precision: str | None = "fp32",
+    peak: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """Statistics of one cell's repeats; throughputs in sequences/s and tokens/s, latency in ms.
+
+    ``gemm_fraction``: of the fp32 GEMM rate; ``peak_fraction``: of ``peak``, the GEMM rate of the cell's own
+    ``precision`` (``rlsim.bench.peaks``; None where that peak was skipped or not measured)."""
     seq_s = mean_ci(_throughputs(runs))
     tok_s = mean_ci([r["real_tokens"] / r["wall_s"] for r in runs])
     latencies_ms = [1000.0 * x for r in runs for x in r["batch_latencies_s"]]
-    fractions = [r["flops"] / r["wall_s"] / (gemm_gflops * 1e9) for r in runs if r.get("flops")]
+    own_peak = (peak or {}).get("gflops")
     diffs = [float(np.max(np.abs(np.subtract(r["rewards"], reference)))) if r["rewards"] else 0.0 for r in runs]
     return {
         "cell": cell.label,
@@ -126,13 +173,21 @@ def cell_summary(cell: Cell, runs: list[dict[str, Any]], gemm_gflops: float, ref
         "mean_batch_size": statistics.fmean(runs[0]["batch_sizes"]),
         "padding_waste": runs[0]["padding_waste"],
         "computed_padding_waste": runs[0].get("computed_padding_waste"),
-        "gemm_fraction": statistics.fmean(fractions) if fractions else None,
+        "gemm_fraction": _mean_fraction(runs, gemm_gflops),
+        "precision": precision,
+        "peak_fraction": _mean_fraction(runs, own_peak) if own_peak else None,
         "load_s": statistics.fmean(r["load_s"] for r in runs),
         "warmup_s": statistics.fmean(r["warmup_s"] for r in runs),
         "compile_s": statistics.fmean(r["compile_s"] for r in runs),
         "timed_compile_s": max(r["timed_compile_s"] for r in runs),
         "reward_max_abs_diff": max(diffs),
     }
+
+
+def _mean_fraction(runs: list[dict[str, Any]], peak_gflops: float) -> float | None:
+    """Mean over repeats of the model FLOP rate as a fraction of ``peak_gflops``; None without a FLOP count."""
+    fractions = [peak_fraction(r["flops"], r["wall_s"], peak_gflops) for r in runs if r.get("flops")]
+    return statistics.fmean(fractions) if fractions else None
 
 
 def compare(label: str, baseline: str, samples: dict[str, list[float]]) -> dict[str, Any]:

@@ -2,8 +2,9 @@
 
 ``cell`` mode loads the scorer once, warms up over the workload, then times one pass of
 ``score_texts`` (token lengths, planning and every batch). ``gemm`` mode times fp32 matrix
-products with the same thread count. The last stdout line is one JSON object: ``{"ok": true, ...}``
-or ``{"ok": false, "error": "..."}`` (exit status 2 for a user-fixable problem, 1 for a bug).
+products with the same thread count, and those of the other precisions the grid's runtimes use
+(``peaks``). The last stdout line is one JSON object: ``{"ok": true, ...}`` or
+``{"ok": false, "error": "..."}`` (exit status 2 for a user-fixable problem, 1 for a bug).
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ class WorkerJob(BaseModel):
     workload: WorkloadSpec = Field(default_factory=WorkloadSpec)
     settings: dict[str, Any] = Field(default_factory=dict)
     warmup_passes: int = 1
+    precisions: list[str] = Field(default_factory=list)  # gemm: peak rates beside fp32 (rlsim.bench.peaks)
 
 
 def scorer_settings(values: dict[str, Any]):
@@ -103,10 +105,15 @@ def run_cell(job: WorkerJob) -> dict[str, Any]:
 
 
 def run_gemm(job: WorkerJob) -> dict[str, Any]:
+    """The fp32 GEMM rate, with ``peaks``: each of ``job.precisions`` measured or skipped with the reason."""
     from rlsim.bench.gemm import measure_gemm_gflops
+    from rlsim.bench.peaks import measure_peaks
 
     settings = scorer_settings(job.settings)
-    return measure_gemm_gflops(settings.resolved_threads(), device=settings.device)
+    threads = settings.resolved_threads()
+    result = measure_gemm_gflops(threads, device=settings.device)
+    result["peaks"] = measure_peaks(job.precisions, threads, settings.device)
+    return result
 
 
 def main(argv: list[str] | None = None) -> int:

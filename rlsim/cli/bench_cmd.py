@@ -9,10 +9,11 @@ Examples::
 Each cell is measured in ``--repeats`` fresh processes (warm-up, then one timed pass over the
 workload), rounds interleaved. Outputs in ``--out``: results.json, cells.csv, samples.csv,
 raw_samples.json, throughput.png, throughput_vs_batch.png, padding_waste.png. The last stdout line
-is the results JSON: ``{"gemm_gflops", "cells": [{"cell", "runtime", "batcher", "batch_size",
-"token_budget", "padding_waste", "gemm_fraction", "throughput_seq_s": {"mean", "ci_low", "ci_high",
-...}, "throughput_tok_s", "latency_ms": {"p50", "p95", "p99"}, ...}], "comparisons": [{"cell",
-"baseline", "ratio", "ratio_ci_low", "ratio_ci_high", "ci_overlap", "p_value"}], "targets", ...}``.
+is the results JSON: ``{"gemm_gflops", "peaks": {"fp32"|"bf16"|"int8": {"gflops"} or {"skipped"}}, "cells":
+[{"cell", "runtime", "batcher", "batch_size", "token_budget", "padding_waste", "gemm_fraction", "precision",
+"peak_fraction", "pair_flip_rate", "fidelity_ok", "throughput_seq_s": {"mean", "ci_low", "ci_high", ...},
+"throughput_tok_s", "latency_ms": {"p50", "p95", "p99"}, ...}], "comparisons": [{"cell", "baseline", "ratio",
+"ratio_ci_low", "ratio_ci_high", "ci_overlap", "p_value"}], "targets": {..., "fastest_passing_vs_eager"}, ...}``.
 A custom runtime registered with ``@register_scorer`` in your own module joins the grid when the
 module is named with ``--import pkg.module`` or in ``RLSIM_PLUGINS=pkg.module`` (imported here and
 in every worker).
@@ -128,11 +129,12 @@ def build_config(args: argparse.Namespace):
 
 
 def _fidelity(cfg) -> dict:
+    """Each runtime's fidelity; read from this machine's cache where a clean entry exists (rlsim.fidelity.cache)."""
     from rlsim.bench.scoring_worker import scorer_settings
-    from rlsim.fidelity.check import runtime_fidelity
+    from rlsim.fidelity.cache import cached_runtime_fidelity
     from rlsim.models import resolve_reward_model
 
-    return runtime_fidelity(resolve_reward_model(cfg.model), cfg.runtimes, scorer_settings(cfg.settings))
+    return cached_runtime_fidelity(resolve_reward_model(cfg.model), cfg.runtimes, scorer_settings(cfg.settings))
 
 
 def run(args: argparse.Namespace) -> int:

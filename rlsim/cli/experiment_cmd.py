@@ -1,5 +1,5 @@
 """``rlsim experiment contention CONFIG [--quick] [--repeats R] [--target-ci F] [--max-minutes M] [--runtimes LIST]
-[--out DIR] [--set a.b=c]``."""
+[--fidelity FILE] [--out DIR] [--set a.b=c]``."""
 
 from __future__ import annotations
 
@@ -50,6 +50,13 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         help="time budget: start no repeat that would end past M minutes (at the mean repeat time)",
     )
     c.add_argument("--runtimes", default=None, help="comma-separated runtimes or 'all', e.g. eager,native")
+    c.add_argument(
+        "--fidelity",
+        default=None,
+        metavar="FILE",
+        help="each runtime's reward fidelity from this `rlsim verify --fidelity --json` output instead of "
+        "measuring it at the start (the report ranks runtimes that pass it by freed capacity)",
+    )
     c.add_argument("--out", default=None, help="output folder (default runs/contention[-quick])")
     c.add_argument(
         "--set",
@@ -95,6 +102,7 @@ def run(args: argparse.Namespace) -> int:
         runtimes=runtimes,
         target_ci=args.target_ci,
         max_minutes=args.max_minutes,
+        fidelity_file=args.fidelity,
     )
     reward = config.loop.reward
     reward.imports = list(dict.fromkeys([*reward.imports, *args.imports]))
@@ -116,6 +124,8 @@ def run(args: argparse.Namespace) -> int:
         "elapsed_s": results["elapsed_s"],
         "freed_core_s": {k: v["freed_core_s"]["mean"] for k, v in results["runtimes"].items()},
         "gen_slowdown": {k: v["gen_slowdown"]["mean"] for k, v in results["runtimes"].items()},
+        "passes_fidelity": {k: (v.get("fidelity") or {}).get("ok") for k, v in results["runtimes"].items()},
+        "best_passing": (results.get("ranking") or {}).get("best"),
         "repeats_done": results["repeats_done"],
         "stopped": results["stopping"]["reason"],
         "freed_ci_half_width_fraction": {

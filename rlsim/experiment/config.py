@@ -21,6 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from rlsim.config_loader import load_config
 from rlsim.errors import ConfigError
+from rlsim.experiment.fidelity_source import FidelitySettings, fidelity_problems
 from rlsim.loop.config import RunConfig, cross_field_problems
 from rlsim.scoring.base import runtime_names
 
@@ -71,7 +72,11 @@ class ContentionSettings(_Strict):
     as a share of |mean| (0.10 = 10 %); ``max_minutes`` the wall-clock budget. ``repeats: null`` runs
     repeats (at least 3) until every compared runtime meets ``target_ci`` or the next repeat would end
     past ``max_minutes``; a number runs exactly that many (within ``max_minutes`` if set) and only
-    reports the precision reached against ``target_ci``."""
+    reports the precision reached against ``target_ci``.
+
+    ``fidelity`` (rlsim/experiment/fidelity_source.py): each runtime's reward fidelity, measured before the
+    first repeat (cached per machine) or read from a ``rlsim verify --fidelity --json`` file; the report ranks
+    runtimes by freed capacity among those that pass (rlsim/experiment/fidelity_rank.py)."""
 
     runtimes: list[str] = Field(default_factory=runtime_names)  # every built-in runtime
     baseline: str = "eager"
@@ -87,6 +92,7 @@ class ContentionSettings(_Strict):
     session_per_repeat: bool = True
     timebox: TimeboxSettings = Field(default_factory=TimeboxSettings)
     quick: QuickSettings = Field(default_factory=QuickSettings)
+    fidelity: FidelitySettings = Field(default_factory=FidelitySettings)
 
 
 class ContentionConfig(_Strict):
@@ -121,9 +127,10 @@ def load_contention_config(
     runtimes: Sequence[str] | None = None,
     target_ci: float | None = None,
     max_minutes: float | None = None,
+    fidelity_file: str | None = None,
 ) -> ContentionConfig:
     """Load ``path`` with ``--set`` overrides, then ``--quick``, ``--repeats``, ``--runtimes``,
-    ``--target-ci`` and ``--max-minutes`` on top.
+    ``--target-ci``, ``--max-minutes`` and ``--fidelity FILE`` on top.
 
     ``--repeats R`` asks for exactly R repeats, so it also lifts the file's ``max_minutes`` unless
     ``--max-minutes`` is given too; ``--target-ci`` without ``--repeats`` repeats until the target.
@@ -153,6 +160,8 @@ def load_contention_config(
         updates["max_minutes"] = max_minutes
     if runtimes is not None:
         updates["runtimes"] = list(runtimes)
+    if fidelity_file is not None:
+        updates["fidelity"] = settings.fidelity.model_copy(update={"file": fidelity_file})
     settings = settings.model_copy(update=updates)  # checked below, with every other problem
     config = config.model_copy(update={"contention": settings})
     problems = contention_problems(config)
@@ -212,6 +221,7 @@ def contention_problems(config: ContentionConfig) -> list[str]:
             "the figures); remove loop.faults"
         )
     problems += [f"loop: {p}" for p in cross_field_problems(config.loop)]
+    problems += fidelity_problems(config)
     return problems
 
 

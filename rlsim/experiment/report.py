@@ -313,6 +313,9 @@ def render_markdown(results: Mapping[str, Any], figures: list[str]) -> str:
     if not results.get("runtimes"):
         return "\n".join(head + ["No measurement finished yet."]) + "\n"
     body = ["## Conclusions", ""] + [f"- {c}" for c in results.get("conclusions", [])] + [""]
+    from rlsim.experiment.fidelity_rank import fidelity_section  # it formats with this module's helpers
+
+    body += fidelity_section(results)
     body += ["## Figures", ""] + [f"![{f}]({f})" for f in figures] + [""]
     body += ["## Per runtime", ""] + _table(results) + [""]
     body += ["## Measurement quality", ""] + _quality(results) + [""]

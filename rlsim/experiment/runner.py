@@ -30,6 +30,8 @@ from rlsim.experiment.analysis import accounting_summary, runtime_figures
 from rlsim.experiment.capacity import per_repeat
 from rlsim.experiment.conditions import ConditionRunner, Measurement, Workload
 from rlsim.experiment.config import CONDITIONS, ContentionConfig
+from rlsim.experiment.fidelity_rank import attach_fidelity, ranking_sentences
+from rlsim.experiment.fidelity_source import experiment_fidelity
 from rlsim.experiment.report import conclusions, render_markdown
 from rlsim.experiment.schedule_report import schedule_figures, schedule_units
 from rlsim.experiment.stopping import (
@@ -82,8 +84,11 @@ def runtime_order(runtimes: list[str], repeat: int, step: int, steps: int) -> li
 class ExperimentOutputs:
     """results.json + report.md in ``out``, recomputed from every measurement so far."""
 
-    def __init__(self, out: Path, config: ContentionConfig, pool_cores: int) -> None:
+    def __init__(
+        self, out: Path, config: ContentionConfig, pool_cores: int, fidelity: dict[str, Any] | None = None
+    ) -> None:
         self.out = Path(out)
+        self.fidelity = fidelity  # fidelity_source.experiment_fidelity: each runtime's, got before the repeats
         self.out.mkdir(parents=True, exist_ok=True)
         self.config = config
         self.pool_cores = pool_cores
@@ -102,7 +107,14 @@ class ExperimentOutputs:
 
     def flush(self, complete: bool = False, figures: list[str] | None = None) -> None:
         self.results = build_results(
-            self.rows, self.config, self.pool_cores, complete, self.repeats_done, self.skipped, self.stop_reason
+            self.rows,
+            self.config,
+            self.pool_cores,
+            complete,
+            self.repeats_done,
+            self.skipped,
+            self.stop_reason,
+            self.fidelity,
         )
         self.results.update(sessions=self.sessions, elapsed_s=round(time.time() - self.started, 1))
         atomic_write_json(self.out / "results.json", self.results)
@@ -119,10 +131,12 @@ def build_results(
     repeats_done: int,
     skipped: dict[str, str] | None = None,
     stop_reason: str | None = None,
+    fidelity: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """results.json content from measurement rows (``Measurement.as_dict()``): pure, so recorded
     rows can be re-analysed (and tested) without running anything. ``stop_reason``: why the repeats
-    stopped (``stopping.stop_reason``), None while they go on."""
+    stopped (``stopping.stop_reason``), None while they go on. ``fidelity``: each runtime's reward
+    fidelity (``fidelity_source.experiment_fidelity``), which the ranking (``fidelity_rank``) needs."""
     s = config.contention
     per = per_repeat(rows)
     runtimes = {
@@ -166,7 +180,8 @@ def build_results(
         results["algorithm"] = config.loop.trainer.algorithm
     if config.is_async:
         results.update(schedule="async", async_updates=s.async_updates)
-    results["conclusions"] = conclusions(results)
+    attach_fidelity(results, fidelity)
+    results["conclusions"] = conclusions(results) + ranking_sentences(results["ranking"])
     return results
 
 
@@ -185,12 +200,14 @@ def run_contention(
         s.timebox.budget_s,
     )
     pool = loop.placement.pool or sorted(os.sched_getaffinity(0))  # as ExperimentSession resolves it
-    outputs = ExperimentOutputs(out, config, len(pool))
+    console = console or Console(stderr=True)
+    fidelity = experiment_fidelity(config, console.print)  # before Ray starts: scoring it alone, not contending
+    outputs = ExperimentOutputs(out, config, len(pool), fidelity)
     columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
     repeats = _Repeats(outputs, work)
     complete = False
     try:
-        with LineProgress(*columns, console=console or Console(stderr=True), disable=not show_progress) as bar:
+        with LineProgress(*columns, console=console, disable=not show_progress) as bar:
             repeats.bar, repeats.task = bar, bar.add_task("contention", total=repeats.units(s.repeats or 3))
             rule = StopRule(s.repeats, s.target_ci, s.max_minutes)
             outcome = run_repeats(rule, repeats.run, repeats.measure, time.monotonic, repeats.after)

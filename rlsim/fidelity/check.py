@@ -31,9 +31,20 @@ class FidelityRules:
     fp32_max_abs_diff: float = 1e-4
 
     def passes(self, reduced_precision: bool, metrics: FidelityMetrics) -> bool:
-        if reduced_precision:
-            return metrics.pair_flip_rate <= self.max_pair_flip_rate and metrics.spearman >= self.min_spearman
-        return metrics.max_abs_diff <= self.fp32_max_abs_diff
+        return not self.failures(reduced_precision, metrics)
+
+    def failures(self, reduced_precision: bool, metrics: FidelityMetrics) -> list[str]:
+        """Each rule ``metrics`` breaks, in words (``pair flips 11.6% > 2.0%``); empty when it passes."""
+        if not reduced_precision:
+            if metrics.max_abs_diff <= self.fp32_max_abs_diff:
+                return []
+            return [f"max |diff| {metrics.max_abs_diff:.2e} > {self.fp32_max_abs_diff:.0e} (fp32)"]
+        out = []
+        if metrics.pair_flip_rate > self.max_pair_flip_rate:
+            out.append(f"pair flips {metrics.pair_flip_rate:.1%} > {self.max_pair_flip_rate:.1%}")
+        if metrics.spearman < self.min_spearman:
+            out.append(f"Spearman {metrics.spearman:.4f} < {self.min_spearman:g}")
+        return out
 
     def as_dict(self) -> dict[str, float]:
         return dict(self.__dict__)

@@ -99,6 +99,18 @@ def test_every_condition_of_every_runtime_and_repeat_was_measured(experiment) ->
             assert f["rollouts_per_hour"] == pytest.approx(f["scored_in_budget"] * 3600 / f["budget_s"], rel=1e-5)
 
 
+def test_each_runtimes_fidelity_was_measured_and_the_ranking_written(experiment) -> None:
+    out, results, summary = experiment
+    fidelity = results["fidelity"]
+    assert fidelity["checked"] and fidelity["source"] == "measured" and fidelity["corpus"]["texts"] >= 256
+    for name in ("eager", "ort"):
+        f = results["runtimes"][name]["fidelity"]
+        # fp32 ORT matches eager to ~1e-7 on the corpus: it passes the fp32 rule (max |diff| <= 1e-4).
+        assert f["ok"] is True and f["max_abs_diff"] <= 1e-4 and f["source"] in ("measured", "cache")
+    assert [e["runtime"] for e in results["ranking"]["passing"]] == ["ort"] and summary["passes_fidelity"]["ort"]
+    assert "## Reward fidelity" in (out / "report.md").read_text()
+
+
 def test_figures_exist_for_both_runtimes(experiment) -> None:
     _, results, summary = experiment
     for name in ("eager", "ort"):

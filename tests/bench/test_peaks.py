@@ -1,0 +1,97 @@
+"""Peak rates per precision: which are needed, which this machine lacks (and why), and the fraction arithmetic."""
+
+from __future__ import annotations
+
+import pytest
+
+from rlsim.bench.gemm import measure_gemm_gflops
+from rlsim.bench.peaks import (
+    measure_peaks,
+    needed_precisions,
+    peak_fraction,
+    peak_skip_reason,
+    runtime_precision,
+    summarize_peaks,
+)
+from rlsim.bench.scoring_config import Cell
+from rlsim.bench.scoring_summary import cell_summary
+from rlsim.scoring.base import cpu_flags
+
+
+def test_precisions_come_from_the_registry() -> None:
+    assert runtime_precision("eager-bf16") == "bf16" and runtime_precision("native-int8-static") == "int8"
+    assert runtime_precision("http", server_runtime="ort-int8") == "int8"  # the server's runtime decides
+    assert needed_precisions(["eager", "ort-int8", "eager-bf16", "native-int8"]) == ["bf16", "int8"]
+    assert needed_precisions(["eager", "ort", "http"]) == []
+    assert runtime_precision("my-plugin-runtime") is None  # not registered here: no peak, not an error
+
+
+def test_a_precision_the_machine_lacks_is_skipped_with_the_reason() -> None:
+    avx2_only = frozenset({"avx", "avx2", "fma"})
+    reason = peak_skip_reason("bf16", "cpu", avx2_only)
+    assert reason is not None and "avx512_bf16" in reason and "amx_bf16" in reason and "emulate" in reason
+    assert peak_skip_reason("bf16", "cpu", frozenset({"avx512_bf16"})) is None
+    assert peak_skip_reason("bf16", "cpu", frozenset({"amx_bf16"})) is None
+    assert "CUDA only" in (peak_skip_reason("fp16", "cpu") or "")
+    assert "CPU MatMulInteger" in (peak_skip_reason("int8", "cuda") or "")
+    assert peak_skip_reason("int8", "cpu", avx2_only) is None  # MLAS has AVX2 int8 kernels; VNNI only speeds them
+
+
+def test_measure_peaks_records_skips_instead_of_measuring(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("rlsim.bench.peaks.peak_skip_reason", lambda p, d: "no fp16 here" if p == "fp16" else None)
+    calls = []
+
+    def fake(threads, device, precision):
+        calls.append(precision)
+        return {"gflops": 400.0, "precision": precision}
+
+    peaks = measure_peaks(["bf16", "fp16", "int8"], threads=2, device="cpu", measure=fake)
+    assert calls == ["bf16", "int8"]
+    assert peaks["fp16"] == {"skipped": "no fp16 here"} and peaks["int8"]["gflops"] == 400.0
+
+
+def test_peaks_are_averaged_over_the_runs_before_and_after_the_grid() -> None:
+    runs = [
+        {"gflops": 100.0, "peaks": {"int8": {"gflops": 500.0, "kernel": "k"}, "bf16": {"skipped": "no flag"}}},
+        {"gflops": 120.0, "peaks": {"int8": {"gflops": 700.0, "kernel": "k"}, "bf16": {"skipped": "no flag"}}},
+    ]
+    peaks = summarize_peaks(runs)
+    assert peaks["fp32"]["gflops"] == pytest.approx(110.0) and peaks["fp32"]["runs"] == [100.0, 120.0]
+    assert peaks["int8"] == {"gflops": pytest.approx(600.0), "runs": [500.0, 700.0], "kernel": "k"}
+    assert peaks["bf16"] == {"skipped": "no flag"}
+
+
+def test_peak_fraction_arithmetic() -> None:
+    # 60 GFLOP of model work in 2 s = 30 GFLOP/s; of a 600 G op/s int8 peak that is 0.05.
+    assert peak_fraction(60e9, 2.0, 600.0) == pytest.approx(0.05)
+    run = {
+        "wall_s": 2.0, "sequences": 64, "real_tokens": 8192, "padded_tokens": 8192, "padding_waste": 0.0,
+        "batch_sizes": [32, 32], "batch_latencies_s": [1.0, 1.0], "flops": 60e9, "load_s": 1.0, "warmup_s": 2.0,
+        "compile_s": 0.0, "timed_compile_s": 0.0, "rewards": [0.1],
+    }  # fmt: skip
+    cell = Cell("ort-int8", "fixed", batch_size=32)
+    summary = cell_summary(cell, [run, {**run, "wall_s": 4.0}], 120.0, [0.1], "int8", {"gflops": 600.0})
+    # Repeats at 30 and 15 GFLOP/s: of fp32's 120 -> 0.25 and 0.125; of int8's 600 -> 0.05 and 0.025.
+    assert summary["gemm_fraction"] == pytest.approx(0.1875)
+    assert summary["peak_fraction"] == pytest.approx(0.0375) and summary["precision"] == "int8"
+    skipped = cell_summary(cell, [run, run], 120.0, [0.1], "bf16", {"skipped": "no flag"})
+    assert skipped["peak_fraction"] is None and skipped["gemm_fraction"] == pytest.approx(0.25)
+
+
+def test_int8_rate_is_measured_with_onnxruntime() -> None:
+    pytest.importorskip("onnxruntime")
+    out = measure_gemm_gflops(threads=1, n=128, repeats=3, precision="int8")
+    assert out["gflops"] > 0 and len(out["samples"]) == 3 and "MatMulInteger" in out["kernel"]
+
+
+def test_bf16_rate_is_measured_where_the_cpu_has_it() -> None:
+    reason = peak_skip_reason("bf16", "cpu", cpu_flags())
+    if reason:
+        pytest.skip(reason)
+    out = measure_gemm_gflops(threads=1, n=128, repeats=3, precision="bf16")
+    assert out["gflops"] > 0 and out["precision"] == "bf16"
+
+
+def test_unknown_precision_is_refused() -> None:
+    with pytest.raises(ValueError, match="unknown precision 'int4'"):
+        measure_gemm_gflops(threads=1, n=16, repeats=1, precision="int4")
