@@ -28,7 +28,7 @@ def test_a_profile_with_roles_round_trips(tmp_path: Path) -> None:
     assert loaded.roles is not None and loaded.roles.reference["ort"].intercept_s == 0.4
 
 
-@pytest.mark.parametrize("name", ["cpu_2core_measured.json", "example_cpu_2core.json", "h100_published.json"])
+@pytest.mark.parametrize("name", ["cpu_2core_avx2_measured.json", "example_cpu_2core.json", "h100_published.json"])
 def test_profiles_written_before_roles_stay_readable(name: str) -> None:
     assert load_profile(CONFIGS / "profiles" / name).roles is None
 
@@ -66,7 +66,7 @@ def test_a_ppo_loop_config_becomes_the_roles_it_starts() -> None:
 def test_predicting_ppo_from_a_profile_without_roles_names_the_fix() -> None:
     config = load_run_config(CONFIGS / "ppo.yaml", ["placement.pool=[0,1]"])
     with pytest.raises(RlsimError, match="has no roles section.*rlsim profile configs/profiles/measure_cpu_2core"):
-        predict_step(config, load_profile(CONFIGS / "profiles" / "cpu_2core_measured.json"))
+        predict_step(config, load_profile(CONFIGS / "profiles" / "cpu_2core_avx2_measured.json"))
 
 
 def test_the_validation_report_keeps_ppo_apart() -> None:
