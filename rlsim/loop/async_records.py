@@ -52,20 +52,12 @@ def async_summary(
         mine = [e for e in events if e.actor.startswith(actor_prefix)]
         return round(1.0 - union_length(_clipped(mine, start, now)) / wall, 6)
 
-    # An update still running when this is called has trained nothing yet as far as the step records go
-    # (a run stopped now never records it): its rollouts count as unfinished.
-    pending = pipeline.unrecorded_trained()
-    counts = pipeline.ledger.totals()
-    counts["trained"] -= len(pending)
-    counts["unfinished_at_end"] += len(pending)
-    hist = Counter(pipeline.ledger.histogram())
-    hist.subtract(str(pipeline.ledger.trained[r.uid]) for r in pending)
+    counts, hist, tokens = _as_recorded(pipeline)
     trained = counts["trained"]
-    tokens = pipeline.trained_tokens - sum(len(r.response_ids) for r in pending)
     pause = sum(e.duration for e in events if e.actor == "rollout" and e.phase == "sync")
     record = AsyncRecord(
         max_staleness=pipeline.settings.max_staleness,
-        staleness_histogram={k: n for k, n in sorted(hist.items(), key=lambda kv: int(kv[0])) if n > 0},
+        staleness_histogram=hist,
         trainer_idle_fraction=idle("trainer"),
         rollout_idle_fraction=idle("rollout"),
         rollouts_trained_per_hour=round(trained / wall * 3600, 3),
@@ -79,6 +71,21 @@ def async_summary(
     if before is not None:
         record, totals = merge_async(before[0], record), merge_totals(before[1], totals)
     return {"async_": record, "rollouts_total": totals}
+
+
+def _as_recorded(pipeline: AsyncPipeline) -> tuple[dict[str, int], dict[str, int], int]:
+    """Rollout totals, staleness histogram and trained response tokens as the step records have them.
+
+    An update still running has trained nothing yet as far as the records go (a run stopped now never
+    records it), so its rollouts count as unfinished; the ledger marks them trained when handed over."""
+    pending = pipeline.unrecorded_trained()
+    counts = pipeline.ledger.totals()
+    counts["trained"] -= len(pending)
+    counts["unfinished_at_end"] += len(pending)
+    hist = Counter(pipeline.ledger.histogram())
+    hist.subtract(str(pipeline.ledger.trained[r.uid]) for r in pending)
+    tokens = pipeline.trained_tokens - sum(len(r.response_ids) for r in pending)
+    return counts, {k: n for k, n in sorted(hist.items(), key=lambda kv: int(kv[0])) if n > 0}, tokens
 
 
 def merge_async(first: AsyncRecord, then: AsyncRecord) -> AsyncRecord:
