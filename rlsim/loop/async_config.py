@@ -65,6 +65,12 @@ def async_problems(config: Any) -> list[str]:
             f"async.is_cap: {a.is_cap} is below 1; the importance weight is truncated at is_cap, and a "
             "cap below 1 would down-weight on-policy tokens"
         )
+    if config.trainer.algorithm == "ppo" or config.kl.coef > 0:
+        problems.append(
+            f"schedule: async trains without a critic or a reference (trainer.algorithm: "
+            f"{config.trainer.algorithm}, kl.coef: {config.kl.coef}): its pipeline has no value or reference "
+            "stage yet; use trainer.algorithm grpo or rloo with kl.coef 0, or a sync schedule for PPO"
+        )
     problem = _behaviour_logprob_problem(config.policy.backend)
     if problem:
         problems.append(problem)
