@@ -45,8 +45,8 @@ def run_one(schedule: str, placement: str, repeat: int, args: argparse.Namespace
     out = Path(args.runs) / f"{schedule}-{placement}-{repeat}"
     config = ROOT / "configs" / f"{schedule}.yaml"
     sets = [f"steps={args.steps}", f"placement.preset={placement}", *args.overrides]
-    if schedule == "async":
-        sets.append(f"async.max_staleness={args.max_staleness}")
+    if schedule == "async":  # no per-update trainer checkpoint: the overlapped runs save none either
+        sets += [f"async.max_staleness={args.max_staleness}", "async.checkpoint=false"]
     cmd = [sys.executable, "-m", "rlsim", "run", str(config), "--out", str(out), "--no-progress"]
     for s in sets:
         cmd += ["--set", s]

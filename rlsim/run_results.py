@@ -81,6 +81,9 @@ class SyncRecord(_Record):
     method: str
     seconds: float
     detail: str = ""
+    # schedule async only: seconds from the update's end until the engine had its weights (the load waits
+    # for the engine's current generate call); verl's fully async ``timing_s/param_sync``.
+    latency_s: float | None = Field(None, exclude_if=lambda v: v is None)
 
 
 class StepRecord(_Record):

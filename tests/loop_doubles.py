@@ -115,6 +115,21 @@ class FakeTrainer:
     def export_weights(self) -> dict[str, np.ndarray]:
         return {"w": np.arange(4, dtype=np.float32), "b": np.zeros(2, dtype=np.float32)}
 
+    def save_checkpoint(self, path: str | Path, version: int) -> None:
+        """The version and the uids of every update so far (a real trainer saves weights and optimizer)."""
+        import json
+
+        from rlsim.io import atomic_write_text
+
+        atomic_write_text(path, json.dumps({"version": version, "seen": [uids for uids, _ in self.seen]}))
+
+    def load_checkpoint(self, path: str | Path) -> int:
+        import json
+
+        state = json.loads(Path(path).read_text())
+        self.seen = [(uids, {}) for uids in state["seen"]]
+        return int(state["version"])
+
     def close(self) -> None:
         pass
 

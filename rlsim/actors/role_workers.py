@@ -120,6 +120,12 @@ class ColocatedWorker(_Worker):
     def export_weights(self) -> Any:
         return self._role("trainer").export_weights()
 
+    def save_checkpoint(self, path: str, version: int) -> Any:
+        return self._role("trainer").save_checkpoint(path, version)
+
+    def load_checkpoint(self, path: str) -> Any:
+        return self._role("trainer").load_checkpoint(path)
+
     def ref_logprobs(self, rollouts: Sequence[Rollout], batch: int) -> Any:
         return self._role("reference").ref_logprobs(rollouts, batch)
 

@@ -191,5 +191,17 @@ class TrainerWorker(_Worker):
         state = self.trainer.export_weights()
         return state, self._event("sync", 0, t0, time.time())
 
+    def save_checkpoint(self, path: str, version: int) -> list[Event]:
+        """The trainer's state after update ``version`` into ``path`` (schedule async keeps one for --resume)."""
+        t0 = time.time()
+        self.trainer.save_checkpoint(path, version)
+        return [self._event("checkpoint", 0, t0, time.time())]
+
+    def load_checkpoint(self, path: str) -> tuple[int, list[Event]]:
+        """Restore the state ``save_checkpoint`` wrote; returns the policy version it holds."""
+        t0 = time.time()
+        version = self.trainer.load_checkpoint(path)
+        return version, [self._event("checkpoint", 0, t0, time.time())]
+
     def close(self) -> None:
         self.trainer.close()

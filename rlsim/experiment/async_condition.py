@@ -50,6 +50,12 @@ class KeepGenerated:
     def submit_sync(self) -> Any:
         return self.inner.submit_sync()
 
+    def submit_checkpoint(self, path: str, version: int) -> Any:
+        return self.inner.submit_checkpoint(path, version)
+
+    def submit_restore(self, path: str) -> Any:
+        return self.inner.submit_restore(path)
+
     def wait(self, handles: list[Any], timeout: float | None) -> list[Any]:
         return self.inner.wait(handles, timeout)
 

@@ -4,8 +4,11 @@
 the weights being updated). ``queue_size``: scored rollouts buffered for the trainer (None: one batch per
 allowed version of lag plus one, i.e. ``(max_staleness + 1) x prompts_per_step x group_size``).
 ``partial_rollouts``: generations in flight continue under new weights (AReaL, PipelineRL); not offered
-yet, and refused with a reason. ``is_cap``: the truncation of the importance weight between the trainer's
-policy before the update and the behaviour policy that generated a token (rlsim.algorithms.off_policy).
+yet, and refused with the reason (the README says what it would take). ``is_cap``: the truncation of
+the importance weight between the trainer's policy before the update and the behaviour policy that
+generated a token (rlsim.algorithms.off_policy).
+``checkpoint``: the trainer saves its weights, optimizer state and policy version into ``--out`` after
+every update (a ``checkpoint`` event on its lane), so ``--resume`` continues from that exact policy.
 
 Numbers are checked here rather than by pydantic bounds, so that every problem of a config is reported
 in one ``ConfigError`` together with the cross-field ones.
@@ -26,6 +29,7 @@ class AsyncConfig(BaseModel):
     queue_size: int | None = None
     partial_rollouts: bool = False
     is_cap: float = 2.0
+    checkpoint: bool = True
 
     def resolved_queue_size(self, batch: int) -> int:
         """Rollouts the buffer holds (``batch``: rollouts per training batch)."""
@@ -51,14 +55,21 @@ def async_problems(config: Any) -> list[str]:
         )
     if a.partial_rollouts:
         problems.append(
-            "async.partial_rollouts: not supported: new weights reach the vLLM engine between generate "
-            "calls (the engine pauses for the reload, and the pause is recorded), never mid-generation; "
-            "set it to false"
+            "async.partial_rollouts: not supported: the rollout actor runs one call at a time, so new "
+            "weights reach vLLM only after its current generate call (the engine pauses for the reload, "
+            "recorded as weight_sync_pause_s); generations cannot yet switch weights between engine steps "
+            "(README, 'Why no partial rollouts'); set it to false"
         )
     if not a.is_cap >= 1.0:
         problems.append(
             f"async.is_cap: {a.is_cap} is below 1; the importance weight is truncated at is_cap, and a "
             "cap below 1 would down-weight on-policy tokens"
+        )
+    if config.trainer.algorithm == "ppo" or config.kl.coef > 0:
+        problems.append(
+            f"schedule: async trains without a critic or a reference (trainer.algorithm: "
+            f"{config.trainer.algorithm}, kl.coef: {config.kl.coef}): its pipeline has no value or reference "
+            "stage yet; use trainer.algorithm grpo or rloo with kl.coef 0, or a sync schedule for PPO"
         )
     problem = _behaviour_logprob_problem(config.policy.backend)
     if problem:

@@ -55,6 +55,12 @@ class ThreadedAsyncBackend:
 
         return self._pools["rollout"].submit(load)
 
+    def submit_checkpoint(self, path: str, version: int) -> Future:
+        return self._pools["trainer"].submit(self.trainer.save_checkpoint, path, version)
+
+    def submit_restore(self, path: str) -> Future:
+        return self._pools["trainer"].submit(self.trainer.load_checkpoint, path)
+
     def wait(self, handles: list[Future], timeout: float | None) -> list[Future]:
         done, _ = wait(handles, timeout=timeout, return_when=FIRST_COMPLETED)
         return list(done)

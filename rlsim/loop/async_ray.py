@@ -54,6 +54,12 @@ class RayAsyncBackend:
         self._export_events[ref] = event_ref
         return ref
 
+    def submit_checkpoint(self, path: str, version: int) -> Any:
+        return self._sent(self._actors.trainer.save_checkpoint.remote(path, version), "trainer")
+
+    def submit_restore(self, path: str) -> Any:
+        return self._sent(self._actors.trainer.load_checkpoint.remote(path), "trainer")
+
     def wait(self, handles: list[Any], timeout: float | None) -> list[Any]:
         ready, _ = ray.wait(handles, num_returns=1, timeout=timeout)
         return list(ready)

@@ -7,6 +7,7 @@ wall time (first generate call to the end of the last step so far) in which that
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -30,14 +31,19 @@ def async_step_record(
     record.policy_version = outcome.version
     record.staleness = outcome.staleness
     record.dropped_stale = outcome.dropped_stale
+    if record.sync is not None and outcome.sync_latency_s is not None:
+        record.sync.latency_s = round(outcome.sync_latency_s, 6)
     rows = timeline_rows(step, outcome.events, outcome.start)
     for row in rows:
         row["run_start"] = round(outcome.start - run_start, 6)
     return record, rows
 
 
-def async_summary(pipeline: AsyncPipeline, now: float) -> dict[str, Any]:
-    """``{"async_": AsyncRecord, "rollouts_total": RolloutTotals}`` for the run up to ``now`` (seconds)."""
+def async_summary(
+    pipeline: AsyncPipeline, now: float, before: tuple[AsyncRecord, RolloutTotals] | None = None
+) -> dict[str, Any]:
+    """``{"async_": AsyncRecord, "rollouts_total": RolloutTotals}`` for the run up to ``now`` (seconds);
+    ``before``: the records of the run a ``--resume`` continues, merged in (``merge_async``)."""
     start = pipeline.start if pipeline.start is not None else now
     wall = max(now - start, 1e-9)
     events = pipeline.events
@@ -46,12 +52,12 @@ def async_summary(pipeline: AsyncPipeline, now: float) -> dict[str, Any]:
         mine = [e for e in events if e.actor.startswith(actor_prefix)]
         return round(1.0 - union_length(_clipped(mine, start, now)) / wall, 6)
 
-    trained = pipeline.ledger.totals()["trained"]
-    tokens = pipeline.trained_tokens
+    counts, hist, tokens = _as_recorded(pipeline)
+    trained = counts["trained"]
     pause = sum(e.duration for e in events if e.actor == "rollout" and e.phase == "sync")
     record = AsyncRecord(
         max_staleness=pipeline.settings.max_staleness,
-        staleness_histogram=pipeline.ledger.histogram(),
+        staleness_histogram=hist,
         trainer_idle_fraction=idle("trainer"),
         rollout_idle_fraction=idle("rollout"),
         rollouts_trained_per_hour=round(trained / wall * 3600, 3),
@@ -61,7 +67,59 @@ def async_summary(pipeline: AsyncPipeline, now: float) -> dict[str, Any]:
         queue_size=pipeline.settings.queue_size,
         queue_length=list(pipeline.queue_log),
     )
-    return {"async_": record, "rollouts_total": RolloutTotals(**pipeline.ledger.totals())}
+    totals = RolloutTotals(**counts)
+    if before is not None:
+        record, totals = merge_async(before[0], record), merge_totals(before[1], totals)
+    return {"async_": record, "rollouts_total": totals}
+
+
+def _as_recorded(pipeline: AsyncPipeline) -> tuple[dict[str, int], dict[str, int], int]:
+    """Rollout totals, staleness histogram and trained response tokens as the step records have them.
+
+    An update still running has trained nothing yet as far as the records go (a run stopped now never
+    records it), so its rollouts count as unfinished; the ledger marks them trained when handed over."""
+    pending = pipeline.unrecorded_trained()
+    counts = pipeline.ledger.totals()
+    counts["trained"] -= len(pending)
+    counts["unfinished_at_end"] += len(pending)
+    hist = Counter(pipeline.ledger.histogram())
+    hist.subtract(str(pipeline.ledger.trained[r.uid]) for r in pending)
+    tokens = pipeline.trained_tokens - sum(len(r.response_ids) for r in pending)
+    return counts, {k: n for k, n in sorted(hist.items(), key=lambda kv: int(kv[0])) if n > 0}, tokens
+
+
+def merge_async(first: AsyncRecord, then: AsyncRecord) -> AsyncRecord:
+    """One record for a run stopped after ``first`` and resumed for ``then``: counts add up, fractions
+    and rates are weighted by each part's wall time (the time between the two processes is not counted),
+    and the second part's queue lengths are shifted to follow the first's."""
+    w1, w2 = first.wall_s or 0.0, then.wall_s or 0.0
+    wall = max(w1 + w2, 1e-9)
+
+    def weighted(a: float | None, b: float | None, digits: int) -> float:
+        return round(((a or 0.0) * w1 + (b or 0.0) * w2) / wall, digits)
+
+    hist = {
+        k: first.staleness_histogram.get(k, 0) + then.staleness_histogram.get(k, 0)
+        for k in sorted({*first.staleness_histogram, *then.staleness_histogram}, key=int)
+    }
+    return then.model_copy(
+        update={
+            "staleness_histogram": hist,
+            "trainer_idle_fraction": weighted(first.trainer_idle_fraction, then.trainer_idle_fraction, 6),
+            "rollout_idle_fraction": weighted(first.rollout_idle_fraction, then.rollout_idle_fraction, 6),
+            "rollouts_trained_per_hour": weighted(first.rollouts_trained_per_hour, then.rollouts_trained_per_hour, 3),
+            "tokens_trained_per_hour": weighted(first.tokens_trained_per_hour, then.tokens_trained_per_hour, 1),
+            "wall_s": round(w1 + w2, 4),
+            "weight_sync_pause_s": round((first.weight_sync_pause_s or 0.0) + (then.weight_sync_pause_s or 0.0), 4),
+            "queue_length": [*first.queue_length, *[(round(t + w1, 4), n) for t, n in then.queue_length]],
+        }
+    )
+
+
+def merge_totals(first: RolloutTotals, then: RolloutTotals) -> RolloutTotals:
+    """Every rollout of both parts; the stopped part's queue is in its ``unfinished_at_end``."""
+    keys = ("generated", "trained", "dropped_stale", "unfinished_at_end")
+    return RolloutTotals(**{k: getattr(first, k) + getattr(then, k) for k in keys})
 
 
 def run_gantt_png(rows: Sequence[dict[str, Any]]) -> bytes:
@@ -84,8 +142,9 @@ def run_gantt_png(rows: Sequence[dict[str, Any]]) -> bytes:
     ax.invert_yaxis()
     ax.set_xlabel("seconds since the run's first step started")
     ax.set_title("async run: generation of batch k+1 (g) under update k (u)")
-    handles = [plt.Rectangle((0, 0), 1, 1, color=COLORS[p]) for p in PHASES]
-    ax.legend(handles, PHASES, loc="upper center", bbox_to_anchor=(0.5, -0.35), ncol=4, frameon=False)
+    shown = [*PHASES, *(["checkpoint"] if any(r["phase"] == "checkpoint" for r in rows) else [])]
+    handles = [plt.Rectangle((0, 0), 1, 1, color=COLORS[p]) for p in shown]
+    ax.legend(handles, shown, loc="upper center", bbox_to_anchor=(0.5, -0.35), ncol=5, frameon=False)
     return png_bytes(fig, tight=True)
 
 

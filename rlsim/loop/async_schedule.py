@@ -13,8 +13,11 @@ Generation may start batch ``i`` (counted net of dropped groups) once version ``
 been sent to the engine and the buffer plus scoring in flight leave room for one more batch within
 ``queue_size`` (AReaL's ``max_head_offpolicyness`` and OpenRLHF's ``async_queue_size`` in one rule).
 It stops once enough has been generated for the run's updates. A step ends when its update and the
-weight sync after it are done; the pipeline keeps running in between. Every generated rollout ends
-trained once, dropped as stale once, or unfinished at the end (``Ledger``).
+weight sync after it are done (and the trainer's checkpoint of it, when ``settings.checkpoint`` names a
+folder: queued right after the export, so it never waits behind a later update); the pipeline keeps
+running in between. Every generated rollout ends trained once, dropped as stale once, or unfinished at
+the end (``Ledger``). ``first_version`` > 0 (``--resume``) restores that version's checkpoint into the
+trainer and the engine before anything else runs.
 """
 
 from __future__ import annotations
@@ -22,77 +25,34 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, Protocol
+from typing import Any
 
 from rlsim.errors import RlsimError
+from rlsim.loop.async_types import AsyncBackend, AsyncSettings, AsyncStepOutcome, checkpoint_file
 from rlsim.loop.schedules import Progress
 from rlsim.loop.staleness import Ledger, ScoredGroup, StalenessBuffer
 from rlsim.rollout.generator import SyncResult
 from rlsim.rollout.types import Event, Rollout, RolloutRequest
 
 MakeRequests = Callable[[int], Sequence[RolloutRequest]]
-
-
-class AsyncBackend(Protocol):
-    """Non-blocking calls to the workers. Each ``submit_*`` returns a handle; ``wait`` returns the handles
-    done (at least one, or none after ``timeout`` seconds); ``result`` gives what the worker returned."""
-
-    num_scorers: int
-
-    def submit_generate(self, requests: Sequence[RolloutRequest]) -> Any: ...
-
-    def submit_score(self, replica: int, rollouts: list[Rollout], batch: int) -> Any: ...
-
-    def submit_train(self, rollouts: list[Rollout], rewards: dict[int, float]) -> Any: ...
-
-    def submit_sync(self) -> Any: ...
-
-    def wait(self, handles: list[Any], timeout: float | None) -> list[Any]: ...
-
-    def result(self, handle: Any) -> Any: ...
-
-
-@dataclass(frozen=True)
-class AsyncSettings:
-    """``steps``: updates in the run; ``micro_batch``: rollouts per scoring call (rounded to whole groups);
-    ``stall_s``: longest wait for any call to finish before the run fails (seconds)."""
-
-    prompts_per_step: int
-    group_size: int
-    max_staleness: int
-    queue_size: int
-    steps: int
-    micro_batch: int = 8
-    stall_s: float = 1800.0
-
-    @property
-    def batch(self) -> int:
-        return self.prompts_per_step * self.group_size
+__all__ = ["AsyncBackend", "AsyncPipeline", "AsyncSettings", "AsyncStepOutcome"]
 
 
 @dataclass
-class AsyncStepOutcome:
-    """One update's step, shaped like ``StepOutcome`` for ``records.step_record``. ``events``: those that
-    came back within [start, end); ``counts``: rollouts generated / scored in that window and trained by
-    this update; ``staleness``: this batch's rollouts per staleness; ``version``: the version it made."""
+class _Update:
+    """A finished update waiting for its weight load and (when kept) its checkpoint: then its step ends."""
 
-    rollouts: list[Rollout]
-    rewards: dict[int, float]
-    train: dict[str, Any]
-    sync: SyncResult
-    events: list[Event]
-    start: float
-    end: float
-    counts: dict[str, int]
-    staleness: dict[str, int]
-    version: int
-    dropped_stale: int
-    phases: tuple[str, ...] = ()  # no phases beside the standard four (rlsim.loop.ppo_step adds some)
+    version: int  # the version it made
+    batch: list[ScoredGroup]
+    stats: dict[str, Any]
+    update_end: float
+    saved: bool  # its checkpoint is written (True when none is kept)
+    sync: tuple[SyncResult, list[Event]] | None = None
 
 
 @dataclass
 class _Job:
-    kind: str  # generate, score, train, sync
+    kind: str  # generate, score, train, sync, checkpoint; restore and load (--resume, before anything else)
     version: int = 0
     index: int = 0  # generate: the batch's number; train: the update's (labels the timeline events)
     seq: int = 0  # submission order: calls that finish together are handled in the order they were sent
@@ -114,21 +74,21 @@ class AsyncPipeline:
         self.buffer = StalenessBuffer(
             settings.group_size, settings.prompts_per_step, settings.max_staleness, self.ledger
         )
-        self.version = 0  # updates done
+        self.version = settings.first_version  # updates done
         self.trained_tokens = 0  # response tokens handed to the trainer
-        self.loaded = 0  # last version sent to the engine
+        self.loaded = settings.first_version  # last version sent to the engine
         self.events: list[Event] = []
         self.queue_log: list[tuple[float, int]] = []
         self.start: float | None = None
         self.end: float | None = None
         self._jobs: dict[Any, _Job] = {}
-        self._gen_batches = 0
-        self._submitted_groups = 0
-        self._trains = 0
+        self._gen_batches = settings.first_batch
+        self._submitted_groups = settings.first_version * settings.prompts_per_step  # as if those were trained
+        self._trains = settings.first_version
         self._training: list[ScoredGroup] | None = None
-        self._trained: list[tuple[list[ScoredGroup], dict[str, Any], int]] = []  # awaiting their sync
+        self._trained: list[_Update] = []  # awaiting their weight load (and checkpoint)
         self._done: list[AsyncStepOutcome] = []
-        self._returned = 0
+        self._returned = settings.first_version
         self._seq = 0
         self._score_calls = 0
         self._window: dict[str, Any] = self._new_window(0.0)
@@ -139,6 +99,8 @@ class AsyncPipeline:
         if self.start is None:
             self.start = self._clock()
             self._window = self._new_window(self.start)
+            if self.settings.first_version > 0:
+                self._restore()
         if self._returned >= self.settings.steps:
             raise RlsimError(f"the async run has done its {self.settings.steps} steps")
         while not self._done:
@@ -153,6 +115,22 @@ class AsyncPipeline:
             self._drain()
             self.end = outcome.end
         return outcome
+
+    def unrecorded_trained(self) -> list[Rollout]:
+        """Rollouts handed to an update whose step ``next_step`` has not returned yet (training, waiting for
+        its weight load, or done but not taken): in flight, not trained, as far as the records go."""
+        batches = [self._training or [], *(u.batch for u in self._trained)]
+        return [r for b in batches for g in b for r in g.rollouts] + [r for o in self._done for r in o.rollouts]
+
+    def _restore(self) -> None:
+        """--resume: the trainer loads the stopped run's checkpoint, then the engine loads those weights;
+        both calls queue ahead of any update or generation on their worker, so the first batch is
+        generated by the restored version."""
+        if self.settings.checkpoint is None:
+            raise RlsimError("resuming an async run needs the trainer checkpoint of the stopped run")
+        path = checkpoint_file(self.settings.checkpoint, self.version)
+        self._submit(self.backend.submit_restore(path), _Job("restore", self.version))
+        self._submit(self.backend.submit_sync(), _Job("load", self.version))
 
     def _launch(self) -> None:
         s = self.settings
@@ -246,38 +224,72 @@ class AsyncPipeline:
             raise RuntimeError(f"trainer used {stats.get('sequences')} rollouts of {len(job.rollouts)} sent")
         assert self._training is not None
         self.version += 1
-        self._trained.append((self._training, stats, job.version))
+        folder = self.settings.checkpoint
+        end = max((e.end for e in events), default=self._clock())
+        self._trained.append(_Update(self.version, self._training, stats, end, saved=folder is None))
         self._training = None
         self._submit(self.backend.submit_sync(), _Job("sync", self.version))
+        if folder is not None:  # queued on the trainer after the export and ahead of its next update
+            path = checkpoint_file(folder, self.version)
+            self._submit(self.backend.submit_checkpoint(path, self.version), _Job("checkpoint", self.version))
         self.loaded = self.version
 
     def _on_sync(self, job: _Job, result: tuple[SyncResult, list[Event]]) -> None:
-        sync, events = result
+        self._record(result[1])
+        self._update(job.version).sync = result
+        self._finish_steps()
+
+    def _on_checkpoint(self, job: _Job, events: list[Event]) -> None:
         self._record(events)
-        batch, stats, trained_at = self._trained.pop(0)
-        now = self._clock()
-        rollouts = [r for g in batch for r in g.rollouts]
-        staleness: dict[str, int] = {}
-        for g in batch:
-            key = str(trained_at - g.version)
-            staleness[key] = staleness.get(key, 0) + len(g.rollouts)
-        w = self._window
-        self._done.append(
-            AsyncStepOutcome(
-                rollouts,
-                {u: v for g in batch for u, v in g.rewards.items()},
-                stats,
-                sync,
-                w["events"],
-                w["start"],
-                now,
-                {"generated": w["generated"], "scored": w["scored"], "trained": len(rollouts)},
-                dict(sorted(staleness.items())),
-                job.version,
-                len(self.ledger.dropped) - w["dropped_before"],
+        self._update(job.version).saved = True
+        self._finish_steps()
+
+    def _on_restore(self, job: _Job, result: tuple[int, list[Event]]) -> None:
+        version, events = result
+        self._record(events)
+        if version != job.version:
+            raise RlsimError(
+                f"the trainer checkpoint in {self.settings.checkpoint} holds policy version {version}, but the run "
+                f"being resumed finished {job.version} updates; it cannot continue: start a new run"
             )
-        )
-        self._window = self._new_window(now)
+
+    def _on_load(self, job: _Job, result: tuple[SyncResult, list[Event]]) -> None:
+        self._record(result[1])
+
+    def _update(self, version: int) -> _Update:
+        return next(u for u in self._trained if u.version == version)
+
+    def _finish_steps(self) -> None:
+        """Each update whose weights are loaded (and saved) ends its step, in order."""
+        while self._trained and self._trained[0].sync is not None and self._trained[0].saved:
+            u = self._trained.pop(0)
+            assert u.sync is not None
+            sync, sync_events = u.sync
+            now = self._clock()
+            rollouts = [r for g in u.batch for r in g.rollouts]
+            staleness: dict[str, int] = {}
+            for g in u.batch:
+                key = str(u.version - 1 - g.version)
+                staleness[key] = staleness.get(key, 0) + len(g.rollouts)
+            loads = [e.end for e in sync_events if e.actor.startswith("rollout")]
+            w = self._window
+            self._done.append(
+                AsyncStepOutcome(
+                    rollouts,
+                    {uid: v for g in u.batch for uid, v in g.rewards.items()},
+                    u.stats,
+                    sync,
+                    w["events"],
+                    w["start"],
+                    now,
+                    {"generated": w["generated"], "scored": w["scored"], "trained": len(rollouts)},
+                    dict(sorted(staleness.items())),
+                    u.version,
+                    len(self.ledger.dropped) - w["dropped_before"],
+                    sync_latency_s=max(loads) - u.update_end if loads else None,
+                )
+            )
+            self._window = self._new_window(now)
 
     def _drain(self) -> None:
         """Let calls still in flight finish (their rollouts end unfinished) so no worker is left busy."""

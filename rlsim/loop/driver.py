@@ -44,6 +44,7 @@ class LoopSession:
         # The reference and/or the critic run: the step is rlsim.loop.ppo_step's, not the GRPO one.
         self.experience_roles = [r for r in run_roles(config) if r in EXPERIENCE_ROLES]
         self.async_run: Any = None  # schedule async: its AsyncRun (rlsim.loop.async_session), made at step 1
+        self.async_start: Any = None  # schedule async: its AsyncStart (checkpoint, --resume point), set by run_loop
 
     def start(self) -> None:
         """Connect Ray, reserve and start the actors, warm them up; times go to ``startup_s``."""

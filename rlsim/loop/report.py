@@ -26,6 +26,7 @@ COLORS = {
     "advantages": "#DA8BC3",
     "update_actor": "#55A868",
     "update_critic": "#8C8C3C",
+    "checkpoint": "#2F2F2F",  # schedule async: the trainer saving its state for --resume
 }
 
 

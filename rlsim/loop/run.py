@@ -21,7 +21,7 @@ from rlsim.loop.config import RunConfig
 from rlsim.loop.driver import LoopSession
 from rlsim.loop.records import overall_overhead
 from rlsim.loop.report import render_markdown, write_figures
-from rlsim.metrics.framework_names import UpdateFlops, measure_update_flops, verl_metrics
+from rlsim.metrics.framework_names import UpdateFlops, measure_update_flops, verl_async_metrics, verl_metrics
 from rlsim.metrics.tensorboard import ScalarLog
 from rlsim.metrics.trace import run_trace
 from rlsim.progress import LineProgress
@@ -37,6 +37,8 @@ class RunOutputs:
         self.rows: list[dict[str, Any]] = []
         self.flops: UpdateFlops | None = None  # for perf/mfu/actor, once measured
         self.scalars: ScalarLog | None = None  # --tensorboard
+        self.previous: RunResults | None = None  # the results a --resume continues
+        self._group_size = config.workload.group_size
         self.results = RunResults(
             rlsim_version=rlsim.__version__,
             config=config.model_dump(mode="json"),
@@ -61,6 +63,7 @@ class RunOutputs:
         if not path.is_file():
             raise RlsimError(f"--resume: {path} does not exist; run without --resume to start a new run there")
         old = RunResults.read(path)
+        self.previous = old
         mine = self.results.config
         # steps may grow and faults may be dropped on resume; anything else would mix two experiments.
         differ = sorted(
@@ -74,6 +77,8 @@ class RunOutputs:
         timeline = self.out / "timeline.json"
         self.rows = json.loads(timeline.read_text())["events"] if timeline.is_file() else []
         self.results.steps = list(old.steps)
+        if old.async_ is not None:  # schedule async: kept until the resumed run's first step merges into them
+            self.results.async_, self.results.rollouts_total = old.async_, old.rollouts_total
         self.results.resumed_at_step = self.next_step
         self.results.faults_before_resume = dict(old.faults)
         self.results.faults = dict(old.faults)
@@ -88,6 +93,8 @@ class RunOutputs:
 
     def add_step(self, record: StepRecord, rows: list[dict[str, Any]]) -> None:
         record.metrics = verl_metrics(record.model_dump(mode="json"), self.flops)
+        if record.policy_version is not None:  # schedule async: verl's fully async keys too
+            record.metrics.update(verl_async_metrics(record, self.results.steps, self._group_size))
         if self.scalars is not None:
             self.scalars.add(record.step, record.metrics)
         steps = self.results.steps
@@ -134,6 +141,10 @@ def run_loop(
     first = outputs.next_step
     own = session is None
     session = session or LoopSession(_faults_from(config, first) if resume else config)
+    if config.schedule == "async":  # checked before anything starts: a resume that cannot be exact is refused
+        from rlsim.loop.async_session import async_start
+
+        session.async_start = async_start(config, outputs.out, outputs.previous)
     try:
         outputs.scalars = ScalarLog(tensorboard) if tensorboard is not None else None
         if own and first <= config.steps:

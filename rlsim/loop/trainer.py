@@ -220,6 +220,28 @@ class PolicyTrainer:
         # Copies: the arrays must not change under a caller when the next step updates the model in place.
         return {k: v.detach().to("cpu").numpy().copy() for k, v in self._model.state_dict().items()}
 
+    def save_checkpoint(self, path: str | Path, version: int) -> None:
+        """Weights, AdamW state and the policy ``version`` (updates done) in one file, written atomically,
+        so ``--resume`` of an async run continues from this exact policy and optimizer."""
+        import io
+
+        import torch
+
+        from rlsim.io import atomic_write_bytes
+
+        buf = io.BytesIO()
+        torch.save({"version": version, "model": self._model.state_dict(), "optimizer": self._opt.state_dict()}, buf)
+        atomic_write_bytes(path, buf.getvalue())
+
+    def load_checkpoint(self, path: str | Path) -> int:
+        """Restore what ``save_checkpoint`` wrote; returns the policy version it holds."""
+        import torch
+
+        state = torch.load(str(path), map_location=self._device, weights_only=True)
+        self._model.load_state_dict(state["model"])
+        self._opt.load_state_dict(state["optimizer"])
+        return int(state["version"])
+
     def close(self) -> None:
         self._model = None
 

@@ -16,12 +16,13 @@ no critic and no KL reward penalty here, so ``critic/score/mean`` equals ``criti
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from rlsim.bench.flops import shape_of_model
+from rlsim.run_results import StepRecord
 
 # verl's section names for rlsim's phases.
 TIMING = {"generate": "gen", "score": "reward", "update": "update_actor", "sync": "update_weights", "total": "step"}
@@ -101,6 +102,59 @@ def verl_metrics(record: Mapping[str, Any], flops: UpdateFlops | None = None, n_
         out["timing_per_token_ms/update_actor"] = 1000.0 * times["update"] / total_tokens
     out.update(_train_metrics(record.get("train") or {}, flops, total_tokens))
     return {k: v for k, v in out.items() if math.isfinite(v)}
+
+
+def verl_async_metrics(record: StepRecord, earlier: Sequence[StepRecord], group_size: int) -> dict[str, float]:
+    """The fully async keys of one ``schedule: async`` step (``earlier``: the run's steps before it).
+
+    Names as verl's fully async recipe logs them (volcengine/verl ``recipe/fully_async_policy/``, read
+    at commits 0062357 and, for ``detach_utils.py``, 0026c74): ``detach_utils.py``
+    ``MetricsAggregator._special_metrics_aggergate`` for ``trainer/idle_ratio``;
+    ``fully_async_rollouter.py`` ``update_param_version`` for ``rollouter/*`` and ``get_statistics``
+    for the ``count/`` keys (``detach_utils.assemble_batch_from_rollout_samples`` prefixes them with
+    ``fully_async/``); ``fully_async_trainer.py`` ``_collect_metrics_from_samples`` for the stale counts
+    and ``current_param_version``, ``_get_samples_from_queue`` for ``total_wait_time`` and
+    ``_trigger_parameter_sync_after_step`` for ``timing_s/param_sync``. verl's "sample" is one prompt
+    with its ``rollout.n`` trajectories: one group here, so samples = rollouts / ``group_size``.
+
+    A step here is the life of one policy version in the engine (from one weight load to the next), which
+    is verl's rollouter "version time"; idle is the step time an actor ran nothing. verl derives
+    ``trainer/idle_ratio`` from its ``timing_s/gen``, which in its fully async trainer is the wait for
+    samples; here ``timing_s/gen`` keeps its sync meaning (generation time), as in ``verl_metrics``.
+    The ``fully_async/partial/*`` keys are left out: partial rollouts are not offered.
+    """
+    total = record.time_s.total
+    out: dict[str, float] = {}
+    if total > 0:
+        trainer = _busy(record, "trainer")
+        rollout = _busy(record, "rollout")
+        out["trainer/idle_ratio"] = 1.0 - trainer / total
+        out["fully_async/total_wait_time"] = total - trainer
+        out["rollouter/idle_ratio"] = 1.0 - rollout / total
+        out["rollouter/active_time"] = rollout
+        out["rollouter/version_time"] = total
+    steps = [*earlier, record]
+    stale = sum(_stale_rollouts(s) for s in steps)
+    out["fully_async/count/stale_trajectory_processed"] = float(stale)
+    out["fully_async/count/stale_samples_processed"] = float(stale // group_size)
+    out["fully_async/count/total_generated_samples"] = float(sum(s.rollouts.generated for s in steps) // group_size)
+    out["fully_async/count/dropped_stale_samples"] = float(sum(s.dropped_stale or 0 for s in steps) // group_size)
+    if record.policy_version is not None:  # the version the trainer held when it took the batch
+        out["fully_async/count/current_param_version"] = float(record.policy_version - 1)
+    latency = record.sync.latency_s if record.sync is not None else None
+    if latency is not None:
+        out["timing_s/param_sync"] = float(latency)
+    return out
+
+
+def _busy(record: StepRecord, role: str) -> float:
+    """Seconds the role's workers (``trainer``, ``rollout``; one each under async) worked in the step."""
+    return sum(v for k, v in record.busy_s.items() if k.startswith(role))
+
+
+def _stale_rollouts(record: StepRecord) -> int:
+    """Rollouts of the step's batch made by a policy at least one version older than the trainer's."""
+    return sum(n for lag, n in (record.staleness or {}).items() if int(lag) >= 1)
 
 
 def _train_metrics(train: Mapping[str, Any], flops: UpdateFlops | None, tokens: int) -> dict[str, float]:

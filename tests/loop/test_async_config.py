@@ -75,6 +75,16 @@ def test_async_problems_join_the_other_cross_field_problems() -> None:
     assert any(p.startswith("async.partial_rollouts: not supported") for p in problems)
 
 
+@pytest.mark.parametrize("extra", [{"trainer": {"algorithm": "ppo"}}, {"kl": {"coef": 0.05}}])
+def test_async_refuses_ppo_and_a_kl_reference_before_anything_starts(extra: dict) -> None:
+    config = RunConfig.model_validate({"schedule": "async", "workload": WORKLOAD, **extra})
+    problems = cross_field_problems(config)
+    assert any(p.startswith("schedule: async trains without a critic or a reference") for p in problems)
+    assert not any(
+        "critic or a reference" in p for p in cross_field_problems(config.model_copy(update={"schedule": "overlapped"}))
+    )
+
+
 def test_async_settings_are_ignored_by_the_other_schedules() -> None:
     config = RunConfig.model_validate(
         {"schedule": "overlapped", "policy": {"backend": "hf"}, "async": {"max_staleness": -1}}

@@ -55,6 +55,9 @@ def test_every_rollout_is_counted_once(results) -> None:
         assert step["policy_version"] == k and step["rollouts"]["trained"] == 8
         assert sum(step["staleness"].values()) == 8
         assert step["sync"]["method"] == "vllm-reload"
+        m = step["metrics"]  # verl's fully async names beside the sync ones
+        assert m["fully_async/count/current_param_version"] == k - 1 and 0 <= m["trainer/idle_ratio"] <= 1
+        assert m["timing_s/param_sync"] == step["sync"]["latency_s"] > 0 and "timing_s/gen" in m
 
 
 def test_the_update_is_corrected_with_vllm_behaviour_logprobs(results) -> None:
@@ -80,3 +83,33 @@ def test_records_idle_fractions_queue_and_overlap(results) -> None:
     assert both > 0  # generation of a later batch ran while an update trained
     assert (out / "async_gantt.png").read_bytes().startswith(b"\x89PNG")
     assert "async_gantt.png" in (out / "report.md").read_text()
+
+
+def test_resume_continues_from_the_checkpoint_of_the_last_step(results, tmp_path: Path) -> None:
+    """--resume of the 4-step run to 6 steps: a new trainer restores version 4 and the engine loads it
+    before the first generate call; every count adds up over both parts."""
+    import shutil
+
+    import torch
+
+    from rlsim.loop.run import run_loop
+
+    _, _, out = results
+    shutil.copytree(out, tmp_path / "run")  # the other tests read the original
+    config = RunConfig.model_validate({**CONFIG, "steps": 6})
+    resumed = run_loop(config, tmp_path / "run", show_progress=False, resume=True)
+    assert resumed.complete and resumed.resumed_at_step == 5
+    assert [s.policy_version for s in resumed.steps] == [1, 2, 3, 4, 5, 6]
+    assert all(s.rollouts.trained == 8 for s in resumed.steps)
+    totals, a = resumed.rollouts_total, resumed.async_
+    assert totals is not None and a is not None and totals.trained == 6 * 8
+    assert totals.generated == totals.trained + totals.dropped_stale + totals.unfinished_at_end
+    assert sum(a.staleness_histogram.values()) == 6 * 8
+    rows = json.loads((tmp_path / "run" / "timeline.json").read_text())["events"]
+    saves = [r["start"] for r in rows if r["step"] == 5 and r["phase"] == "checkpoint"]
+    updates = [r["start"] for r in rows if r["step"] == 5 and r["phase"] == "update"]
+    assert len(saves) >= 2 and min(saves) < min(updates)  # the restore of version 4 came first, then saves
+    files = sorted(p.name for p in (tmp_path / "run" / "checkpoints").iterdir())
+    assert files == ["trainer-v5.pt", "trainer-v6.pt"]
+    state = torch.load(tmp_path / "run" / "checkpoints" / "trainer-v6.pt", weights_only=True)
+    assert state["version"] == 6 and state["optimizer"]["state"]  # AdamW moments travel with the weights

@@ -10,7 +10,7 @@ import pytest
 
 from rlsim.loop.config import RunConfig
 from rlsim.loop.run import run_loop
-from rlsim.metrics.framework_names import UpdateFlops, policy_update_flops, verl_metrics
+from rlsim.metrics.framework_names import UpdateFlops, policy_update_flops, verl_async_metrics, verl_metrics
 from rlsim.run_results import StepRecord
 
 RECORD = {
@@ -121,3 +121,38 @@ def test_run_writes_metrics_per_step_and_tensorboard_scalars(tmp_path: Path) -> 
     events.Reload()
     assert "timing_s/gen" in events.Tags()["scalars"] and "perf/mfu/actor" in events.Tags()["scalars"]
     assert [(e.step, e.value) for e in events.Scalars("timing_s/gen")] == [(1, 4.0), (2, 4.0)]
+
+
+def async_record(step: int, staleness: dict[str, int], generated: int, dropped: int) -> StepRecord:
+    return StepRecord.model_validate(
+        dict(
+            RECORD,
+            step=step,
+            schedule="async",
+            rollouts={"generated": generated, "scored": generated, "trained": 8},
+            busy_s={"rollout": 6.0, "scorer-0": 1.5, "trainer": 2.5},
+            policy_version=step,
+            staleness=staleness,
+            dropped_stale=dropped,
+            sync={"method": "vllm-reload", "seconds": 0.5, "detail": "", "latency_s": 1.25},
+        )
+    )
+
+
+def test_an_async_step_maps_to_verls_fully_async_names() -> None:
+    # Groups of 4: step 1 trained 8 fresh rollouts; step 2 trained 4 fresh and 4 one version old, after
+    # 16 + 12 rollouts generated and 4 dropped as stale over the two steps.
+    first = async_record(1, {"0": 8}, 16, 0)
+    second = async_record(2, {"0": 4, "1": 4}, 12, 4)
+    m = verl_async_metrics(second, [first], group_size=4)
+    assert m["trainer/idle_ratio"] == pytest.approx(1 - 2.5 / 8.0)  # busy 2.5 s of the 8 s step
+    assert m["fully_async/total_wait_time"] == 5.5
+    assert m["rollouter/idle_ratio"] == pytest.approx(0.25) and m["rollouter/active_time"] == 6.0
+    assert m["rollouter/version_time"] == 8.0
+    assert m["fully_async/count/stale_trajectory_processed"] == 4  # the 4 rollouts one version old
+    assert m["fully_async/count/stale_samples_processed"] == 1  # = one group
+    assert m["fully_async/count/total_generated_samples"] == 7  # (16 + 12) / 4, cumulative
+    assert m["fully_async/count/dropped_stale_samples"] == 1
+    assert m["fully_async/count/current_param_version"] == 1  # the trainer held version 1 when it took batch 2
+    assert m["timing_s/param_sync"] == 1.25
+    assert verl_async_metrics(first, [], 4)["fully_async/count/stale_samples_processed"] == 0
