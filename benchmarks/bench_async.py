@@ -2,13 +2,20 @@
 
     python benchmarks/bench_async.py                         # 4 steps per run, one fresh run per condition
     python benchmarks/bench_async.py --repeats 3 --steps 6   # repeated fresh runs: means with 95% CIs
+    python benchmarks/bench_async.py --placements split-gen-score --repeats 3 --name gen_score
+
+Placements: ``shared`` (every actor on every core), ``split`` (the rollout actor on the first half of the
+cores, the scorer and the trainer on the rest) and ``split-gen-score`` (``split`` with the scorer moved
+beside the rollout actor, ``placement.scorer.cores``: the trainer has the other half to itself, which is
+where async can hide generation and scoring under the update).
 
 Each condition is a fresh ``rlsim run`` process (Ray, vLLM and the actors started anew; start-up is not
-counted). Conditions run interleaved per repeat (overlapped/shared, async/shared, overlapped/split,
-async/split), so drifting machine load hits them alike, and the async/overlapped ratio is taken within
-each repeat (paired). Throughput = rollouts trained / wall time from the first step's start to the last
-step's end: for overlapped the sum of step times, for async its ``async.wall_s`` (the pipeline fill
-included). Writes benchmarks/results/bench_async.json; the last stdout line is one JSON object.
+counted). Conditions run interleaved per repeat (overlapped then async, placement by placement), so
+drifting machine load hits them alike, and the async/overlapped ratio is taken within each repeat
+(paired). Throughput = rollouts trained / wall time from the first step's start to the last step's end:
+for overlapped the sum of step times, for async its ``async.wall_s`` (the pipeline fill included).
+Writes benchmarks/results/bench_async.json (``--name``: bench_async_NAME.json); the last stdout line is
+one JSON object.
 """
 
 from __future__ import annotations
@@ -27,7 +34,20 @@ from rlsim.io import atomic_write_json  # noqa: E402
 from rlsim.metrics.stats import mean_ci  # noqa: E402
 from rlsim.run_results import RunResults  # noqa: E402
 
-CONDITIONS = [("overlapped", "shared"), ("async", "shared"), ("overlapped", "split"), ("async", "split")]
+PLACEMENTS = ("shared", "split", "split-gen-score")
+SCHEDULES = ("overlapped", "async")
+
+
+def placement_sets(placement: str) -> list[str]:
+    """The ``--set`` overrides of a placement name (see the module docstring)."""
+    if placement != "split-gen-score":
+        return [f"placement.preset={placement}"]
+    import os
+
+    from rlsim.placement import split_pool
+
+    rollout, _ = split_pool(sorted(os.sched_getaffinity(0)))
+    return ["placement.preset=split", f"placement.scorer.cores=[{','.join(map(str, rollout))}]"]
 
 
 def parse_args() -> argparse.Namespace:
@@ -35,16 +55,29 @@ def parse_args() -> argparse.Namespace:
     p.add_argument("--steps", type=int, default=4)
     p.add_argument("--repeats", type=int, default=1)
     p.add_argument("--max-staleness", type=int, default=1)
+    p.add_argument(
+        "--placements",
+        default="shared,split",
+        help=f"comma-separated, of {', '.join(PLACEMENTS)} (default: shared,split)",
+    )
+    p.add_argument("--name", default="", help="write bench_async_NAME.json (default: bench_async.json)")
     p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE")
     p.add_argument("--runs", default=str(ROOT / "runs" / "bench_async"))
     p.add_argument("--out", default=str(ROOT / "benchmarks" / "results"))
-    return p.parse_args()
+    args = p.parse_args()
+    args.placements = [x.strip() for x in args.placements.split(",") if x.strip()]
+    unknown = sorted(set(args.placements) - set(PLACEMENTS))
+    if unknown or not args.placements:
+        p.error(f"--placements: unknown {unknown or 'none given'}; choose from {', '.join(PLACEMENTS)}")
+    if args.repeats < 1 or args.steps < 2:
+        p.error("--repeats must be >= 1 and --steps >= 2 (the first step fills the pipeline)")
+    return args
 
 
 def run_one(schedule: str, placement: str, repeat: int, args: argparse.Namespace) -> dict:
     out = Path(args.runs) / f"{schedule}-{placement}-{repeat}"
     config = ROOT / "configs" / f"{schedule}.yaml"
-    sets = [f"steps={args.steps}", f"placement.preset={placement}", *args.overrides]
+    sets = [f"steps={args.steps}", *placement_sets(placement), *args.overrides]
     if schedule == "async":  # no per-update trainer checkpoint: the overlapped runs save none either
         sets += [f"async.max_staleness={args.max_staleness}", "async.checkpoint=false"]
     cmd = [sys.executable, "-m", "rlsim", "run", str(config), "--out", str(out), "--no-progress"]
@@ -76,9 +109,9 @@ def run_one(schedule: str, placement: str, repeat: int, args: argparse.Namespace
     return row
 
 
-def summarise(rows: list[dict]) -> dict:
+def summarise(rows: list[dict], placements: list[str]) -> dict:
     out: dict = {}
-    for placement in ("shared", "split"):
+    for placement in placements:
         mine = [r for r in rows if r["placement"] == placement]
         per = {s: [r["rollouts_trained_per_hour"] for r in mine if r["schedule"] == s] for s in ("overlapped", "async")}
         ratios = [a / o for a, o in zip(per["async"], per["overlapped"], strict=True)]
@@ -94,7 +127,7 @@ def main() -> None:
     args = parse_args()
     rows = []
     for repeat in range(args.repeats):
-        for schedule, placement in CONDITIONS:
+        for schedule, placement in [(s, p) for p in args.placements for s in SCHEDULES]:
             rows.append(run_one(schedule, placement, repeat, args))
             print(json.dumps(rows[-1]), file=sys.stderr)
     summary = {
@@ -102,13 +135,16 @@ def main() -> None:
         "steps": args.steps,
         "repeats": args.repeats,
         "max_staleness": args.max_staleness,
+        "placements": {p: placement_sets(p) for p in args.placements},
         "overrides": args.overrides,
-        "summary": summarise(rows),
+        "command": " ".join(["python", "benchmarks/bench_async.py", *sys.argv[1:]]),
+        "summary": summarise(rows, args.placements),
         "runs": rows,
         "machine": machine_fingerprint(),
     }
     Path(args.out).mkdir(parents=True, exist_ok=True)
-    atomic_write_json(Path(args.out) / "bench_async.json", summary)
+    name = f"bench_async_{args.name}.json" if args.name else "bench_async.json"
+    atomic_write_json(Path(args.out) / name, summary)
     print(json.dumps({"benchmark": "bench_async", **summary["summary"]}))
 
 

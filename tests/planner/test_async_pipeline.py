@@ -150,6 +150,39 @@ def test_shared_cores_slow_the_engine_while_the_trainer_runs() -> None:
     assert run.step_ends[0] == pytest.approx(4.0)  # the trainer itself is not slowed (score_slowdown 0)
 
 
+def _split(efficiency: float | None) -> SharedCores:
+    """Split placement: the engine on core 0, one scorer replica and the trainer on core 1."""
+    res = Resources(
+        nodes=1,
+        gen_device="cpu",
+        engines_per_node=1,
+        engine_units=1.0,
+        max_running=8,
+        scorer_device="cpu",
+        replicas_per_node=1,
+        replica_units=1.0,
+        scoring_units_per_node=1.0,
+        shared=False,
+        gpus_per_node=0,
+        cores_per_node=2,
+        train_on_scoring=True,
+    )
+    return SharedCores(res, ContentionEntry(gen_slowdown=1.0, score_slowdown=3.0), efficiency)
+
+
+def test_the_trainer_shares_the_scorers_core_as_the_measured_efficiency_says() -> None:
+    speeds = _split(0.8)
+    # Two 1-thread processes on one core: half the core each, less what the sharing loses.
+    assert speeds({"trainer": "update", "scorer-0": "score"}) == pytest.approx({"trainer": 0.4, "scorer-0": 0.4})
+    assert speeds({"trainer": "update", "rollout": "generate"}) == {"trainer": 1.0, "rollout": 1.0}  # other cores
+    assert speeds({"scorer-0": "score"}) == {"scorer-0": 1.0}
+    assert "sharing_efficiency 0.80" in speeds.assumption()
+    # Without a roles section: the older assumption, the trainer meets the scorer like the engine does.
+    old = _split(None)
+    assert old({"trainer": "update", "scorer-0": "score"}) == pytest.approx({"trainer": 0.25, "scorer-0": 0.25})
+    assert "like a scorer (score_slowdown)" in old.assumption()
+
+
 def test_union_of_counts_overlaps_once() -> None:
     assert union_of([(0, 2), (1, 3), (5, 6), (5.5, 5.7)]) == pytest.approx(4.0)
     assert union_of([]) == 0.0

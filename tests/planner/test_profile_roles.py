@@ -38,6 +38,15 @@ def test_roles_need_the_policys_own_forward() -> None:
         RolesModel(micro_batch=16, reference={"ort": constant(0.1)}, values=constant(0.1), update_critic=constant(0.1))
 
 
+def test_sharing_efficiency_is_read_at_the_processes_thread_count() -> None:
+    base = roles_profile().roles
+    assert base is not None and base.efficiency(4) == base.sharing_efficiency  # none per thread count: the one
+    roles = base.model_copy(update={"sharing_efficiency_by_threads": {1: 0.9, 2: 0.6}, "sharing_efficiency": 0.6})
+    assert [roles.efficiency(t) for t in (0.5, 1, 1.5, 2, 8)] == [0.9, 0.9, 0.9, 0.6, 0.6]
+    with pytest.raises(ValidationError, match="threads >= 1 and values in"):
+        RolesModel.model_validate({**roles.model_dump(), "sharing_efficiency_by_threads": {1: 1.2}})
+
+
 def test_the_roles_grid_lists_every_problem() -> None:
     with pytest.raises(ValidationError) as err:
         RolesGrid(reference_runtimes=["ort"], batch_sizes=[4, 32], micro_batch=16)
@@ -100,8 +109,9 @@ def test_profile_times_the_real_reference_and_critic() -> None:
     for model in (roles.reference["eager"], roles.values, roles.update_critic):
         # One sample per cell, each one micro-batch of prompt (32) + response tokens padded.
         assert sorted((s.batch, s.padded_tokens) for s in model.samples) == [(1, 40), (1, 48), (2, 80), (2, 96)]
-    # Two processes on one core: measured, and at most the work of one alone.
+    # Two processes on one core: measured per thread count, and at most the work of one alone.
     assert roles.sharing_efficiency_measured and 0 < roles.sharing_efficiency <= 1
+    assert roles.sharing_efficiency_by_threads == {1: roles.sharing_efficiency}
     assert any("keep" in line for line in measured)
 
 

@@ -7,9 +7,11 @@ loop trains, called the way their actors call them: ``logprobs`` (per reference 
 times; every timed call is one ``LatencySample`` (one micro-batch: batch sizes are at most
 ``micro_batch``), which ``fit_latency_model`` turns into the same latency model a scorer has.
 
-``measure_sharing`` times what two such processes lose on the same cores: two processes (spawned,
-pinned to the same ``max(units)`` cores, that many threads each) run the critic's update at once,
-against one alone; ``efficiency = 2 x alone / together`` (1: the cores did as much work as alone).
+``measure_sharing`` times what two such processes lose on the same cores, once per thread count
+``u`` of ``units``: two processes (spawned, pinned to the same ``u`` cores, ``u`` threads each) run the
+critic's update at once, against one alone; ``efficiency = 2 x alone / together`` (1: the cores did as
+much work as alone). Multi-threaded processes lose more than single-threaded ones: torch's OpenMP
+workers spin at their barriers while the other process holds a core, which one thread never does.
 
 Like ``measure_scorers``, models and torch are imported inside the functions, so ``rlsim plan``
 never loads them.
@@ -48,7 +50,9 @@ class RolesGrid(BaseModel):
     units: list[int] = Field(default=[1, 2], min_length=1, description="threads to time at")
     repeats: int = Field(default=2, ge=1)
     micro_batch: int = Field(default=16, ge=1, description="the reference's and critic's micro-batch")
-    sharing: bool = Field(default=True, description="measure sharing_efficiency (two processes, ~30 s)")
+    sharing: bool = Field(
+        default=True, description="measure sharing_efficiency (two processes, per thread count: ~30 s each)"
+    )
 
     @model_validator(mode="after")
     def _check(self) -> RolesGrid:
@@ -149,8 +153,9 @@ def _time_cell(
     return out
 
 
-def measure_sharing(grid: RolesGrid, quiet: QuietGate | None = None) -> float:
-    """``sharing_efficiency`` (see the module doc), capped at 1; RlsimError if a worker fails."""
+def measure_sharing(grid: RolesGrid, quiet: QuietGate | None = None) -> dict[int, float]:
+    """``sharing_efficiency`` per thread count of ``grid.units`` (see the module doc), each capped at 1;
+    RlsimError if a worker fails."""
     import json
     import multiprocessing
 
@@ -158,17 +163,19 @@ def measure_sharing(grid: RolesGrid, quiet: QuietGate | None = None) -> float:
 
     policy_dir = resolve_policy(grid.policy)
     vocab = int(json.loads((policy_dir / "config.json").read_text())["vocab_size"])
-    units = max(grid.units)
-    cores = sorted(os.sched_getaffinity(0))[:units]
-    work = (str(policy_dir), grid, units, cores, vocab)
     context = multiprocessing.get_context("spawn")  # a fresh interpreter: torch's threads are its own
-    if quiet is not None:
-        machine_load.wait_until_quiet(quiet.busy_below, quiet.max_wait_s)
-    alone = _together(context, 1, work)
-    if quiet is not None:
-        machine_load.wait_until_quiet(quiet.busy_below, quiet.max_wait_s)
-    both = _together(context, 2, work)
-    return min(1.0, 2.0 * alone / both)
+    out = {}
+    for units in sorted(set(grid.units)):
+        cores = sorted(os.sched_getaffinity(0))[:units]
+        work = (str(policy_dir), grid, units, cores, vocab)
+        if quiet is not None:
+            machine_load.wait_until_quiet(quiet.busy_below, quiet.max_wait_s)
+        alone = _together(context, 1, work)
+        if quiet is not None:
+            machine_load.wait_until_quiet(quiet.busy_below, quiet.max_wait_s)
+        both = _together(context, 2, work)
+        out[units] = min(1.0, 2.0 * alone / both)
+    return out
 
 
 def _together(context: Any, count: int, work: tuple[Any, ...]) -> float:

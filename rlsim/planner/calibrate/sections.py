@@ -162,13 +162,14 @@ def roles_section(
         samples.update(values=old.values.samples, update_critic=old.update_critic.samples)
         where, micro_batch = f"re-fitted from the {stored.hardware_kind} profile", old.micro_batch
         context = old.values.max_length
-        sharing = (old.sharing_efficiency, old.sharing_efficiency_measured)
+        sharing = (dict(old.sharing_efficiency_by_threads), old.sharing_efficiency, old.sharing_efficiency_measured)
     elif measure:
         from rlsim.planner.calibrate.measure_roles import measure_roles, measure_sharing
 
         samples, context = measure_roles(grid, on_cell, quiet)
         where, micro_batch = f"timed on {grid.policy}", grid.micro_batch
-        sharing = (measure_sharing(grid, quiet), True) if grid.sharing else (1.0, False)
+        by_threads = measure_sharing(grid, quiet) if grid.sharing else {}
+        sharing = (by_threads, by_threads[max(by_threads)] if by_threads else 1.0, bool(by_threads))
     else:
         unmeasured.append("roles (PPO's reference and critic): timing skipped (--no-scorers)")
         return None
@@ -178,13 +179,15 @@ def roles_section(
         reference={k.split(":", 1)[1]: m for k, m in fits.items() if k.startswith("reference:")},
         values=fits["values"],
         update_critic=fits["update_critic"],
-        sharing_efficiency=sharing[0],
-        sharing_efficiency_measured=sharing[1],
+        sharing_efficiency=sharing[1],
+        sharing_efficiency_measured=sharing[2],
+        sharing_efficiency_by_threads=sharing[0],
     )
     measured.append(
         f"roles {where}: reference ({', '.join(sorted(roles.reference))}), critic values and update "
         f"(lowest R^2 {min(m.fit.r2 for m in fits.values()):.3f}); in-loop factors assumed 1"
     )
-    line = f"roles: two processes on the same cores keep {sharing[0]:.0%} of their work rate"
-    (measured if sharing[1] else unmeasured).append(line if sharing[1] else "roles: sharing efficiency assumed 1")
+    kept = ", ".join(f"{v:.0%} at {k} thread(s) each" for k, v in sorted(sharing[0].items())) or f"{sharing[1]:.0%}"
+    line = f"roles: two processes on the same cores keep {kept} of their work rate"
+    (measured if sharing[2] else unmeasured).append(line if sharing[2] else "roles: sharing efficiency assumed 1")
     return roles

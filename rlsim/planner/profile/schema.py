@@ -263,11 +263,30 @@ class RolesModel(_Strict):
         ),
     )
     sharing_efficiency_measured: bool = False
+    sharing_efficiency_by_threads: dict[int, float] = Field(
+        default_factory=dict,
+        description=(
+            "sharing_efficiency measured per thread count of the two processes (each pinned to that many cores "
+            "with that many threads); sharing_efficiency is the one at the most threads"
+        ),
+    )
+
+    def efficiency(self, threads: float) -> float:
+        """Sharing efficiency of processes with ``threads`` threads each: the one measured at the most
+        threads not above ``threads`` (the fewest measured, below them all), else ``sharing_efficiency``."""
+        if not self.sharing_efficiency_by_threads:
+            return self.sharing_efficiency
+        counts = sorted(self.sharing_efficiency_by_threads)
+        below = [c for c in counts if c <= threads + 1e-9]
+        return self.sharing_efficiency_by_threads[below[-1] if below else counts[0]]
 
     @model_validator(mode="after")
     def _eager_present(self) -> RolesModel:
         if "eager" not in self.reference:
             raise ValueError("roles.reference needs eager: the policy's own forward (the advantages pass)")
+        bad = {k: v for k, v in self.sharing_efficiency_by_threads.items() if k < 1 or not 0 < v <= 1}
+        if bad:
+            raise ValueError(f"roles.sharing_efficiency_by_threads needs threads >= 1 and values in (0, 1]: {bad}")
         return self
 
 

@@ -11,9 +11,14 @@ Contention is the profile's ``ContentionEntry``, applied as ``step.py`` applies 
 units runs at ``1 / (1 + slowdown x load)``, where ``load`` is the busy share of the other workers on
 its units (busy scoring replicas / replicas, the engine generating: 1, the trainer updating: 1). The
 engine takes ``gen_slowdown``; scorers take ``score_slowdown``. The trainer never overlaps another
-stage in the sync schedules, so no slowdown was measured for it: it is taken to be a scoring-like torch
-workload (``score_slowdown`` when slowed, counted like one busy replica set when slowing others). That
-is an assumption of the model, listed in the evaluation's ``assumptions``.
+stage in the sync schedules, so no slowdown of its own was measured for it. Beside the engine it is
+taken to be a scoring-like torch workload (``score_slowdown`` when slowed by generation, counted like
+one busy replica set when slowing it). Beside the scorers on the same cores it is what the profile's
+``roles.sharing_efficiency`` measures, two torch processes on one pool (``core_sharing``, as PPO's
+roles share the scoring cores in ``ppo_roles``): while their threads fit the pool both run at full
+speed, beyond it each runs at ``efficiency x pool / threads wanted``. Without a ``roles`` section
+the trainer meets the scorers like the engine (``score_slowdown``), the older assumption. Either is an
+assumption of the model, listed in the evaluation's ``assumptions``.
 """
 
 from __future__ import annotations
@@ -31,6 +36,11 @@ from rlsim.planner.spec.placement import Resources
 
 TRAINER_ASSUMPTION = (
     "async: the trainer on shared cores is slowed and slows others like a scorer (score_slowdown); "
+    "no trainer slowdown is measured because it never overlaps another stage in the sync schedules"
+)
+TRAINER_SHARING_ASSUMPTION = (
+    "async: the trainer beside generation is slowed and slows it like a scorer (score_slowdown); beside "
+    "the scorers it shares their cores as two torch processes do (roles.sharing_efficiency {efficiency:.2f}); "
     "no trainer slowdown is measured because it never overlaps another stage in the sync schedules"
 )
 
@@ -105,35 +115,60 @@ class ProfileCosts:
 
 
 class SharedCores:
-    """``Speeds`` of the workers of ``res`` under ``entry`` (see the module docstring)."""
+    """``Speeds`` of the workers of ``res`` under ``entry`` (see the module docstring). ``efficiency``:
+    the profile's ``roles.sharing_efficiency`` (None: no roles section, the scorer-like assumption)."""
 
-    def __init__(self, res: Resources, entry: ContentionEntry) -> None:
+    def __init__(self, res: Resources, entry: ContentionEntry, efficiency: float | None = None) -> None:
         own_trainer = res.train_nodes > 0
-        self.entry, self.replicas = entry, res.replicas
+        self.entry, self.replicas, self.efficiency = entry, res.replicas, efficiency
         self.gen_with_scoring = res.shared
         self.trainer_with_gen = not own_trainer and (res.shared or not res.train_on_scoring)
         self.trainer_with_scoring = not own_trainer and (res.shared or res.train_on_scoring)
+        # Threads each process wants on the scoring pool of a node (as ppo_roles weighs them).
+        self.pool = res.scoring_units_per_node
+        self.replica_threads = min(res.replica_units, self.pool)
+        self.trainer_threads = min(res.train_units, self.pool)
 
     @property
     def trainer_contends(self) -> bool:
         """Whether the trainer shares units with another stage (the assumption above then matters)."""
         return self.trainer_with_gen or self.trainer_with_scoring
 
+    def assumption(self) -> str:
+        """The line the evaluation lists for the trainer's contention."""
+        if self.efficiency is None:
+            return TRAINER_ASSUMPTION
+        return TRAINER_SHARING_ASSUMPTION.format(efficiency=self.efficiency)
+
+    def _pool_rate(self, scoring: int, updating: float) -> float:
+        """Speed of each busy torch process (scorers, trainer) on the scoring pool, from their threads."""
+        demand = scoring * self.replica_threads + updating * self.trainer_threads
+        if self.efficiency is None or demand <= self.pool:
+            return 1.0
+        return self.efficiency * self.pool / demand
+
     def __call__(self, running: Mapping[str, str]) -> Mapping[str, float]:
         generating = float(running.get(ROLLOUT) == "generate")
         updating = float(running.get(TRAINER) == "update")
-        scoring = sum(1 for w, p in running.items() if p == "score") / self.replicas
+        busy_scorers = sum(1 for w, p in running.items() if p == "score")
+        scoring = busy_scorers / self.replicas
         gen_load = self.gen_with_scoring * scoring + self.trainer_with_gen * updating
-        score_load = self.gen_with_scoring * generating + self.trainer_with_scoring * updating
-        train_load = self.trainer_with_gen * generating + self.trainer_with_scoring * scoring
+        if self.efficiency is None:  # the trainer meets the scorers like the engine does
+            score_load = self.gen_with_scoring * generating + self.trainer_with_scoring * updating
+            train_load = self.trainer_with_gen * generating + self.trainer_with_scoring * scoring
+            pool = 1.0
+        else:  # the engine's slowdown on either, and the pool shared between them
+            score_load = self.gen_with_scoring * generating
+            train_load = self.trainer_with_gen * generating
+            pool = self._pool_rate(busy_scorers, updating) if self.trainer_with_scoring and updating else 1.0
         out = {}
         for worker, phase in running.items():
             if phase == "generate":
                 out[worker] = 1.0 / (1.0 + self.entry.gen_slowdown * gen_load)
             elif phase == "score":
-                out[worker] = 1.0 / (1.0 + self.entry.score_slowdown * score_load)
+                out[worker] = pool / (1.0 + self.entry.score_slowdown * score_load)
             elif phase == "update":
-                out[worker] = 1.0 / (1.0 + self.entry.score_slowdown * train_load)
+                out[worker] = pool / (1.0 + self.entry.score_slowdown * train_load)
             else:  # the engine's weight load: a copy, not the compute the slowdowns were measured on
                 out[worker] = 1.0
         return out

@@ -16,7 +16,7 @@ import dataclasses
 from collections.abc import Callable
 from typing import Any
 
-from rlsim.planner.sim.async_costs import TRAINER_ASSUMPTION, ProfileCosts, SharedCores
+from rlsim.planner.sim.async_costs import ProfileCosts, SharedCores
 from rlsim.planner.sim.async_pipeline import ROLLOUT, TRAINER, AsyncSimulation, PipelineRun, PipelineShape, union_of
 from rlsim.planner.sim.evaluate import Evaluation, summarise
 from rlsim.planner.sim.step import PHASES, StepInputs, StepResult
@@ -47,7 +47,9 @@ def pipeline_shape(inputs: StepInputs, steps: int) -> PipelineShape:
 
 def simulate_async(inputs: StepInputs, steps: int, seed: int) -> tuple[PipelineRun, ProfileCosts, SharedCores]:
     """``steps`` updates of the async pipeline on ``inputs``; the run, its costs and the contention it used."""
-    speeds = SharedCores(inputs.resources, inputs.contention)
+    roles, res = inputs.profile.roles, inputs.resources
+    threads = max(min(res.replica_units, res.train_units), 1.0)  # of the processes that share the pool
+    speeds = SharedCores(res, inputs.contention, roles.efficiency(threads) if roles else None)
     costs = ProfileCosts(inputs, seed)
     return AsyncSimulation(pipeline_shape(inputs, steps), costs, speeds).run(), costs, speeds
 
@@ -66,8 +68,10 @@ def evaluate_async(
     ev = summarise(inputs.spec, inputs.resources, results[first:last], inputs.profile.illustrative)
     name, detail = async_bottleneck(run)
     summary = async_summary(run, first, last)
-    if speeds.trainer_contends and (inputs.contention.gen_slowdown or inputs.contention.score_slowdown):
-        summary["assumptions"] = [TRAINER_ASSUMPTION]
+    if speeds.trainer_contends and (
+        speeds.efficiency is not None or inputs.contention.gen_slowdown or inputs.contention.score_slowdown
+    ):
+        summary["assumptions"] = [speeds.assumption()]
     return dataclasses.replace(
         ev,
         steps=results,

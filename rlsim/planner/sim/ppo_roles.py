@@ -6,10 +6,11 @@ actor and critic updates. The step simulated is ``rlsim.loop.ppo_step``'s:
   finished rollouts goes to a scorer, the reference and the critic when its last rollout is generated.
   A reference or critic call costs ``profile.roles`` per micro-batch of its own size (sorted by
   length, padded to the longest), on the scoring cores. Every process on those cores shares them
-  (``core_sharing``): colocated roles take turns, the others split the cores (losing the measured
-  ``sharing_efficiency`` while they want more threads than the cores hold); while generation runs
-  on them too (shared placement, overlapped), every call also slows by the profile's
-  ``score_slowdown``, and generation by ``gen_slowdown`` per busy process, as with the scorers alone.
+  (``core_sharing``): colocated roles take turns, the others split the cores (losing the
+  ``sharing_efficiency`` measured at their thread count while they want more threads than the cores
+  hold); while generation runs on them too (shared placement, overlapped), every call also slows by
+  the profile's ``score_slowdown``, and generation by ``gen_slowdown`` per busy process, as with the
+  scorers alone.
 - Then the advantages (the policy's forward on the trainer, costed as ``roles.reference["eager"]``:
   the same model and computation), then the actor update (the trainer's measured update minus that
   forward) and the critic update sent at once: sharing the cores, or in turn when colocated.
@@ -143,7 +144,7 @@ class Experience:
             updates.append(Call(roles.process("critic"), "update_critic", 0.0, work, 1))
             weights[updates[1].process] = max(weights.get(updates[1].process, 0.0), pool)
         # The loop puts the trainer on the scoring cores (split) or on every core (shared): one pool.
-        span = share_cores(updates, weights, pool, efficiency=model.sharing_efficiency)
+        span = share_cores(updates, weights, pool, efficiency=model.efficiency(max(weights.values())))
         t = dict(result.time_s)
         scorer_calls = [c for c in self.calls if c.role.startswith("scorer")]
         t["score"] = _union([(c.start, c.end) for c in scorer_calls])
@@ -202,7 +203,7 @@ def run_experience(
         wants = res.replica_units if call.role.startswith("scorer") else pool
         weights[call.process] = max(weights.get(call.process, 0.0), wants)
     pressure = _pressure(engine_end, res.engines_per_node, slowdown) if slowdown else None
-    share_cores(calls, weights, pool, pressure, model.sharing_efficiency)
+    share_cores(calls, weights, pool, pressure, model.efficiency(max(weights.values())))
     return Experience(_retimed(outcome, calls), calls, gen_done)
 
 
