@@ -152,7 +152,8 @@ def roles_section(
     quiet: QuietGate | None = None,
 ) -> RolesModel | None:
     """The ``roles`` section: timed now (``measure_roles``), or re-fitted from the samples a measured
-    ``stored`` profile keeps (``--scorers-from``); None, with the reason, when neither is possible."""
+    ``stored`` profile keeps (``--scorers-from``; its sharing efficiency measured now when it has none per
+    thread count); None, with the reason, when neither is possible."""
     if grid is None:
         unmeasured.append("roles (PPO's reference and critic): no roles section in the profile config")
         return None
@@ -163,6 +164,13 @@ def roles_section(
         where, micro_batch = f"re-fitted from the {stored.hardware_kind} profile", old.micro_batch
         context = old.values.max_length
         sharing = (dict(old.sharing_efficiency_by_threads), old.sharing_efficiency, old.sharing_efficiency_measured)
+        if measure and grid.sharing and not old.sharing_efficiency_by_threads:
+            # Stored before it was measured per thread count: measure that part now (~30 s per count).
+            from rlsim.planner.calibrate.measure_roles import measure_sharing
+
+            by_threads = measure_sharing(grid, quiet)
+            sharing = (by_threads, by_threads[max(by_threads)], True)
+            where += "; sharing efficiency measured now"
     elif measure:
         from rlsim.planner.calibrate.measure_roles import measure_roles, measure_sharing
 
