@@ -189,7 +189,11 @@ def _dry_run(config: ProfileConfig, base_dir: Path, args: argparse.Namespace) ->
             f"roles on {r.policy}: reference ({', '.join(r.reference_runtimes)}), critic values and update x "
             f"{len(r.units)} thread count(s) x {len(r.batch_sizes)} batch sizes x {len(r.lengths)} lengths = "
             f"{r.calls()} timed calls (warm-up included)"
-            + (", then two critic updates at once vs one alone (3 processes)" if r.sharing else "")
+            + (
+                f", then two critic updates at once vs one alone per thread count ({3 * len(set(r.units))} processes)"
+                if r.sharing
+                else ""
+            )
         )
     if config.loop_set:
         from rlsim.planner.runs.loop_set import load_loop_set, resolve_cases, resolve_path
