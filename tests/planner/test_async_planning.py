@@ -50,6 +50,25 @@ def test_one_step_of_lag_hides_scoring_and_the_update_behind_generation(two_core
     assert ev.as_dict()["async"]["max_staleness"] == 1  # the plan JSON carries it
 
 
+def test_with_roles_the_trainer_shares_the_scorers_core_at_the_measured_efficiency(two_core_node: NodeSpec) -> None:
+    # Trainer on the scorer's core: generation 1 s per batch (core 0); scoring (2 calls of 0.5 s) and the
+    # update (0.3 s) share core 1, the bottleneck. With a roles section the pair runs at efficiency x 1/2
+    # each while both are busy; at efficiency 1 core 1 does its 1.3 s of work per step without loss.
+    from planner_cases import roles_profile
+
+    spec = placement("async", batcher_window=4, train_on="scoring")
+    profile = roles_profile().model_copy(update={"contention": make_profile(max_running=1).contention})
+    roles = profile.roles
+    assert roles is not None
+    slow = profile.model_copy(update={"roles": roles.model_copy(update={"sharing_efficiency_by_threads": {1: 0.5}})})
+    fast = profile.model_copy(update={"roles": roles.model_copy(update={"sharing_efficiency_by_threads": {1: 1.0}})})
+    ev_slow, ev_fast = (evaluate(two_core_node, p, fixed_workload(), spec, steps=4) for p in (slow, fast))
+    assert "sharing_efficiency 0.50" in ev_slow.extra["async"]["assumptions"][0]
+    assert "sharing_efficiency 1.00" in ev_fast.extra["async"]["assumptions"][0]
+    assert ev_fast.step_time_s == pytest.approx(1.3)  # core 1's work; the weight load is on the engine's core
+    assert ev_slow.rollouts_per_hour < 0.95 * ev_fast.rollouts_per_hour
+
+
 def test_the_search_tries_async_with_each_bound_and_ranks_it(two_core_node: NodeSpec) -> None:
     search = SearchSpec(
         runtimes=["const"],
