@@ -126,23 +126,30 @@ def test_one_slow_scorer_call_makes_stale_groups_dropped_and_counted() -> None:
     check_books(run)
 
 
-def test_shared_cores_slow_the_engine_while_the_trainer_runs() -> None:
-    # Colocated, gen_slowdown 1 (half speed while another stage runs), score_slowdown 0. Batch 1 runs
-    # beside update 0 (1-4): 1 s of work at half speed takes 2 s (1-3), then the update alone.
-    res = Resources(
+def two_cores(units: float, shared: bool, train_on_scoring: bool = False) -> Resources:
+    """One 2-core node: one engine and one scorer replica of ``units`` cores each (on the same cores
+    when ``shared``), the trainer on the engine's cores or, ``train_on_scoring``, on the scorer's."""
+    return Resources(
         nodes=1,
         gen_device="cpu",
         engines_per_node=1,
-        engine_units=2.0,
+        engine_units=units,
         max_running=8,
         scorer_device="cpu",
         replicas_per_node=1,
-        replica_units=2.0,
-        scoring_units_per_node=2.0,
-        shared=True,
+        replica_units=units,
+        scoring_units_per_node=units,
+        shared=shared,
         gpus_per_node=0,
         cores_per_node=2,
+        train_on_scoring=train_on_scoring,
     )
+
+
+def test_shared_cores_slow_the_engine_while_the_trainer_runs() -> None:
+    # Colocated, gen_slowdown 1 (half speed while another stage runs), score_slowdown 0. Batch 1 runs
+    # beside update 0 (1-4): 1 s of work at half speed takes 2 s (1-3), then the update alone.
+    res = two_cores(units=2.0, shared=True)
     speeds = SharedCores(res, ContentionEntry(gen_slowdown=1.0, score_slowdown=0.0))
     run = AsyncSimulation(shape(), Costs(gen=[1.0], update=3.0), speeds).run()
     gen_calls = [(b, e) for b, e, p in run.busy["rollout"] if p == "generate"]
@@ -152,21 +159,7 @@ def test_shared_cores_slow_the_engine_while_the_trainer_runs() -> None:
 
 def _split(efficiency: float | None) -> SharedCores:
     """Split placement: the engine on core 0, one scorer replica and the trainer on core 1."""
-    res = Resources(
-        nodes=1,
-        gen_device="cpu",
-        engines_per_node=1,
-        engine_units=1.0,
-        max_running=8,
-        scorer_device="cpu",
-        replicas_per_node=1,
-        replica_units=1.0,
-        scoring_units_per_node=1.0,
-        shared=False,
-        gpus_per_node=0,
-        cores_per_node=2,
-        train_on_scoring=True,
-    )
+    res = two_cores(units=1.0, shared=False, train_on_scoring=True)
     return SharedCores(res, ContentionEntry(gen_slowdown=1.0, score_slowdown=3.0), efficiency)
 
 
