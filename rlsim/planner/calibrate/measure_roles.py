@@ -8,10 +8,11 @@ times; every timed call is one ``LatencySample`` (one micro-batch: batch sizes a
 ``micro_batch``), which ``fit_latency_model`` turns into the same latency model a scorer has.
 
 ``measure_sharing`` times what two such processes lose on the same cores, once per thread count
-``u`` of ``units``: two processes (spawned, pinned to the same ``u`` cores, ``u`` threads each) run the
-critic's update at once, against one alone; ``efficiency = 2 x alone / together`` (1: the cores did as
-much work as alone). Multi-threaded processes lose more than single-threaded ones: torch's OpenMP
-workers spin at their barriers while the other process holds a core, which one thread never does.
+``u`` of ``units``: two processes (spawned, pinned to the same ``u`` cores, ``u`` threads each, built
+and warmed up once) run the critic's update at once, against one of them alone while the other waits;
+``efficiency = 2 x alone / together`` (1: the cores did as much work as alone). Multi-threaded
+processes lose more than single-threaded ones: torch's OpenMP workers spin at their barriers while
+the other process holds a core, which one thread never does.
 
 Like ``measure_scorers``, models and torch are imported inside the functions, so ``rlsim plan``
 never loads them.
@@ -167,28 +168,27 @@ def measure_sharing(grid: RolesGrid, quiet: QuietGate | None = None) -> dict[int
     out = {}
     for units in sorted(set(grid.units)):
         cores = sorted(os.sched_getaffinity(0))[:units]
-        work = (str(policy_dir), grid, units, cores, vocab)
         if quiet is not None:
             machine_load.wait_until_quiet(quiet.busy_below, quiet.max_wait_s)
-        alone = _together(context, 1, work)
-        if quiet is not None:
-            machine_load.wait_until_quiet(quiet.busy_below, quiet.max_wait_s)
-        both = _together(context, 2, work)
+        alone, both = _alone_then_together(context, (str(policy_dir), grid, units, cores, vocab))
         out[units] = min(1.0, 2.0 * alone / both)
     return out
 
 
-def _together(context: Any, count: int, work: tuple[Any, ...]) -> float:
-    """Seconds until the last of ``count`` processes finishes its timed updates, all started at once."""
+def _alone_then_together(context: Any, work: tuple[Any, ...]) -> tuple[float, float]:
+    """Two worker processes, built and warmed up once: seconds of the first one's timed updates while
+    the other waits, then until the last of both finishes the same updates started at once."""
     from rlsim.errors import RlsimError
 
-    barrier, results = context.Barrier(count + 1), context.Queue()
-    procs = [context.Process(target=_critic_updates, args=(*work, barrier, results)) for _ in range(count)]
+    barrier, results = context.Barrier(3), context.Queue()
+    procs = [context.Process(target=_critic_updates, args=(*work, rank, barrier, results)) for rank in (0, 1)]
     for p in procs:
         p.start()
     try:
-        barrier.wait(timeout=300)  # every model is built and warmed up: start the clock
-        return max(results.get(timeout=600) for _ in procs)
+        barrier.wait(timeout=300)  # both models built and warmed up: the first one runs alone
+        alone = results.get(timeout=600)
+        barrier.wait(timeout=600)  # then both at once
+        return alone, max(results.get(timeout=600) for _ in procs)
     except Exception as err:  # a dead worker breaks the barrier or never answers
         raise RlsimError(
             f"measuring the roles' sharing efficiency failed ({type(err).__name__}); see the worker's error above, "
@@ -202,9 +202,17 @@ def _together(context: Any, count: int, work: tuple[Any, ...]) -> float:
 
 
 def _critic_updates(
-    policy_dir: str, grid: RolesGrid, units: int, cores: list[int], vocab: int, barrier: Any, results: Any
+    policy_dir: str,
+    grid: RolesGrid,
+    units: int,
+    cores: list[int],
+    vocab: int,
+    rank: int,
+    barrier: Any,
+    results: Any,
 ) -> None:
-    """One worker process: the critic's update on the grid's largest cell, ``repeats + 1`` times."""
+    """One worker process: the critic's update on the grid's largest cell, ``repeats + 1`` times, alone
+    (rank 0 only, while rank 1 waits) and then beside the other worker."""
     from pathlib import Path
 
     os.sched_setaffinity(0, cores)
@@ -215,9 +223,16 @@ def _critic_updates(
     critic = CriticModel(Path(policy_dir), CriticSettings(micro_batch=grid.micro_batch, threads=units))
     rollouts = synthetic_rollouts(max(grid.batch_sizes), grid.prompt_tokens, max(grid.lengths), vocab)
     zeros = {x.uid: np.zeros(len(x.response_ids), dtype=np.float32) for x in rollouts}
+
+    def timed() -> float:
+        t0 = time.perf_counter()
+        for _ in range(grid.repeats + 1):
+            critic.update(rollouts, zeros, zeros)
+        return time.perf_counter() - t0
+
     critic.update(rollouts, zeros, zeros)  # warm-up
     barrier.wait(timeout=300)
-    t0 = time.perf_counter()
-    for _ in range(grid.repeats + 1):
-        critic.update(rollouts, zeros, zeros)
-    results.put(time.perf_counter() - t0)
+    if rank == 0:
+        results.put(timed())
+    barrier.wait(timeout=600)
+    results.put(timed())
