@@ -14,8 +14,8 @@ counted). Conditions run interleaved per repeat (overlapped then async, placemen
 drifting machine load hits them alike, and the async/overlapped ratio is taken within each repeat
 (paired). Throughput = rollouts trained / wall time from the first step's start to the last step's end:
 for overlapped the sum of step times, for async its ``async.wall_s`` (the pipeline fill included).
-Writes benchmarks/results/bench_async.json (``--name``: bench_async_NAME.json); the last stdout line is
-one JSON object.
+Writes benchmarks/results/bench_async.json (``--name``: bench_async_NAME.json) after every run, with
+``complete`` false until the last; the last stdout line is one JSON object.
 """
 
 from __future__ import annotations
@@ -110,27 +110,26 @@ def run_one(schedule: str, placement: str, repeat: int, args: argparse.Namespace
 
 
 def summarise(rows: list[dict], placements: list[str]) -> dict:
+    """Per placement: the async/overlapped ratio of rollouts trained per hour within each repeat (paired),
+    and their mean with a 95% t-interval from two complete repeats on."""
     out: dict = {}
     for placement in placements:
         mine = [r for r in rows if r["placement"] == placement]
-        per = {s: [r["rollouts_trained_per_hour"] for r in mine if r["schedule"] == s] for s in ("overlapped", "async")}
-        ratios = [a / o for a, o in zip(per["async"], per["overlapped"], strict=True)]
+        per = {s: [r["rollouts_trained_per_hour"] for r in mine if r["schedule"] == s] for s in SCHEDULES}
+        ratios = [a / o for a, o in zip(per["async"], per["overlapped"], strict=False)]  # complete repeats only
         entry = {"ratio_async_over_overlapped": [round(x, 3) for x in ratios], "per_hour": per}
         if len(ratios) >= 2:
             est = mean_ci(ratios)
-            entry["ratio_mean_ci95"] = [round(est.mean, 3), round(est.low, 3), round(est.high, 3)]
+            entry["ratio_mean_ci95"] = [round(est.mean, 3), round(est.ci_low, 3), round(est.ci_high, 3)]
         out[placement] = entry
     return out
 
 
 def main() -> None:
     args = parse_args()
-    rows = []
-    for repeat in range(args.repeats):
-        for schedule, placement in [(s, p) for p in args.placements for s in SCHEDULES]:
-            rows.append(run_one(schedule, placement, repeat, args))
-            print(json.dumps(rows[-1]), file=sys.stderr)
-    summary = {
+    Path(args.out).mkdir(parents=True, exist_ok=True)
+    path = Path(args.out) / (f"bench_async_{args.name}.json" if args.name else "bench_async.json")
+    result = {
         "benchmark": "bench_async",
         "steps": args.steps,
         "repeats": args.repeats,
@@ -138,14 +137,21 @@ def main() -> None:
         "placements": {p: placement_sets(p) for p in args.placements},
         "overrides": args.overrides,
         "command": " ".join(["python", "benchmarks/bench_async.py", *sys.argv[1:]]),
-        "summary": summarise(rows, args.placements),
-        "runs": rows,
+        "complete": False,
+        "summary": {},
+        "runs": [],
         "machine": machine_fingerprint(),
     }
-    Path(args.out).mkdir(parents=True, exist_ok=True)
-    name = f"bench_async_{args.name}.json" if args.name else "bench_async.json"
-    atomic_write_json(Path(args.out) / name, summary)
-    print(json.dumps({"benchmark": "bench_async", **summary["summary"]}))
+    for repeat in range(args.repeats):
+        for schedule, placement in [(s, p) for p in args.placements for s in SCHEDULES]:
+            result["runs"].append(run_one(schedule, placement, repeat, args))
+            print(json.dumps(result["runs"][-1]), file=sys.stderr)
+            # Written after every run: a later failure keeps the runs already made.
+            result["summary"] = summarise(result["runs"], args.placements)
+            atomic_write_json(path, result)
+    result["complete"] = True
+    atomic_write_json(path, result)
+    print(json.dumps({"benchmark": "bench_async", **result["summary"]}))
 
 
 if __name__ == "__main__":
