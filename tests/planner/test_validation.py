@@ -191,6 +191,17 @@ def test_cli_validate_errors_are_one_message(tmp_path: Path, capsys: pytest.Capt
     assert "goes after `validate`" in capsys.readouterr().err
 
 
+def test_a_role_placed_by_hand_is_refused_before_any_run(tmp_path: Path) -> None:
+    # The scorer moved onto the rollout actor's core: the planner only knows the presets' placements.
+    hand = {"name": "c", "run": {"placement": {"preset": "split", "scorer": {"cores": [0]}, "trainer": {"threads": 1}}}}
+    runner = FakeRunner({"a": [1.0] * 3, "b": [1.0] * 3, "c": [1.0] * 3})
+    with pytest.raises(RlsimError, match=r"placement.scorer.cores=\[0\], placement.trainer.threads=1.*preset 'split'"):
+        validate_command(
+            write_set(tmp_path, [*TWO, hand]), [], None, tmp_path / "out", tmp_path / "v.json", False, runner
+        )
+    assert runner.ran == []  # found before anything started
+
+
 def test_deprecated_validate_flag_still_works_with_a_note(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     path = write_set(tmp_path, TWO, profile="nowhere.json")
     assert main(["plan", "--validate", str(path)]) == 2  # reaches the same checks as `plan validate PATH`

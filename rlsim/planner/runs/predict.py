@@ -80,6 +80,7 @@ def knobs_from_run_config(config: RunConfig, cores: int | None = None) -> LoopKn
             "predict_step needs a synthetic workload (prompt/response length distributions); "
             f"{spec.path} is a file workload, whose lengths the planner cannot know"
         )
+    _check_presets_only(config)
     pool = len(config.placement.pool) if config.placement.pool else (cores or len(os.sched_getaffinity(0)))
     reward = config.reward
     window = config.micro_batch if config.schedule in ("overlapped", "async") else 128
@@ -116,6 +117,26 @@ def knobs_from_run_config(config: RunConfig, cores: int | None = None) -> LoopKn
         trainer_micro_batch=config.trainer.micro_batch,
         colocate=config.placement.colocate,
     )
+
+
+def _check_presets_only(config: RunConfig) -> None:
+    """RlsimError when a role's cores or threads are set by hand: the planner places the roles as the
+    ``shared`` and ``split`` presets do (one thread per core), and would otherwise predict another run."""
+    from rlsim.placement import ALL_ROLES
+
+    placement = config.placement
+    custom = [
+        f"placement.{role}.{key}={value}"
+        for role in ALL_ROLES
+        for key, value in (("cores", getattr(placement, role).cores), ("threads", getattr(placement, role).threads))
+        if value is not None
+    ]
+    if custom:
+        raise RlsimError(
+            f"the planner cannot predict {', '.join(custom)}: it places every role as placement.preset "
+            f"{placement.preset!r} does (one thread per core); leave the roles' cores and threads to the preset, "
+            "or measure that placement with rlsim run"
+        )
 
 
 class ReplayWorkload(Workload):
