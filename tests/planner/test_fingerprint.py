@@ -48,6 +48,8 @@ def test_mismatch_names_what_differs_and_how_to_remeasure(change: dict, words: s
     assert warning is not None and words in warning
     assert "rlsim profile configs/profiles/measure_cpu_2core.yaml" in warning and "min" in warning
     assert "\n" not in warning
+    # Only the GEMM rate moved: the same CPU at another speed is said as such, not as other hardware.
+    assert ("other hardware of the same model, or a shared host" in warning) == ("gemm_gflops" in change)
 
 
 def test_profile_without_fingerprint_says_so() -> None:
