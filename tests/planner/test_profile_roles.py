@@ -98,6 +98,30 @@ def test_plan_does_not_silently_drop_ppo() -> None:
         prepare(config, profile)
 
 
+def test_a_refit_keeps_the_stored_sharing_or_measures_it_per_thread_count(monkeypatch: pytest.MonkeyPatch) -> None:
+    from rlsim.planner.calibrate import measure_roles
+    from rlsim.planner.calibrate.sections import roles_section
+
+    stored = load_profile(CONFIGS / "profiles" / "cpu_2core_measured.json")
+    assert stored.roles is not None and stored.roles.sharing_efficiency_by_threads
+
+    def must_not_measure(grid: RolesGrid, quiet: object = None) -> dict[int, float]:
+        raise AssertionError("the stored profile has it per thread count")
+
+    monkeypatch.setattr(measure_roles, "measure_sharing", must_not_measure)
+    kept = roles_section(RolesGrid(), True, stored, None, [], [])
+    assert kept is not None and kept.sharing_efficiency_by_threads == stored.roles.sharing_efficiency_by_threads
+    # A profile stored before the per-thread measurement gets it measured now; the samples are re-fitted.
+    older = stored.model_copy(update={"roles": stored.roles.model_copy(update={"sharing_efficiency_by_threads": {}})})
+    monkeypatch.setattr(measure_roles, "measure_sharing", lambda grid, quiet=None: {1: 0.9, 2: 0.5})
+    measured: list[str] = []
+    roles = roles_section(RolesGrid(), True, older, None, measured, [])
+    assert roles is not None and roles.sharing_efficiency_by_threads == {1: 0.9, 2: 0.5}
+    assert roles.sharing_efficiency == 0.5 and roles.sharing_efficiency_measured
+    assert any("sharing efficiency measured now" in m for m in measured)
+    assert any("90% at 1 thread(s) each, 50% at 2" in m for m in measured)
+
+
 @pytest.mark.slow
 def test_profile_times_the_real_reference_and_critic() -> None:
     from rlsim.planner.calibrate.sections import roles_section

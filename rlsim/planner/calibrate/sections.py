@@ -7,7 +7,7 @@ Each wraps a fit of ``calibrate`` and says what it found (or why it could not) i
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -157,27 +157,25 @@ def roles_section(
     if grid is None:
         unmeasured.append("roles (PPO's reference and critic): no roles section in the profile config")
         return None
+    from rlsim.planner.calibrate.measure_roles import measure_roles, measure_sharing
+
+    sharing: dict[str, Any] = {}  # RolesModel's sharing fields; none: assumed 1
     if stored is not None and stored.roles is not None and not stored.illustrative:
         old = stored.roles
         samples = {f"reference:{k}": m.samples for k, m in old.reference.items()}
         samples.update(values=old.values.samples, update_critic=old.update_critic.samples)
         where, micro_batch = f"re-fitted from the {stored.hardware_kind} profile", old.micro_batch
         context = old.values.max_length
-        sharing = (dict(old.sharing_efficiency_by_threads), old.sharing_efficiency, old.sharing_efficiency_measured)
-        if measure and grid.sharing and not old.sharing_efficiency_by_threads:
-            # Stored before it was measured per thread count: measure that part now (~30 s per count).
-            from rlsim.planner.calibrate.measure_roles import measure_sharing
-
-            by_threads = measure_sharing(grid, quiet)
-            sharing = (by_threads, by_threads[max(by_threads)], True)
+        if old.sharing_efficiency_by_threads or not (measure and grid.sharing):
+            sharing = old.model_dump(include={"sharing_efficiency", "sharing_efficiency_measured"})
+            sharing["sharing_efficiency_by_threads"] = dict(old.sharing_efficiency_by_threads)
+        else:  # stored before it was measured per thread count: measure that part now (~30 s per count)
+            sharing = _sharing_fields(measure_sharing(grid, quiet))
             where += "; sharing efficiency measured now"
     elif measure:
-        from rlsim.planner.calibrate.measure_roles import measure_roles, measure_sharing
-
         samples, context = measure_roles(grid, on_cell, quiet)
         where, micro_batch = f"timed on {grid.policy}", grid.micro_batch
-        by_threads = measure_sharing(grid, quiet) if grid.sharing else {}
-        sharing = (by_threads, by_threads[max(by_threads)] if by_threads else 1.0, bool(by_threads))
+        sharing = _sharing_fields(measure_sharing(grid, quiet)) if grid.sharing else {}
     else:
         unmeasured.append("roles (PPO's reference and critic): timing skipped (--no-scorers)")
         return None
@@ -187,15 +185,25 @@ def roles_section(
         reference={k.split(":", 1)[1]: m for k, m in fits.items() if k.startswith("reference:")},
         values=fits["values"],
         update_critic=fits["update_critic"],
-        sharing_efficiency=sharing[1],
-        sharing_efficiency_measured=sharing[2],
-        sharing_efficiency_by_threads=sharing[0],
+        **sharing,
     )
     measured.append(
         f"roles {where}: reference ({', '.join(sorted(roles.reference))}), critic values and update "
         f"(lowest R^2 {min(m.fit.r2 for m in fits.values()):.3f}); in-loop factors assumed 1"
     )
-    kept = ", ".join(f"{v:.0%} at {k} thread(s) each" for k, v in sorted(sharing[0].items())) or f"{sharing[1]:.0%}"
-    line = f"roles: two processes on the same cores keep {kept} of their work rate"
-    (measured if sharing[2] else unmeasured).append(line if sharing[2] else "roles: sharing efficiency assumed 1")
+    if not roles.sharing_efficiency_measured:
+        unmeasured.append("roles: sharing efficiency assumed 1")
+        return roles
+    by_threads = sorted(roles.sharing_efficiency_by_threads.items())
+    kept = ", ".join(f"{v:.0%} at {k} thread(s) each" for k, v in by_threads) or f"{roles.sharing_efficiency:.0%}"
+    measured.append(f"roles: two processes on the same cores keep {kept} of their work rate")
     return roles
+
+
+def _sharing_fields(by_threads: dict[int, float]) -> dict[str, Any]:
+    """RolesModel's sharing fields from ``measure_sharing``: the headline value at the most threads."""
+    return {
+        "sharing_efficiency": by_threads[max(by_threads)],
+        "sharing_efficiency_measured": True,
+        "sharing_efficiency_by_threads": by_threads,
+    }
