@@ -3,6 +3,7 @@ same stage times run through the loop's own ``AsyncPipeline`` on a virtual clock
 
 from __future__ import annotations
 
+import dataclasses
 import random
 from collections.abc import Sequence
 
@@ -170,6 +171,11 @@ def test_the_trainer_shares_the_scorers_core_as_the_measured_efficiency_says() -
     assert speeds({"trainer": "update", "rollout": "generate"}) == {"trainer": 1.0, "rollout": 1.0}  # other cores
     assert speeds({"scorer-0": "score"}) == {"scorer-0": 1.0}
     assert "sharing_efficiency 0.80" in speeds.assumption()
+    # Two such nodes (a data-parallel trainer over both): each node's core holds one scorer and a trainer share.
+    two = dataclasses.replace(two_cores(units=1.0, shared=False, train_on_scoring=True), nodes=2)
+    both = SharedCores(two, ContentionEntry(gen_slowdown=1.0, score_slowdown=3.0), 0.8)
+    busy = {"trainer": "update", "scorer-0": "score", "scorer-1": "score"}
+    assert both(busy) == pytest.approx({"trainer": 0.4, "scorer-0": 0.4, "scorer-1": 0.4})
     # Without a roles section: the older assumption, the trainer meets the scorer like the engine does.
     old = _split(None)
     assert old({"trainer": "update", "scorer-0": "score"}) == pytest.approx({"trainer": 0.25, "scorer-0": 0.25})

@@ -124,10 +124,15 @@ class SharedCores:
         self.gen_with_scoring = res.shared
         self.trainer_with_gen = not own_trainer and (res.shared or not res.train_on_scoring)
         self.trainer_with_scoring = not own_trainer and (res.shared or res.train_on_scoring)
-        # Threads each process wants on the scoring pool of a node (as ppo_roles weighs them).
-        self.pool = res.scoring_units_per_node
-        self.replica_threads = min(res.replica_units, self.pool)
-        self.trainer_threads = min(res.train_units, self.pool)
+        self.pool, self.replicas_per_node = res.scoring_units_per_node, res.replicas_per_node
+        self.replica_threads, self.trainer_threads = self.threads(res)
+
+    @staticmethod
+    def threads(res: Resources) -> tuple[float, float]:
+        """Threads a scorer replica and the trainer want on the scoring pool of one node (as ``ppo_roles``
+        weighs them): the sharing efficiency is read at the larger."""
+        pool = res.scoring_units_per_node
+        return min(res.replica_units, pool), min(res.train_units / res.nodes, pool)
 
     @property
     def trainer_contends(self) -> bool:
@@ -140,9 +145,10 @@ class SharedCores:
             return TRAINER_ASSUMPTION
         return TRAINER_SHARING_ASSUMPTION.format(efficiency=self.efficiency)
 
-    def _pool_rate(self, scoring: int, updating: float) -> float:
-        """Speed of each busy torch process (scorers, trainer) on the scoring pool, from their threads."""
-        demand = scoring * self.replica_threads + updating * self.trainer_threads
+    def _pool_rate(self, scoring: float, updating: float) -> float:
+        """Speed of each busy torch process (scorers, trainer) on a node's scoring pool, from their threads;
+        ``scoring``: the busy share of the scorer replicas (spread evenly over the nodes)."""
+        demand = scoring * self.replicas_per_node * self.replica_threads + updating * self.trainer_threads
         if self.efficiency is None or demand <= self.pool:
             return 1.0
         return self.efficiency * self.pool / demand
@@ -150,8 +156,7 @@ class SharedCores:
     def __call__(self, running: Mapping[str, str]) -> Mapping[str, float]:
         generating = float(running.get(ROLLOUT) == "generate")
         updating = float(running.get(TRAINER) == "update")
-        busy_scorers = sum(1 for w, p in running.items() if p == "score")
-        scoring = busy_scorers / self.replicas
+        scoring = sum(1 for w, p in running.items() if p == "score") / self.replicas
         gen_load = self.gen_with_scoring * scoring + self.trainer_with_gen * updating
         if self.efficiency is None:  # the trainer meets the scorers like the engine does
             score_load = self.gen_with_scoring * generating + self.trainer_with_scoring * updating
@@ -160,7 +165,7 @@ class SharedCores:
         else:  # the engine's slowdown on either, and the pool shared between them
             score_load = self.gen_with_scoring * generating
             train_load = self.trainer_with_gen * generating
-            pool = self._pool_rate(busy_scorers, updating) if self.trainer_with_scoring and updating else 1.0
+            pool = self._pool_rate(scoring, updating) if self.trainer_with_scoring and updating else 1.0
         out = {}
         for worker, phase in running.items():
             if phase == "generate":

@@ -48,8 +48,7 @@ def pipeline_shape(inputs: StepInputs, steps: int) -> PipelineShape:
 def simulate_async(inputs: StepInputs, steps: int, seed: int) -> tuple[PipelineRun, ProfileCosts, SharedCores]:
     """``steps`` updates of the async pipeline on ``inputs``; the run, its costs and the contention it used."""
     roles, res = inputs.profile.roles, inputs.resources
-    pool = res.scoring_units_per_node  # the threads of the busiest process sharing it pick the efficiency
-    threads = max(min(res.replica_units, pool), min(res.train_units, pool), 1.0)
+    threads = max(*SharedCores.threads(res), 1.0)  # the busiest process sharing the pool picks the efficiency
     speeds = SharedCores(res, inputs.contention, roles.efficiency(threads) if roles else None)
     costs = ProfileCosts(inputs, seed)
     return AsyncSimulation(pipeline_shape(inputs, steps), costs, speeds).run(), costs, speeds
