@@ -275,17 +275,17 @@ class AsyncPipeline:
             w = self._window
             self._done.append(
                 AsyncStepOutcome(
-                    rollouts,
-                    {uid: v for g in u.batch for uid, v in g.rewards.items()},
-                    u.stats,
-                    sync,
-                    w["events"],
-                    w["start"],
-                    now,
-                    {"generated": w["generated"], "scored": w["scored"], "trained": len(rollouts)},
-                    dict(sorted(staleness.items())),
-                    u.version,
-                    len(self.ledger.dropped) - w["dropped_before"],
+                    rollouts=rollouts,
+                    rewards={uid: v for g in u.batch for uid, v in g.rewards.items()},
+                    train=u.stats,
+                    sync=sync,
+                    events=w["events"],
+                    start=w["start"],
+                    end=now,
+                    counts={"generated": w["generated"], "scored": w["scored"], "trained": len(rollouts)},
+                    staleness=dict(sorted(staleness.items())),
+                    version=u.version,
+                    dropped_stale=len(self.ledger.dropped) - w["dropped_before"],
                     sync_latency_s=max(loads) - u.update_end if loads else None,
                 )
             )

@@ -9,8 +9,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-from rlsim.rollout.generator import SyncResult
-from rlsim.rollout.types import Event, Rollout, RolloutRequest
+from rlsim.loop.schedules import StepOutcome
+from rlsim.rollout.types import Rollout, RolloutRequest
 
 
 class AsyncBackend(Protocol):
@@ -57,25 +57,18 @@ class AsyncSettings:
         return self.prompts_per_step * self.group_size
 
 
-@dataclass
-class AsyncStepOutcome:
-    """One update's step, shaped like ``StepOutcome`` for ``records.step_record``. ``events``: those that
-    came back within [start, end); ``counts``: rollouts generated / scored in that window and trained by
-    this update; ``staleness``: this batch's rollouts per staleness; ``version``: the version it made."""
+@dataclass(kw_only=True)
+class AsyncStepOutcome(StepOutcome):
+    """One update's step: a ``StepOutcome`` (so ``records.step_record`` takes it) whose ``events`` are those
+    that came back within [start, end) and ``counts`` the rollouts generated / scored in that window and
+    trained by this update; plus ``staleness`` (this batch's rollouts per staleness), ``version`` (the
+    version it made), the rollouts dropped as stale in the window, and ``sync_latency_s`` (from the
+    update's end to the end of the engine's load of it)."""
 
-    rollouts: list[Rollout]
-    rewards: dict[int, float]
-    train: dict[str, Any]
-    sync: SyncResult
-    events: list[Event]
-    start: float
-    end: float
-    counts: dict[str, int]
     staleness: dict[str, int]
     version: int
     dropped_stale: int
-    sync_latency_s: float | None = None  # from the update's end to the end of the engine's load of it
-    phases: tuple[str, ...] = ()  # no phases beside the standard four (rlsim.loop.ppo_step adds some)
+    sync_latency_s: float | None = None
 
 
 def checkpoint_file(folder: str | Path, version: int) -> str:
