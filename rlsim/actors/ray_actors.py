@@ -21,7 +21,10 @@ from rlsim.actors.workers import RolloutWorker, ScoringWorker, TrainerWorker
 from rlsim.errors import RlsimError
 from rlsim.placement import ActorUnit, ResolvedPlacement, actor_units
 
-RolloutActor = ray.remote(RolloutWorker)
+# offer_weights runs in its own thread beside generate (async.partial_rollouts); every other call keeps the
+# default group's one-at-a-time order.
+WEIGHTS_GROUP = "weights"
+RolloutActor = ray.remote(concurrency_groups={WEIGHTS_GROUP: 1})(RolloutWorker)  # type: ignore[call-overload]
 ScoringActor = ray.remote(ScoringWorker)
 TrainerActor = ray.remote(TrainerWorker)
 ReferenceActor = ray.remote(ReferenceWorker)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import socket
 import sys
+import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
@@ -73,21 +74,94 @@ def _ray_node_id() -> str | None:
 
 
 class RolloutWorker(_Worker):
-    """Holds the generator; also the weight-sync target (reload, or a simulated cost)."""
+    """Holds the generator; also the weight-sync target (reload, or a simulated cost).
+
+    With ``async.partial_rollouts`` new weights arrive through ``offer_weights``, which Ray runs in its own
+    concurrency group (a thread beside the one running ``generate``): while a ``generate(..., partial=True)``
+    call is under way the offer waits until the generator takes the weights between engine steps (the
+    worker is its ``SwapPoint``); with the engine idle the offer loads them itself. Either way the engine
+    is only ever driven by one thread at a time, and ``version`` is the policy version it holds.
+    """
 
     def __init__(self, name: str, placement: ResolvedPlacement | None, make: Callable[[], Any], pin: bool = True):
         super().__init__(name, placement, pin)
         self.generator = make()
         self._weights = WeightsFolder()
+        self.version = 0
+        self._swap = threading.Condition()
+        self._generating = False
+        self._offered: tuple[Path, int] | None = None
+        self._taken: tuple[SyncResult, list[Event]] | None = None
+        self._pauses: list[tuple[float, float]] = []  # weight loads inside the current generate call
         self._mark_started()
 
     def ready(self) -> dict[str, Any]:
         return {**super().ready(), "backend": getattr(self.generator, "name", type(self.generator).__name__)}
 
-    def generate(self, requests: Sequence[RolloutRequest]) -> tuple[list[Rollout], list[Event]]:
+    def generate(
+        self, requests: Sequence[RolloutRequest], start_version: int | None = None
+    ) -> tuple[list[Rollout], list[Event]]:
+        """Rollouts and their events. ``start_version`` (partial rollouts): the call first waits until that
+        version is loaded (its ``offer_weights`` was sent before this call, as a plain reload would have been
+        queued before it); weights offered meanwhile are loaded between engine steps, each rollout records
+        the versions that sampled it, and the generate event is split around each pause."""
         t0 = time.time()
-        rollouts = self.generator.generate(requests)
-        return rollouts, [self._event("generate", 0, t0, time.time(), len(rollouts))]
+        if start_version is None:
+            rollouts = self.generator.generate(requests)
+            return rollouts, [self._event("generate", 0, t0, time.time(), len(rollouts))]
+        with self._swap:
+            while self.version < start_version:
+                self._swap.wait()
+            self._generating, self._pauses, start = True, [], self.version
+        t0 = time.time()
+        try:
+            rollouts = self.generator.generate(requests, swap=self)
+        finally:
+            with self._swap:
+                self._generating = False
+                self._swap.notify_all()
+        for r in rollouts:
+            r.versions = _spans([(start, 0), *(r.versions or [])], len(r.response_ids))
+        cuts = [t0] + [t for pause in self._pauses for t in pause] + [time.time()]
+        pieces = [(cuts[i], cuts[i + 1]) for i in range(0, len(cuts), 2)]
+        events = [self._event("generate", 0, a, b) for a, b in pieces]
+        events[-1].items = len(rollouts)
+        return rollouts, events
+
+    def pending(self) -> tuple[Path, int] | None:
+        """``SwapPoint``: the weights an ``offer_weights`` call waits to have loaded, if any."""
+        with self._swap:
+            return self._offered
+
+    def swapped(self, result: SyncResult, start: float, end: float) -> None:
+        """``SwapPoint``: the generator loaded the offered weights (from ``start`` to ``end``)."""
+        with self._swap:
+            assert self._offered is not None
+            self.version = self._offered[1]
+            self._taken = (result, [self._event("sync", 0, start, end)])
+            self._pauses.append((start, end))
+            self._offered = None
+            self._swap.notify_all()
+
+    def offer_weights(self, state: dict[str, Any], version: int) -> tuple[SyncResult, list[Event]]:
+        """Policy ``version``'s weights: written to the worker's folder at once, then loaded between two engine
+        steps of the generate call under way (or now, with the engine idle); returns when they are loaded."""
+        folder = self._weights.write(state)
+        with self._swap:
+            self._offered = (folder, version)
+            while self._offered is not None and self._generating:
+                self._swap.wait()
+            if self._offered is not None:  # no generate call under way: load here, none can start meanwhile
+                t0 = time.time()
+                result = self.generator.load_weights(folder)
+                self._offered, self.version = None, version
+                self._taken = (result, [self._event("sync", 0, t0, time.time())])
+                self._swap.notify_all()  # a generate call may wait for this version
+            assert self._taken is not None
+            result, events = self._taken
+            self._taken = None
+        result.detail += f"; {state_nbytes(state) / 2**20:.1f} MiB, between engine steps"
+        return result, events
 
     def stream(self, requests: Sequence[RolloutRequest], micro_batch: int) -> Iterator[tuple[list[Rollout], Event]]:
         """Yield (micro-batch, event) as rollouts finish; event k spans the generation since batch k-1."""
@@ -113,6 +187,19 @@ class RolloutWorker(_Worker):
     def close(self) -> None:
         self.generator.close()
         self._weights.close()
+
+
+def _spans(spans: list[tuple[int, int]], length: int) -> list[tuple[int, int]]:
+    """(version, first token) spans of a ``length``-token response with the empty ones gone: a swap before a
+    request's first token makes the new version its first, one after its last token is no span of it."""
+    out: list[tuple[int, int]] = []
+    for version, first in spans:
+        if out and first >= length:
+            break
+        if out and out[-1][1] == first:
+            out.pop()
+        out.append((version, first))
+    return out
 
 
 class ScoringWorker(_Worker):

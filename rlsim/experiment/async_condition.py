@@ -36,8 +36,8 @@ class KeepGenerated:
         self.rollouts: list[Rollout] = []
         self._generating: set[Any] = set()
 
-    def submit_generate(self, requests: Sequence[RolloutRequest]) -> Any:
-        handle = self.inner.submit_generate(requests)
+    def submit_generate(self, requests: Sequence[RolloutRequest], version: int) -> Any:
+        handle = self.inner.submit_generate(requests, version)
         self._generating.add(handle)
         return handle
 
@@ -47,8 +47,8 @@ class KeepGenerated:
     def submit_train(self, rollouts: list[Rollout], rewards: dict[int, float]) -> Any:
         return self.inner.submit_train(rollouts, rewards)
 
-    def submit_sync(self) -> Any:
-        return self.inner.submit_sync()
+    def submit_sync(self, version: int) -> Any:
+        return self.inner.submit_sync(version)
 
     def submit_checkpoint(self, path: str, version: int) -> Any:
         return self.inner.submit_checkpoint(path, version)

@@ -205,8 +205,9 @@ class ExperimentSession:
             steps=self.config.contention.async_updates,
             micro_batch=self.loop.micro_batch,
             stall_s=self.loop.faults.generate_timeout_s,
+            partial_rollouts=a.partial_rollouts,
         )
-        return AsyncTogether(RayAsyncBackend(backend, self._sync), work, settings)
+        return AsyncTogether(RayAsyncBackend(backend, self._sync, a.partial_rollouts), work, settings)
 
     def roots(self, runtime: str) -> dict[str, list[int]]:
         """Accounting groups -> actor pids while ``runtime`` is measured."""

@@ -3,8 +3,9 @@
 ``max_staleness``: how many policy versions a trained rollout may lag (0: every trained rollout came from
 the weights being updated). ``queue_size``: scored rollouts buffered for the trainer (None: one batch per
 allowed version of lag plus one, i.e. ``(max_staleness + 1) x prompts_per_step x group_size``).
-``partial_rollouts``: generations in flight continue under new weights (AReaL, PipelineRL); not offered
-yet, and refused with the reason (the README says what it would take). ``is_cap``: the truncation of
+``partial_rollouts``: generations in flight take new weights between engine steps and continue under
+them, recording both versions (AReaL's interruptible generation: abort, reload, resubmit prompt + the
+tokens sampled so far); needs a backend that can (vLLM). ``is_cap``: the truncation of
 the importance weight between the trainer's policy before the update and the behaviour policy that
 generated a token (rlsim.algorithms.off_policy).
 ``checkpoint``: the trainer saves its weights, optimizer state and policy version into ``--out`` after
@@ -53,12 +54,10 @@ def async_problems(config: Any) -> list[str]:
             f"async.queue_size: {a.queue_size} rollouts cannot hold one training batch (workload."
             f"prompts_per_step x group_size = {batch}); raise it to at least {batch}"
         )
-    if a.partial_rollouts:
+    if a.partial_rollouts and config.trainer.sync == "simulated":
         problems.append(
-            "async.partial_rollouts: not supported: the rollout actor runs one call at a time, so new "
-            "weights reach vLLM only after its current generate call (the engine pauses for the reload, "
-            "recorded as weight_sync_pause_s); generations cannot yet switch weights between engine steps "
-            "(README, 'Why no partial rollouts'); set it to false"
+            "async.partial_rollouts: trainer.sync simulated has no weights to load between engine steps; "
+            "use trainer.sync reload, or set async.partial_rollouts false"
         )
     if not a.is_cap >= 1.0:
         problems.append(
@@ -71,14 +70,13 @@ def async_problems(config: Any) -> list[str]:
             f"{config.trainer.algorithm}, kl.coef: {config.kl.coef}): its pipeline has no value or reference "
             "stage yet; use trainer.algorithm grpo or rloo with kl.coef 0, or a sync schedule for PPO"
         )
-    problem = _behaviour_logprob_problem(config.policy.backend)
-    if problem:
-        problems.append(problem)
+    problems += _backend_problems(config.policy.backend, a.partial_rollouts)
     return problems
 
 
-def _behaviour_logprob_problem(backend: str) -> str | None:
-    """Async training corrects for the lag with the behaviour log-probs: the generator must report them."""
+def _backend_problems(backend: str, partial: bool) -> list[str]:
+    """Async training corrects for the lag with the behaviour log-probs: the generator must report them;
+    partial rollouts also need it to take new weights between engine steps."""
     import rlsim.rollout.hf_generator  # noqa: F401
     import rlsim.rollout.vllm_generator  # noqa: F401
     from rlsim.rollout.generator import GENERATORS, make_generator  # noqa: F401  (the registry is filled lazily)
@@ -86,11 +84,19 @@ def _behaviour_logprob_problem(backend: str) -> str | None:
     name = backend
     if backend == "auto":
         name = "vllm" if importlib.util.find_spec("vllm") is not None else "hf"
-    if name in GENERATORS and GENERATORS.info(name).behaviour_logprobs:
-        return None
-    able = [e.name for e in GENERATORS.entries() if e.info.behaviour_logprobs]
-    return (
-        f"policy.backend: schedule async needs the behaviour log-probs of every generated token, and the "
-        f"{name} backend{' (what auto picks here)' if backend == 'auto' else ''} cannot report them; "
-        f"use {', '.join(able) or 'a backend that can'}"
-    )
+    info = GENERATORS.info(name) if name in GENERATORS else None
+    picked = f"the {name} backend{' (what auto picks here)' if backend == 'auto' else ''}"
+    problems = []
+    if info is None or not info.behaviour_logprobs:
+        able = [e.name for e in GENERATORS.entries() if e.info.behaviour_logprobs]
+        problems.append(
+            f"policy.backend: schedule async needs the behaviour log-probs of every generated token, and "
+            f"{picked} cannot report them; use {', '.join(able) or 'a backend that can'}"
+        )
+    if partial and (info is None or not info.weight_swap):
+        able = [e.name for e in GENERATORS.entries() if e.info.weight_swap]
+        problems.append(
+            f"async.partial_rollouts: {picked} cannot load new weights between its engine steps; use "
+            f"{', '.join(able) or 'a backend that can'}, or set async.partial_rollouts false"
+        )
+    return problems

@@ -13,6 +13,7 @@ from typing import Any
 
 import ray
 
+from rlsim.actors.ray_actors import WEIGHTS_GROUP
 from rlsim.loop.ray_backend import RayStepBackend
 from rlsim.loop.sync import WeightSync
 from rlsim.rollout.types import Rollout, RolloutRequest
@@ -21,8 +22,8 @@ from rlsim.rollout.types import Rollout, RolloutRequest
 class RayAsyncBackend:
     """``AsyncBackend`` over a started session's ``RayStepBackend``; handles are ``ObjectRef``s."""
 
-    def __init__(self, step_backend: RayStepBackend, sync: WeightSync) -> None:
-        self._b, self._sync = step_backend, sync
+    def __init__(self, step_backend: RayStepBackend, sync: WeightSync, partial: bool = False) -> None:
+        self._b, self._sync, self._partial = step_backend, sync, partial
         self._actors = step_backend.actors
         self.num_scorers = step_backend.num_scorers
         self._roles: dict[Any, str] = {}
@@ -32,8 +33,9 @@ class RayAsyncBackend:
         self._roles[ref] = role
         return ref
 
-    def submit_generate(self, requests: Sequence[RolloutRequest]) -> Any:
-        return self._sent(self._actors.rollout.generate.remote(list(requests)), "rollout")
+    def submit_generate(self, requests: Sequence[RolloutRequest], version: int) -> Any:
+        start = version if self._partial else None  # without partial rollouts the actor's queue keeps the order
+        return self._sent(self._actors.rollout.generate.remote(list(requests), start), "rollout")
 
     def submit_score(self, replica: int, rollouts: list[Rollout], batch: int) -> Any:
         return self._sent(self._actors.scorers[replica].score.remote(rollouts, batch), f"scorer-{replica}")
@@ -41,16 +43,19 @@ class RayAsyncBackend:
     def submit_train(self, rollouts: list[Rollout], rewards: dict[int, float]) -> Any:
         return self._sent(self._actors.trainer.train.remote(rollouts, rewards), "trainer")
 
-    def submit_sync(self) -> Any:
+    def submit_sync(self, version: int) -> Any:
         """Export now (queued on the trainer ahead of any later update); the rollout actor loads the
-        weights after its current call, straight from the object store."""
-        sync = self._sync
+        weights after its current call, straight from the object store, or with partial rollouts between
+        two engine steps of it (``offer_weights`` in its own concurrency group)."""
+        sync, rollout = self._sync, self._actors.rollout
         if sync.mode == "simulated":
-            return self._sent(
-                self._actors.rollout.simulate_sync.remote(sync.simulated_s, "trainer.sync: simulated"), "rollout"
-            )
+            return self._sent(rollout.simulate_sync.remote(sync.simulated_s, "trainer.sync: simulated"), "rollout")
         state_ref, event_ref = self._actors.trainer.export_weights.options(num_returns=2).remote()
-        ref = self._sent(self._actors.rollout.load_weights.remote(state_ref), "rollout")
+        if self._partial:
+            offer = rollout.offer_weights.options(concurrency_group=WEIGHTS_GROUP)
+            ref = self._sent(offer.remote(state_ref, version), "rollout")
+        else:
+            ref = self._sent(rollout.load_weights.remote(state_ref), "rollout")
         self._export_events[ref] = event_ref
         return ref
 

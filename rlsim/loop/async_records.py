@@ -8,7 +8,7 @@ wall time (first generate call to the end of the last step so far) in which that
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +31,8 @@ def async_step_record(
     record.policy_version = outcome.version
     record.staleness = outcome.staleness
     record.dropped_stale = outcome.dropped_stale
+    if any(r.versions for r in outcome.rollouts):
+        record.versions_spanned = dict(sorted(Counter(str(len(r.versions or [])) for r in outcome.rollouts).items()))
     if record.sync is not None and outcome.sync_latency_s is not None:
         record.sync.latency_s = round(outcome.sync_latency_s, 6)
     rows = timeline_rows(step, outcome.events, outcome.start)
@@ -52,7 +54,7 @@ def async_summary(
         mine = [e for e in events if e.actor.startswith(actor_prefix)]
         return round(1.0 - union_length(_clipped(mine, start, now)) / wall, 6)
 
-    counts, hist, tokens = _as_recorded(pipeline)
+    counts, hist, spanned, tokens = _as_recorded(pipeline)
     trained = counts["trained"]
     pause = sum(e.duration for e in events if e.actor == "rollout" and e.phase == "sync")
     record = AsyncRecord(
@@ -66,6 +68,8 @@ def async_summary(
         weight_sync_pause_s=round(pause, 4),
         queue_size=pipeline.settings.queue_size,
         queue_length=list(pipeline.queue_log),
+        partial_rollouts=pipeline.settings.partial_rollouts,
+        versions_spanned_histogram=spanned if pipeline.settings.partial_rollouts else None,
     )
     totals = RolloutTotals(**counts)
     if before is not None:
@@ -73,8 +77,9 @@ def async_summary(
     return {"async_": record, "rollouts_total": totals}
 
 
-def _as_recorded(pipeline: AsyncPipeline) -> tuple[dict[str, int], dict[str, int], int]:
-    """Rollout totals, staleness histogram and trained response tokens as the step records have them.
+def _as_recorded(pipeline: AsyncPipeline) -> tuple[dict[str, int], dict[str, int], dict[str, int], int]:
+    """Rollout totals, staleness and versions-spanned histograms, and trained response tokens as the step
+    records have them.
 
     An update still running has trained nothing yet as far as the records go (a run stopped now never
     records it), so its rollouts count as unfinished; the ledger marks them trained when handed over."""
@@ -82,10 +87,25 @@ def _as_recorded(pipeline: AsyncPipeline) -> tuple[dict[str, int], dict[str, int
     counts = pipeline.ledger.totals()
     counts["trained"] -= len(pending)
     counts["unfinished_at_end"] += len(pending)
-    hist = Counter(pipeline.ledger.histogram())
-    hist.subtract(str(pipeline.ledger.trained[r.uid]) for r in pending)
+    ledger = pipeline.ledger
+    hist = _less(ledger.histogram(), (ledger.trained[r.uid] for r in pending))
+    spanned = _less(ledger.spanned_histogram(), (ledger.spanned[r.uid] for r in pending if r.uid in ledger.spanned))
     tokens = pipeline.trained_tokens - sum(len(r.response_ids) for r in pending)
-    return counts, {k: n for k, n in sorted(hist.items(), key=lambda kv: int(kv[0])) if n > 0}, tokens
+    return counts, hist, spanned, tokens
+
+
+def _less(hist: dict[str, int], values: Iterable[int]) -> dict[str, int]:
+    """``hist`` without one count of each of ``values``; empty bins left out."""
+    out = Counter(hist)
+    out.subtract(str(v) for v in values)
+    return {k: n for k, n in sorted(out.items(), key=lambda kv: int(kv[0])) if n > 0}
+
+
+def _add(a: dict[str, int] | None, b: dict[str, int] | None) -> dict[str, int] | None:
+    if a is None and b is None:
+        return None
+    a, b = a or {}, b or {}
+    return {k: a.get(k, 0) + b.get(k, 0) for k in sorted({*a, *b}, key=int)}
 
 
 def merge_async(first: AsyncRecord, then: AsyncRecord) -> AsyncRecord:
@@ -98,13 +118,10 @@ def merge_async(first: AsyncRecord, then: AsyncRecord) -> AsyncRecord:
     def weighted(a: float | None, b: float | None, digits: int) -> float:
         return round(((a or 0.0) * w1 + (b or 0.0) * w2) / wall, digits)
 
-    hist = {
-        k: first.staleness_histogram.get(k, 0) + then.staleness_histogram.get(k, 0)
-        for k in sorted({*first.staleness_histogram, *then.staleness_histogram}, key=int)
-    }
     return then.model_copy(
         update={
-            "staleness_histogram": hist,
+            "staleness_histogram": _add(first.staleness_histogram, then.staleness_histogram),
+            "versions_spanned_histogram": _add(first.versions_spanned_histogram, then.versions_spanned_histogram),
             "trainer_idle_fraction": weighted(first.trainer_idle_fraction, then.trainer_idle_fraction, 6),
             "rollout_idle_fraction": weighted(first.rollout_idle_fraction, then.rollout_idle_fraction, 6),
             "rollouts_trained_per_hour": weighted(first.rollouts_trained_per_hour, then.rollouts_trained_per_hour, 3),
@@ -163,12 +180,20 @@ def async_markdown(results: RunResults) -> list[str]:
     if a is None or t is None:
         return []
     hist = ", ".join(f"{n} at staleness {k}" for k, n in a.staleness_histogram.items()) or "none"
+    partial = ""
+    if a.partial_rollouts:
+        spans = a.versions_spanned_histogram or {}
+        several = sum(n for k, n in spans.items() if int(k) > 1)
+        partial = (
+            f" Partial rollouts: weights loaded between engine steps; {several} trained rollouts were sampled by "
+            "two or more policy versions (staleness counts each at its oldest)."
+        )
     return [
         "",
         f"Async (max_staleness {a.max_staleness}, queue {a.queue_size} rollouts): trained rollouts {hist}; "
         f"{a.rollouts_trained_per_hour:.0f} rollouts trained per hour; trainer idle "
         f"{100 * a.trainer_idle_fraction:.1f}%, rollout worker idle {100 * a.rollout_idle_fraction:.1f}% of "
-        f"{a.wall_s or 0:.1f} s; the engine paused {a.weight_sync_pause_s or 0:.2f} s for weight loads.",
+        f"{a.wall_s or 0:.1f} s; the engine paused {a.weight_sync_pause_s or 0:.2f} s for weight loads.{partial}",
         f"Rollouts: {t.generated} generated = {t.trained} trained + {t.dropped_stale} dropped as stale + "
         f"{t.unfinished_at_end} unfinished at the end. Per-step times count events by the step in which they "
         "finished; CPU seconds per step are not probed under async.",

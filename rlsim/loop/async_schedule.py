@@ -16,13 +16,20 @@ It stops once enough has been generated for the run's updates. A step ends when 
 weight sync after it are done (and the trainer's checkpoint of it, when ``settings.checkpoint`` names a
 folder: queued right after the export, so it never waits behind a later update); the pipeline keeps
 running in between. Every generated rollout ends trained once, dropped as stale once, or unfinished at
-the end (``Ledger``). ``first_version`` > 0 (``--resume``) restores that version's checkpoint into the
+the end (``Ledger``).
+
+``settings.partial_rollouts``: the weights reach the engine between two of its steps, during the
+generate call under way (``RolloutWorker.offer_weights``), instead of after it; each rollout then
+records the versions that sampled it, and its version here (for the bound, the queue and the
+histogram) is the oldest of them, so no token of a trained rollout is older than the bound allows. A
+group's version is its members' oldest. ``first_version`` > 0 (``--resume``) restores that version's checkpoint into the
 trainer and the engine before anything else runs.
 """
 
 from __future__ import annotations
 
 import time
+from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -130,7 +137,7 @@ class AsyncPipeline:
             raise RlsimError("resuming an async run needs the trainer checkpoint of the stopped run")
         path = checkpoint_file(self.settings.checkpoint, self.version)
         self._submit(self.backend.submit_restore(path), _Job("restore", self.version))
-        self._submit(self.backend.submit_sync(), _Job("load", self.version))
+        self._submit(self.backend.submit_sync(self.version), _Job("load", self.version))
 
     def _launch(self) -> None:
         s = self.settings
@@ -170,7 +177,7 @@ class AsyncPipeline:
         requests = [replace(r, uid=k * s.batch + r.uid, group=k * s.prompts_per_step + r.group) for r in self._make(k)]
         self._gen_batches += 1
         self._submitted_groups += s.prompts_per_step
-        self._submit(self.backend.submit_generate(requests), _Job("generate", self.loaded, index=k))
+        self._submit(self.backend.submit_generate(requests, self.loaded), _Job("generate", self.loaded, index=k))
 
     def _submit(self, handle: Any, job: _Job) -> None:
         self._seq += 1
@@ -228,7 +235,7 @@ class AsyncPipeline:
         end = max((e.end for e in events), default=self._clock())
         self._trained.append(_Update(self.version, self._training, stats, end, saved=folder is None))
         self._training = None
-        self._submit(self.backend.submit_sync(), _Job("sync", self.version))
+        self._submit(self.backend.submit_sync(self.version), _Job("sync", self.version))
         if folder is not None:  # queued on the trainer after the export and ahead of its next update
             path = checkpoint_file(folder, self.version)
             self._submit(self.backend.submit_checkpoint(path, self.version), _Job("checkpoint", self.version))
@@ -267,10 +274,7 @@ class AsyncPipeline:
             sync, sync_events = u.sync
             now = self._clock()
             rollouts = [r for g in u.batch for r in g.rollouts]
-            staleness: dict[str, int] = {}
-            for g in u.batch:
-                key = str(u.version - 1 - g.version)
-                staleness[key] = staleness.get(key, 0) + len(g.rollouts)
+            staleness = Counter(str(self.ledger.trained[r.uid]) for r in rollouts)
             loads = [e.end for e in sync_events if e.actor.startswith("rollout")]
             w = self._window
             self._done.append(
@@ -283,7 +287,7 @@ class AsyncPipeline:
                     start=w["start"],
                     end=now,
                     counts={"generated": w["generated"], "scored": w["scored"], "trained": len(rollouts)},
-                    staleness=dict(sorted(staleness.items())),
+                    staleness=dict(sorted(staleness.items(), key=lambda kv: int(kv[0]))),
                     version=u.version,
                     dropped_stale=len(self.ledger.dropped) - w["dropped_before"],
                     sync_latency_s=max(loads) - u.update_end if loads else None,

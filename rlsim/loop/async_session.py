@@ -87,6 +87,7 @@ class AsyncRun:
             checkpoint=str(start.checkpoint) if start.checkpoint else None,
             first_version=start.steps_done,
             first_batch=start.batches_done,
+            partial_rollouts=config.async_.partial_rollouts,
         )
         self.pipeline = AsyncPipeline(
             backend, settings, lambda k: make_step_requests(w.spec, k + 1, w.prompts_per_step, w.group_size)
@@ -133,6 +134,7 @@ def async_step(session: Any, step: int, progress: Progress | None) -> tuple[Step
     assert session.backend is not None, "call start() first"
     if session.async_run is None:
         cfg = session.config
-        backend = RayAsyncBackend(session.backend, WeightSync(cfg.trainer.sync, cfg.trainer.simulated_sync_s))
+        sync = WeightSync(cfg.trainer.sync, cfg.trainer.simulated_sync_s)
+        backend = RayAsyncBackend(session.backend, sync, cfg.async_.partial_rollouts)
         session.async_run = AsyncRun(cfg, backend, session.async_start)
     return session.async_run.step(step, progress)

@@ -19,13 +19,13 @@ class AsyncBackend(Protocol):
 
     num_scorers: int
 
-    def submit_generate(self, requests: Sequence[RolloutRequest]) -> Any: ...
+    def submit_generate(self, requests: Sequence[RolloutRequest], version: int) -> Any: ...  # the last version sent
 
     def submit_score(self, replica: int, rollouts: list[Rollout], batch: int) -> Any: ...
 
     def submit_train(self, rollouts: list[Rollout], rewards: dict[int, float]) -> Any: ...
 
-    def submit_sync(self) -> Any: ...
+    def submit_sync(self, version: int) -> Any: ...  # export the trainer's weights, load them as ``version``
 
     def submit_checkpoint(self, path: str, version: int) -> Any: ...  # the trainer saves; returns its events
 
@@ -51,6 +51,7 @@ class AsyncSettings:
     checkpoint: str | None = None  # folder of the trainer's checkpoints, one per update (None: none kept)
     first_version: int = 0  # --resume: updates the stopped run finished (restored from its checkpoint)
     first_batch: int = 0  # --resume: generate calls it made (their prompts and uids are not used again)
+    partial_rollouts: bool = False  # weights load between engine steps; a rollout's version is its oldest
 
     @property
     def batch(self) -> int:

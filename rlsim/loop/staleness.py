@@ -10,6 +10,7 @@ fate: trained, dropped as stale, or unfinished at the end of the run (in flight 
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from rlsim.rollout.types import Rollout
@@ -17,7 +18,8 @@ from rlsim.rollout.types import Rollout
 
 @dataclass
 class ScoredGroup:
-    """One prompt's ``group_size`` scored rollouts; ``version``: the policy version that generated them."""
+    """One prompt's ``group_size`` scored rollouts; ``version``: the oldest policy version that generated any
+    of them (with partial rollouts a member that had sampled nothing before a weight swap starts newer)."""
 
     group: int
     version: int
@@ -30,14 +32,18 @@ class Ledger:
     """Every generated rollout's behaviour version (by uid) and its fate once it has one."""
 
     versions: dict[int, int] = field(default_factory=dict)
+    spanned: dict[int, int] = field(default_factory=dict)  # uid -> policy versions that sampled it (partial rollouts)
     trained: dict[int, int] = field(default_factory=dict)  # uid -> staleness when trained
     dropped: set[int] = field(default_factory=set)
 
     def generated(self, rollouts: list[Rollout], version: int) -> None:
+        """``version``: the weights the call was sent to run under; a rollout that records the versions that
+        sampled it (partial rollouts) counts under the oldest of them instead."""
         doubled = [r.uid for r in rollouts if r.uid in self.versions]
         if doubled:
             raise RuntimeError(f"rollouts {doubled[:5]} were generated twice")
-        self.versions.update((r.uid, version) for r in rollouts)
+        self.versions.update((r.uid, version if r.first_version is None else r.first_version) for r in rollouts)
+        self.spanned.update((r.uid, len(r.versions)) for r in rollouts if r.versions)
 
     def mark_trained(self, uids: list[int], trainer_version: int) -> None:
         self._once(uids)
@@ -62,9 +68,17 @@ class Ledger:
         assert out["unfinished_at_end"] >= 0
         return out
 
+    def spanned_histogram(self) -> dict[str, int]:
+        """Trained rollouts that record their versions, by how many versions sampled them, ``{"1": n, "2": n}``."""
+        return _histogram(self.spanned[u] for u in self.trained if u in self.spanned)
+
     def histogram(self) -> dict[str, int]:
         """Trained rollouts per staleness (policy versions behind the trainer), ``{"0": n, "1": n, ...}``."""
-        return {str(k): v for k, v in sorted(Counter(self.trained.values()).items())}
+        return _histogram(self.trained.values())
+
+
+def _histogram(values: Iterable[int]) -> dict[str, int]:
+    return {str(k): v for k, v in sorted(Counter(values).items())}
 
 
 class StalenessBuffer:
@@ -87,8 +101,7 @@ class StalenessBuffer:
         for r in rollouts:
             version = self.ledger.versions[r.uid]
             g = self._partial.setdefault(r.group, ScoredGroup(r.group, version, [], {}))
-            if version != g.version:
-                raise RuntimeError(f"group {r.group} mixes policy versions {g.version} and {version}")
+            g.version = min(g.version, version)
             g.rollouts.append(r)
             g.rewards[r.uid] = rewards[r.uid]
             if len(g.rollouts) == self.group_size:

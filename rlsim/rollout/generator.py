@@ -78,9 +78,23 @@ class Generator(Protocol):
 @dataclass(frozen=True)
 class GeneratorInfo:
     """What a generation backend can do. ``behaviour_logprobs``: it can return each sampled token's log-prob
-    under the weights that sampled it (``GeneratorSettings.behaviour_logprobs``)."""
+    under the weights that sampled it (``GeneratorSettings.behaviour_logprobs``). ``weight_swap``: its
+    ``generate`` takes a ``SwapPoint`` and loads new weights between engine steps, the requests in flight
+    continuing under them (``async.partial_rollouts``)."""
 
     behaviour_logprobs: bool = False
+    weight_swap: bool = False
+
+
+class SwapPoint(Protocol):
+    """Where a generate call that is under way learns of new weights (``RolloutWorker`` implements it).
+
+    The generator asks ``pending()`` before each engine step; on ``(folder, version)`` it loads those
+    weights, the requests in flight continuing under them, and reports the load with ``swapped``."""
+
+    def pending(self) -> tuple[Path, int] | None: ...
+
+    def swapped(self, result: SyncResult, start: float, end: float) -> None: ...
 
 
 GENERATORS: Registry[type, GeneratorInfo] = Registry("generation backend", GeneratorInfo)

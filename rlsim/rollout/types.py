@@ -26,13 +26,22 @@ class RolloutRequest:
 @dataclass
 class Rollout:
     """A generated sample: token ids of prompt and response (policy tokenizer). ``behaviour_logprobs``:
-    each response token's log-prob under the weights that sampled it, when the generator was asked for them."""
+    each response token's log-prob under the weights that sampled it, when the generator was asked for them.
+    ``versions``: ``(policy version, index of its first response token)`` for each version that sampled part
+    of the response, oldest first, when the generation took new weights mid-sequence (``async.partial_rollouts``);
+    None when the rollout worker does not track versions."""
 
     uid: int
     group: int
     prompt_ids: list[int]
     response_ids: list[int]
     behaviour_logprobs: list[float] | None = None
+    versions: list[tuple[int, int]] | None = None
+
+    @property
+    def first_version(self) -> int | None:
+        """The oldest policy version that sampled this rollout (None when not tracked)."""
+        return self.versions[0][0] if self.versions else None
 
     @property
     def num_tokens(self) -> int:

@@ -66,13 +66,24 @@ def test_async_problems_join_the_other_cross_field_problems() -> None:
         {
             "schedule": "async",
             "workload": WORKLOAD,
-            "policy": {"max_model_len": 64},
+            "policy": {"max_model_len": 64, "backend": "hf"},
+            "trainer": {"sync": "simulated"},
             "async": {"partial_rollouts": True},
         }
     )
     problems = cross_field_problems(config)
     assert any("max_model_len" in p for p in problems)
-    assert any(p.startswith("async.partial_rollouts: not supported") for p in problems)
+    partial = [p for p in problems if p.startswith("async.partial_rollouts: ")]
+    assert len(partial) == 2  # the hf backend cannot swap weights mid-generation; a simulated sync has none
+    assert any("hf backend cannot load new weights between its engine steps; use vllm" in p for p in partial)
+    assert any("trainer.sync simulated" in p for p in partial)
+
+
+def test_partial_rollouts_on_vllm_with_a_reload_are_accepted() -> None:
+    config = RunConfig.model_validate(
+        {"schedule": "async", "workload": WORKLOAD, "policy": {"backend": "vllm"}, "async": {"partial_rollouts": True}}
+    )
+    assert cross_field_problems(config) == []
 
 
 @pytest.mark.parametrize("extra", [{"trainer": {"algorithm": "ppo"}}, {"kl": {"coef": 0.05}}])

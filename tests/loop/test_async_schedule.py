@@ -65,6 +65,41 @@ class TimedTrainer(FakeTrainer):
         return super().train_step(rollouts, rewards)
 
 
+class SteppingGenerator(TimedGenerator):
+    """An engine that samples one token per request per step (``step_s`` each) and, given a swap point,
+    takes new weights between steps. Its own truth: the engine version (weight loads so far) that sampled
+    each token of each rollout, in ``token_versions``."""
+
+    def __init__(self, step_s: Sequence[float]) -> None:
+        super().__init__([0.0])
+        self._steps = itertools.cycle(step_s)
+        self.token_versions: dict[int, list[int]] = {}
+        self.swaps = 0
+
+    def generate(self, reqs: Sequence[RolloutRequest], swap=None) -> list[Rollout]:  # type: ignore[no-untyped-def, override]
+        sampled: dict[int, list[int]] = {r.uid: [] for r in reqs}
+        spans: dict[int, list[tuple[int, int]]] = {r.uid: [] for r in reqs}
+        left = list(reqs)
+        while left:
+            offered = swap.pending() if swap is not None else None
+            if offered is not None:
+                t0 = time.time()
+                swap.swapped(self.load_weights(offered[0]), t0, time.time())
+                self.swaps += 1
+                for r in left:
+                    spans[r.uid].append((offered[1], len(sampled[r.uid])))
+            time.sleep(next(self._steps))
+            for r in left:
+                sampled[r.uid].append(self.engine_version)
+            left = [r for r in left if len(sampled[r.uid]) < r.response_tokens]
+        out = [self._make(r) for r in reqs]
+        for r in out:
+            self.made[r.uid] = sampled[r.uid][0]
+            self.token_versions[r.uid] = sampled[r.uid]
+            r.versions = spans[r.uid] if swap is not None else None
+        return out
+
+
 def run(
     gen: TimedGenerator, stages: list[FakeStage], trainer: FakeTrainer, s: AsyncSettings
 ) -> tuple[AsyncPipeline, list]:
@@ -73,6 +108,7 @@ def run(
         [ScoringWorker(f"scorer-{i}", None, partial(lambda x: x, st_), pin=False) for i, st_ in enumerate(stages)],
         TrainerWorker("trainer", None, lambda: trainer, pin=False),
         WeightSync("reload", 0.0),
+        partial=s.partial_rollouts,
     )
     pipeline = AsyncPipeline(backend, s, lambda k: requests(s.prompts_per_step, s.group_size))
     try:
@@ -183,3 +219,59 @@ def test_a_group_held_up_past_the_bound_is_dropped_counted_and_never_trained() -
     trained = [u for uids, _ in trainer.seen for u in uids]
     assert pipeline.ledger.dropped.isdisjoint(trained) and len(trained) == 4 * 6
     assert all(update - gen.made[u] <= 1 for update, (uids, _) in enumerate(trainer.seen) for u in uids)
+
+
+def spans_of(token_versions: list[int]) -> list[tuple[int, int]]:
+    """(version, first token) of each run of equal versions: what a rollout's ``versions`` must say."""
+    return [(v, i) for i, v in enumerate(token_versions) if i == 0 or token_versions[i - 1] != v]
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    prompts=st.integers(1, 3),
+    group=st.integers(2, 3),
+    staleness=st.integers(0, 2),
+    steps=st.integers(1, 4),
+    step_d=st.lists(st.floats(0.0, 0.0015), min_size=1, max_size=3),
+    score_d=delays,
+    train_d=delays,
+)
+def test_partial_rollouts_record_every_version_and_keep_the_bound_on_the_oldest(
+    prompts: int, group: int, staleness: int, steps: int, step_d: list, score_d: list, train_d: list
+) -> None:
+    """With partial rollouts the weights reach the engine between its steps: each trained rollout's
+    versions are exactly the engine's own record of who sampled each token, no token of a trained rollout
+    is older than the bound allows, and the promises of the schedule without partial rollouts still hold."""
+    s = AsyncSettings(prompts, group, staleness, (staleness + 1) * prompts * group, steps, 4, 30, partial_rollouts=True)
+    gen, trainer = SteppingGenerator(step_d), TimedTrainer(train_d)
+    pipeline, outcomes = run(gen, [TimedStage(score_d)], trainer, s)
+
+    trained = [u for uids, _ in trainer.seen for u in uids]
+    assert len(trained) == len(set(trained)) == steps * prompts * group
+    rollouts = {r.uid: r for o in outcomes for r in o.rollouts}
+    for update, (uids, _) in enumerate(trainer.seen):
+        assert set(Counter(u // group for u in uids).values()) == {group}, "a group was split"
+        for u in uids:
+            assert rollouts[u].versions == spans_of(gen.token_versions[u])
+            assert update - min(gen.token_versions[u]) <= staleness, "a token older than the bound was trained"
+            assert pipeline.ledger.versions[u] == min(gen.token_versions[u])
+    totals = pipeline.ledger.totals()
+    assert totals["generated"] == totals["trained"] + totals["dropped_stale"] + totals["unfinished_at_end"]
+    assert gen.engine_version == steps  # one weight load per update, mid-generation or between calls
+    assert sum(1 for e in pipeline.events if e.actor == "rollout" and e.phase == "sync") == steps
+
+
+def test_a_weight_swap_lands_inside_a_long_generation() -> None:
+    """Generation (a token per 10 ms, 5-15 tokens) is slower than the update (20 ms): with partial rollouts
+    the second batch's requests take version 1 part-way, and the generate call's events break around the
+    pause."""
+    s = AsyncSettings(2, 2, 1, 8, steps=2, micro_batch=4, partial_rollouts=True)
+    gen = SteppingGenerator([0.01])
+    pipeline, outcomes = run(gen, [TimedStage([0.0])], TimedTrainer([0.02]), s)
+    assert gen.swaps >= 1
+    spanning = [r for o in outcomes for r in o.rollouts if len(r.versions or []) > 1]
+    assert spanning and all([v for v, _ in r.versions] == [0, 1] for r in spanning)
+    assert all(r.behaviour_logprobs is None or len(r.behaviour_logprobs) == len(r.response_ids) for r in spanning)
+    pause = next(e for e in pipeline.events if e.actor == "rollout" and e.phase == "sync")
+    gens = [e for e in pipeline.events if e.actor == "rollout" and e.phase == "generate"]
+    assert any(abs(g.end - pause.start) < 1e-6 for g in gens) and any(abs(g.start - pause.end) < 1e-6 for g in gens)

@@ -105,6 +105,22 @@ def test_generation_bound_by_hand() -> None:
     check_books(run)
 
 
+def test_partial_rollouts_load_the_weights_inside_the_generate_call_by_hand() -> None:
+    # gen 3 s, update 1 s, sync 0.5 s. Update 0 (3-4) runs under batch 1 (3-6); its sync goes ahead of the
+    # batch at 4: step 1 ends at 4.5 and batch 1 ends at 6.5, half a second late. Then update 1 (6.5-7.5)
+    # under batch 2 (6.5-10 with the pause at 7.5), update 2 (10-11) under batch 3 (10-13.5), update 3
+    # 13.5-14.5 with its sync at once: steps end at 4.5, 8, 11.5 and 15; each batch keeps the version it
+    # started with. Without partial rollouts each sync waits for the batch under way: 6.5, 10, 13.5, 14.5.
+    costs = Costs(gen=[3.0], update=1.0, sync=0.5)
+    run = AsyncSimulation(dataclasses.replace(shape(), partial_rollouts=True), costs).run()
+    assert run.step_ends == pytest.approx([4.5, 8.0, 11.5, 15.0])
+    assert run.staleness == [{0: 4}, {1: 4}, {1: 4}, {1: 4}]
+    assert run.idle_fraction("rollout") == pytest.approx(1.0 / 15.0)  # update 3 only
+    check_books(run)
+    whole = AsyncSimulation(shape(), Costs(gen=[3.0], update=1.0, sync=0.5)).run()
+    assert whole.step_ends == pytest.approx([6.5, 10.0, 13.5, 14.5])
+
+
 def test_staleness_zero_runs_each_step_in_turn() -> None:
     # max_staleness 0: batch k waits for weights k, so a step is generate + score + update + sync in
     # turn, as the sequential schedule: 1 + 0.25 + 1 + 0.5 = 2.75 s, every rollout on-policy.
@@ -206,7 +222,7 @@ class VirtualBackend:
         self._ends[self._next] = (start + seconds, result)
         return self._next
 
-    def submit_generate(self, requests: Sequence[RolloutRequest]) -> int:
+    def submit_generate(self, requests: Sequence[RolloutRequest], version: int) -> int:
         rollouts = [Rollout(r.uid, r.group, [1], [7] * r.response_tokens) for r in requests]
         return self._call("rollout", self.costs.generate_s(requests[0].group // self.pps), (rollouts, []))
 
@@ -218,7 +234,7 @@ class VirtualBackend:
         groups = sorted({r.group for r in rollouts})
         return self._call("trainer", self.costs.update_s(groups), ({"sequences": len(rollouts)}, []))
 
-    def submit_sync(self) -> int:
+    def submit_sync(self, version: int) -> int:
         return self._call("rollout", self.costs.sync_s([]), (SyncResult("virtual", 0.0), []))
 
     def wait(self, handles: list[int], timeout: float | None) -> list[int]:

@@ -60,14 +60,31 @@ def test_reload_swaps_the_weights_in_place_and_back(vllm_generator, tiny_policy:
         folder.close()
 
 
-def test_a_reload_between_engine_steps_reaches_the_requests_in_flight(vllm_generator, tiny_policy: Path) -> None:
-    """What partial rollouts would build on (README, "Why no partial rollouts"): weights reloaded between two
-    ``LLMEngine.step()`` calls apply to the requests already running. Not at a token the caller can count:
-    vLLM's engine core runs ahead of ``step()``, so the switch lands a few tokens after the call."""
+class OfferAfter:
+    """A ``SwapPoint`` that offers ``folder`` as version 1 before the engine's ``steps``-th step."""
+
+    def __init__(self, folder: Path, steps: int) -> None:
+        self.folder, self.left, self.loads = folder, steps, 0
+
+    def pending(self):  # type: ignore[no-untyped-def]
+        self.left -= 1
+        return (self.folder, 1) if self.left == 0 else None
+
+    def swapped(self, result, start: float, end: float) -> None:  # type: ignore[no-untyped-def]
+        assert result.method == "vllm-reload" and start <= end
+        self.loads += 1
+
+
+def test_a_weight_swap_mid_generation_keeps_the_old_prefix_and_continues_under_the_new_weights(
+    vllm_generator, tiny_policy: Path
+) -> None:
+    """Partial rollouts: new weights offered before the 8th engine step. Each request keeps the tokens the old
+    weights sampled (greedy: the baseline's first k), records the swap at k, and samples the rest under
+    the new weights from prompt + those k tokens: exactly what a fresh request of that prompt gives."""
     from safetensors.numpy import load_file
 
     reqs = [RolloutRequest(uid, 0, f"prompt number {uid}", 24) for uid in range(3)]
-    baseline = {r.uid: r.response_ids for r in vllm_generator.generate(reqs)}  # greedy, original weights
+    baseline = {r.uid: r for r in vllm_generator.generate(reqs)}  # greedy, original weights
     state = load_file(str(tiny_policy / "model.safetensors"))
     changed = dict(state)
     changed["lm_head.weight"] = (
@@ -76,25 +93,22 @@ def test_a_reload_between_engine_steps_reaches_the_requests_in_flight(vllm_gener
     folder = WeightsFolder()
     engine = vllm_generator._engine
     try:
-        fresh = {r.uid: r.response_ids for r in _generate_with(vllm_generator, folder.write(changed), reqs)}
-        vllm_generator.load_weights(folder.write(state))
-        pending = vllm_generator._submit(reqs)
-        for _ in range(8):  # the first step prefills and samples token 0: 8 tokens under the old weights
-            engine.step()
-        vllm_generator.load_weights(folder.write(changed))
-        done = {}
-        while engine.has_unfinished_requests():
-            done.update((o.request_id, o) for o in engine.step() if o.finished)
-        out = {req.uid: vllm_generator._rollout(req, done[rid]).response_ids for rid, req in pending.items()}
+        swap = OfferAfter(folder.write(changed), steps=8)
+        out = vllm_generator.generate(reqs, swap=swap)
+        assert swap.loads == 1 and not engine.has_unfinished_requests()
+        expected = {}
+        for r in out:  # the new weights' greedy continuation of prompt + the kept prefix, as a request of its own
+            (_, k), prefix = r.versions[0], baseline[r.uid].response_ids[: r.versions[0][1]]
+            rid = vllm_generator._add(baseline[r.uid].prompt_ids + prefix, 24 - k)
+            while engine.has_unfinished_requests():
+                expected.update((o.request_id, list(o.outputs[0].token_ids)) for o in engine.step() if o.finished)
+            expected[r.uid] = prefix + expected.pop(rid)
     finally:
         vllm_generator.load_weights(folder.write(state))  # the session engine goes back to the original policy
         folder.close()
-    for uid, tokens in out.items():
-        assert fresh[uid][0] != baseline[uid][0]  # the new LM head changes greedy tokens from the first on
-        switch = next((i for i, (a, b) in enumerate(zip(tokens, baseline[uid], strict=True)) if a != b), None)
-        assert len(tokens) == 24 and switch is not None and 8 <= switch < 24  # finished, old prefix, new tail
-
-
-def _generate_with(generator, weights_dir: Path, reqs: list[RolloutRequest]):  # type: ignore[no-untyped-def]
-    generator.load_weights(weights_dir)
-    return generator.generate(reqs)
+    for r in out:
+        ((version, k),) = r.versions
+        assert version == 1 and 1 <= k < 24  # some tokens under each version
+        assert r.prompt_ids == baseline[r.uid].prompt_ids and len(r.response_ids) == 24
+        assert r.response_ids == expected[r.uid]
+        assert r.response_ids[k:] != baseline[r.uid].response_ids[k:]  # the new LM head did take over

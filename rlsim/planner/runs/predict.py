@@ -54,6 +54,7 @@ class LoopKnobs(BaseModel):
     max_num_seqs: int | None = Field(default=None, ge=1)
     max_staleness: int = Field(default=1, ge=0, description="async: policy versions a trained rollout may lag")
     queue_size: int | None = Field(default=None, ge=1, description="async: scored rollouts buffered (rollouts)")
+    partial_rollouts: bool = Field(default=False, description="async: weights load between engine steps")
     steps: int = Field(default=10, ge=1)
     seed: int = 0
     # PPO's roles (sim/ppo_roles.py): the reference runs when kl.coef > 0, the critic for ppo.
@@ -108,6 +109,7 @@ def knobs_from_run_config(config: RunConfig, cores: int | None = None) -> LoopKn
         max_length=reward.max_length,
         max_staleness=config.async_.max_staleness,
         queue_size=config.async_.resolved_queue_size(config.workload.prompts_per_step * config.workload.group_size),
+        partial_rollouts=config.async_.partial_rollouts,
         steps=config.steps,
         seed=config.seed,
         reference_runtime=config.reference.runtime if "reference" in roles else None,
@@ -227,6 +229,7 @@ def _evaluate(knobs: LoopKnobs, profile: Profile, noise: bool, workload: Workloa
         max_length=knobs.max_length,
         max_staleness=knobs.max_staleness,
         queue_size=knobs.queue_size,
+        partial_rollouts=knobs.partial_rollouts,
     )
     workload = workload or Workload(
         prompts_per_step=knobs.prompts_per_step,

@@ -42,6 +42,7 @@ def pipeline_shape(inputs: StepInputs, steps: int) -> PipelineShape:
         steps=steps,
         micro_batch=spec.batcher.window,
         scorers=inputs.resources.replicas,
+        partial_rollouts=spec.partial_rollouts,
     )
 
 

@@ -14,7 +14,10 @@ call always holds whole groups, so a group is scored at once), and a test drives
   more batch within ``queue_size``; or when nothing else is in flight (the loop's "starved" rule);
 - after an update the weights are sent at once; the engine loads them after its current call (the
   pause is a ``sync`` call on the rollout worker, of the profile's sync cost); a step ends when its
-  update's sync is done.
+  update's sync is done. With ``partial_rollouts`` the sync goes ahead of the generate call under way
+  (behind any sync already ahead of it), which pauses for it and then continues; the call keeps the
+  version it started with, as the loop counts a rollout at its oldest version. The loop's resubmission
+  after the swap recomputes the KV cache of the tokens sampled so far: a prefill this model leaves out.
 
 Each worker (the rollout worker, every scorer replica, the trainer) runs its calls one at a time in the
 order they were sent, as a Ray actor does. A call's cost is uncontended seconds of work; the worker's
@@ -66,6 +69,7 @@ class PipelineShape:
     steps: int
     micro_batch: int
     scorers: int
+    partial_rollouts: bool = False
 
     @property
     def batch(self) -> int:
@@ -216,13 +220,17 @@ class AsyncSimulation:
         self._submitted_groups += s.prompts_per_step
         self._send(ROLLOUT, "generate", self.costs.generate_s(k), self.loaded, groups)
 
-    def _send(self, worker: str, phase: str, work: float, version: int, groups: list[int]) -> None:
+    def _send(self, worker: str, phase: str, work: float, version: int, groups: list[int], ahead: bool = False) -> None:
+        """Queue a call on ``worker``; ``ahead``: before the calls that are not syncs (partial rollouts)."""
         self._seq += 1
         call = _Call(worker, phase, max(work, 0.0), self._seq, version, groups)
         queue = self._queues.setdefault(worker, [])
-        if not queue:
+        at = len(queue)
+        if ahead:
+            at = next((i for i, c in enumerate(queue) if c.phase != "sync"), len(queue))
+        queue.insert(at, call)
+        if at == 0:
             call.start = self.now
-        queue.append(call)
         self._in_flight.append(call)
 
     # ---- time ---------------------------------------------------------------------------------------
@@ -245,7 +253,7 @@ class AsyncSimulation:
     def _finish(self, call: _Call) -> None:
         queue = self._queues[call.worker]
         queue.pop(0)
-        if queue:
+        if queue and queue[0].start is None:  # a call paused for a sync ahead of it keeps its start
             queue[0].start = self.now
         assert call.start is not None
         self._out.busy.setdefault(call.worker, []).append((call.start, self.now, call.phase))
@@ -270,7 +278,7 @@ class AsyncSimulation:
         self.version += 1
         self._trained_groups.append((call.groups, call.version))
         self._training = False
-        self._send(ROLLOUT, "sync", self.costs.sync_s(call.groups), self.version, [])
+        self._send(ROLLOUT, "sync", self.costs.sync_s(call.groups), self.version, [], ahead=self.shape.partial_rollouts)
         self.loaded = self.version
 
     def _on_sync(self, call: _Call) -> None:

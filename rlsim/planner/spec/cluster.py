@@ -92,7 +92,8 @@ class PlacementSpec(_Cfg):
     ``schedule: async`` (``rlsim.planner.sim.async_pipeline``): generation runs ahead of training by at most
     ``max_staleness`` policy versions, with ``queue_size`` scored rollouts buffered for the trainer (None:
     ``max_staleness + 1`` batches, as the loop's ``async.queue_size``); micro-batches of ``batcher.window``
-    rollouts go to the scorers. Both are ignored by the other schedules.
+    rollouts go to the scorers; ``partial_rollouts``: the engine loads new weights between its steps, during
+    the generate call under way (the loop's ``async.partial_rollouts``). All are ignored by the other schedules.
     """
 
     schedule: Schedule = "overlapped"
@@ -112,6 +113,7 @@ class PlacementSpec(_Cfg):
     train_nodes: int = Field(default=0, ge=0)
     max_staleness: int = Field(default=1, ge=0)
     queue_size: int | None = Field(default=None, ge=1)
+    partial_rollouts: bool = False
 
     @model_validator(mode="after")
     def _check(self) -> PlacementSpec:
@@ -137,7 +139,8 @@ class PlacementSpec(_Cfg):
         """``overlapped``, or ``async s<=1`` with the staleness bound (and ``q64`` for a queue size given)."""
         if self.schedule != "async":
             return self.schedule
-        return f"async s<={self.max_staleness}" + (f" q{self.queue_size}" if self.queue_size is not None else "")
+        queue = f" q{self.queue_size}" if self.queue_size is not None else ""
+        return f"async s<={self.max_staleness}{queue}" + (" partial" if self.partial_rollouts else "")
 
 
 class SearchSpec(_Cfg):
