@@ -77,7 +77,7 @@ class RolloutWorker(_Worker):
     """Holds the generator; also the weight-sync target (reload, or a simulated cost).
 
     With ``async.partial_rollouts`` new weights arrive through ``offer_weights``, which Ray runs in its own
-    concurrency group (a thread beside the one running ``generate``): while a ``generate(..., partial=True)``
+    concurrency group (a thread beside the one running ``generate``): while a ``generate(..., start_version)``
     call is under way the offer waits until the generator takes the weights between engine steps (the
     worker is its ``SwapPoint``); with the engine idle the offer loads them itself. Either way the engine
     is only ever driven by one thread at a time, and ``version`` is the policy version it holds.
@@ -153,8 +153,11 @@ class RolloutWorker(_Worker):
                 self._swap.wait()
             if self._offered is not None:  # no generate call under way: load here, none can start meanwhile
                 t0 = time.time()
-                result = self.generator.load_weights(folder)
-                self._offered, self.version = None, version
+                try:
+                    result = self.generator.load_weights(folder)
+                finally:
+                    self._offered = None  # a failed load is not offered again to the next generate call
+                self.version = version
                 self._taken = (result, [self._event("sync", 0, t0, time.time())])
                 self._swap.notify_all()  # a generate call may wait for this version
             assert self._taken is not None

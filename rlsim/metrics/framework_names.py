@@ -121,7 +121,11 @@ def verl_async_metrics(record: StepRecord, earlier: Sequence[StepRecord], group_
     is verl's rollouter "version time"; idle is the step time an actor ran nothing. verl derives
     ``trainer/idle_ratio`` from its ``timing_s/gen``, which in its fully async trainer is the wait for
     samples; here ``timing_s/gen`` keeps its sync meaning (generation time), as in ``verl_metrics``.
-    The ``fully_async/partial/*`` keys are left out: partial rollouts are not offered.
+    With ``async.partial_rollouts`` the ``fully_async/partial/*`` keys (``detach_utils.py``, the batch's
+    ``param_version_start`` / ``_end`` per trajectory) count this batch's rollouts: ``total_partial_num``
+    those sampled by more than one version, ``partial_ratio`` their share, ``max_partial_span`` the most
+    versions between a rollout's first and last token (every weight load is one version, so that is the
+    versions that sampled it, less one).
     """
     total = record.time_s.total
     out: dict[str, float] = {}
@@ -144,6 +148,12 @@ def verl_async_metrics(record: StepRecord, earlier: Sequence[StepRecord], group_
     latency = record.sync.latency_s if record.sync is not None else None
     if latency is not None:
         out["timing_s/param_sync"] = float(latency)
+    spans = {int(k): n for k, n in (record.versions_spanned or {}).items()}
+    if spans:
+        partial = sum(n for k, n in spans.items() if k > 1)
+        out["fully_async/partial/total_partial_num"] = float(partial)
+        out["fully_async/partial/partial_ratio"] = partial / max(sum(spans.values()), 1)
+        out["fully_async/partial/max_partial_span"] = float(max(spans) - 1)
     return out
 
 

@@ -156,3 +156,13 @@ def test_an_async_step_maps_to_verls_fully_async_names() -> None:
     assert m["fully_async/count/current_param_version"] == 1  # the trainer held version 1 when it took batch 2
     assert m["timing_s/param_sync"] == 1.25
     assert verl_async_metrics(first, [], 4)["fully_async/count/stale_samples_processed"] == 0
+    assert not any(k.startswith("fully_async/partial/") for k in m)  # no partial rollouts: no such keys
+
+
+def test_partial_rollouts_map_to_verls_partial_keys() -> None:
+    # 8 rollouts: 5 sampled by one version, 2 by two, 1 by three (two weight loads under way).
+    record = async_record(3, {"1": 8}, 8, 0).model_copy(update={"versions_spanned": {"1": 5, "2": 2, "3": 1}})
+    m = verl_async_metrics(record, [], group_size=4)
+    assert m["fully_async/partial/total_partial_num"] == 3
+    assert m["fully_async/partial/partial_ratio"] == pytest.approx(3 / 8)
+    assert m["fully_async/partial/max_partial_span"] == 2
