@@ -119,15 +119,14 @@ def run(
 
 
 delays = st.lists(st.floats(0.0, 0.004), min_size=1, max_size=4)
+# The pipeline's shape, drawn alike for the schedule with and without partial rollouts.
+SHAPES = dict(prompts=st.integers(1, 3), group=st.integers(2, 3), staleness=st.integers(0, 2), steps=st.integers(1, 4))
 
 
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
-    prompts=st.integers(1, 3),
-    group=st.integers(2, 3),
-    staleness=st.integers(0, 2),
+    **SHAPES,
     extra=st.integers(0, 2),
-    steps=st.integers(1, 4),
     scorers=st.integers(1, 2),
     micro=st.integers(1, 6),
     gen_d=delays,
@@ -228,10 +227,7 @@ def spans_of(token_versions: list[int]) -> list[tuple[int, int]]:
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
-    prompts=st.integers(1, 3),
-    group=st.integers(2, 3),
-    staleness=st.integers(0, 2),
-    steps=st.integers(1, 4),
+    **SHAPES,
     step_d=st.lists(st.floats(0.0, 0.0015), min_size=1, max_size=3),
     score_d=delays,
     train_d=delays,
