@@ -7,20 +7,11 @@ import json
 from pathlib import Path
 
 import pytest
+from fidelity_doubles import METRICS
 
 from rlsim.errors import ConfigError
 from rlsim.experiment.config import ContentionConfig, ContentionSettings, contention_problems, load_contention_config
 from rlsim.experiment.fidelity_source import FidelitySettings, experiment_fidelity
-
-METRICS = {
-    "spearman": 0.995,
-    "kendall_tau": 0.95,
-    "pair_flip_rate": 0.015,
-    "advantage_sign_flip_rate": 0.01,
-    "advantage_mae": 0.02,
-    "reward_mae_over_std": 0.01,
-    "max_abs_diff": 0.05,
-}
 
 
 def verify_json(tmp_path: Path, runtimes: dict[str, dict | None], model: str = "minilm-rm", rules: bool = True) -> str:

@@ -7,21 +7,13 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from fidelity_doubles import METRICS
 
 from rlsim.fidelity.cache import cache_key, cached_runtime_fidelity, entry_path
 from rlsim.fidelity.check import FidelityRules
 from rlsim.fidelity.corpus import FidelityCorpus
 from rlsim.scoring.base import ScorerSettings
 
-METRICS = {
-    "spearman": 0.995,
-    "kendall_tau": 0.95,
-    "pair_flip_rate": 0.015,
-    "advantage_sign_flip_rate": 0.01,
-    "advantage_mae": 0.02,
-    "reward_mae_over_std": 0.01,
-    "max_abs_diff": 0.05,
-}
 CORPUS = FidelityCorpus(("a b c", "d e f"), np.array([0, 0]), seed=0)
 
 
