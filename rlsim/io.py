@@ -10,8 +10,10 @@ import json
 import os
 import stat
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from rlsim.errors import RlsimError
 
@@ -22,12 +24,21 @@ def atomic_write_text(path: str | os.PathLike[str], text: str) -> Path:
 
 
 def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> Path:
+    with atomic_writer(path) as f:
+        f.write(data)
+    return Path(path)
+
+
+@contextmanager
+def atomic_writer(path: str | os.PathLike[str]) -> Iterator[BinaryIO]:
+    """A binary file to write ``path``'s new contents into (a large file need not be built in memory first);
+    it replaces ``path`` when the block ends, and is removed if the block raises."""
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
     try:
         with os.fdopen(fd, "wb") as f:
-            f.write(data)
+            yield f
             f.flush()
             os.fsync(f.fileno())
         # mkstemp creates 0600; results are meant to be read like any file the user writes.
@@ -39,7 +50,6 @@ def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> Path:
         except FileNotFoundError:
             pass
         raise
-    return target
 
 
 def _read_umask() -> int:

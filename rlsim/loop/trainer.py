@@ -223,15 +223,12 @@ class PolicyTrainer:
     def save_checkpoint(self, path: str | Path, version: int) -> None:
         """Weights, AdamW state and the policy ``version`` (updates done) in one file, written atomically,
         so ``--resume`` of an async run continues from this exact policy and optimizer."""
-        import io
-
         import torch
 
-        from rlsim.io import atomic_write_bytes
+        from rlsim.io import atomic_writer
 
-        buf = io.BytesIO()
-        torch.save({"version": version, "model": self._model.state_dict(), "optimizer": self._opt.state_dict()}, buf)
-        atomic_write_bytes(path, buf.getvalue())
+        with atomic_writer(path) as f:  # streamed to the temporary file, not built in memory first
+            torch.save({"version": version, "model": self._model.state_dict(), "optimizer": self._opt.state_dict()}, f)
 
     def load_checkpoint(self, path: str | Path) -> int:
         """Restore what ``save_checkpoint`` wrote; returns the policy version it holds."""

@@ -74,6 +74,24 @@ def test_a_step_raises_the_likelihood_of_better_samples(tiny_policy) -> None:
     assert 0 < stats.entropy < np.log(30522) + 1e-3  # nats, at most that of a uniform vocabulary
 
 
+def test_a_checkpoint_restores_weights_optimizer_and_version_into_a_new_trainer(tiny_policy, tmp_path) -> None:
+    t = make(tiny_policy, lr=1e-4)
+    batch = rollouts()
+    rewards = {r.uid: float(r.uid % 3) for r in batch}
+    t.train_step(batch, rewards)
+    t.save_checkpoint(tmp_path / "trainer-v1.pt", 1)
+    assert [p.name for p in tmp_path.iterdir()] == ["trainer-v1.pt"]  # written via a temporary file, now gone
+    fresh = make(tiny_policy, lr=1e-4)
+    assert fresh.load_checkpoint(tmp_path / "trainer-v1.pt") == 1
+    before, restored = params(t), params(fresh)
+    assert all(torch.equal(before[k], restored[k]) for k in before)
+    t.train_step(batch, rewards)  # the same next update from the same weights and AdamW moments
+    fresh.train_step(batch, rewards)
+    after, again = params(t), params(fresh)
+    assert all(torch.allclose(after[k], again[k], atol=1e-7) for k in after)
+    assert not all(torch.equal(after[k], before[k]) for k in after)
+
+
 def test_missing_reward_is_refused(tiny_policy) -> None:
     with pytest.raises(RuntimeError, match="no reward"):
         make(tiny_policy).train_step(rollouts(), {0: 1.0})
