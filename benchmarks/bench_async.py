@@ -118,7 +118,7 @@ def run_one(schedule: str, placement: str, repeat: int, args: argparse.Namespace
             staleness_histogram=res.async_.staleness_histogram,
             rollouts_total=res.rollouts_total.model_dump(),
             weight_sync_pause_s=res.async_.weight_sync_pause_s,
-            versions_spanned_histogram=res.async_.versions_spanned_histogram,
+            version_span_histogram=res.async_.version_span_histogram,
             sync_latency_s=[s.sync.latency_s for s in res.steps if s.sync is not None],
         )
     else:

@@ -110,8 +110,9 @@ class StepRecord(_Record):
     policy_version: int | None = Field(None, exclude_if=lambda v: v is None)
     staleness: dict[str, int] | None = Field(None, exclude_if=lambda v: v is None)
     dropped_stale: int | None = Field(None, exclude_if=lambda v: v is None)
-    # async.partial_rollouts only: this update's rollouts by how many policy versions sampled them ({"1": n, "2": n})
-    versions_spanned: dict[str, int] | None = Field(None, exclude_if=lambda v: v is None)
+    # async.partial_rollouts only: this update's rollouts by the policy versions between their first and last
+    # token ({"0": n, "1": n}: 0 when one version sampled all of it)
+    version_span: dict[str, int] | None = Field(None, exclude_if=lambda v: v is None)
 
 
 class AsyncRecord(_Record):
@@ -120,8 +121,8 @@ class AsyncRecord(_Record):
     (generation, weight load) did no work; ``weight_sync_pause_s``: seconds the engine spent loading
     weights instead of generating; ``queue_length``: [seconds since the run's start, scored rollouts
     waiting] at each change. ``partial_rollouts``: weights were loaded between engine steps; then
-    ``versions_spanned_histogram`` counts trained rollouts by how many policy versions sampled them, and
-    ``staleness_histogram`` counts each at its oldest version."""
+    ``version_span_histogram`` counts trained rollouts by the versions between their first and last token,
+    and ``staleness_histogram`` counts each at its oldest version."""
 
     max_staleness: int
     staleness_histogram: dict[str, int]
@@ -134,7 +135,7 @@ class AsyncRecord(_Record):
     queue_size: int | None = None
     queue_length: list[tuple[float, int]] = Field(default_factory=list)
     partial_rollouts: bool = False
-    versions_spanned_histogram: dict[str, int] | None = Field(None, exclude_if=lambda v: v is None)
+    version_span_histogram: dict[str, int] | None = Field(None, exclude_if=lambda v: v is None)
 
 
 class RolloutTotals(_Record):

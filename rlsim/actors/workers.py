@@ -21,6 +21,7 @@ import numpy as np
 
 from rlsim.actors.pinning import pin_process, process_tree_cpu_seconds, set_thread_env
 from rlsim.actors.server_faults import ServerFault, server_fault
+from rlsim.errors import RlsimError
 from rlsim.placement import ResolvedPlacement
 from rlsim.rollout.generator import SyncResult
 from rlsim.rollout.types import Event, Rollout, RolloutRequest
@@ -90,6 +91,8 @@ class RolloutWorker(_Worker):
         self.version = 0
         self._swap = threading.Condition()
         self._generating = False
+        self._load_error: str | None = None  # a failed load of offered weights (a waiting generate call raises it)
+        self._closing = False
         self._offered: tuple[Path, int] | None = None
         self._taken: tuple[SyncResult, list[Event]] | None = None
         self._pauses: list[tuple[float, float]] = []  # weight loads inside the current generate call
@@ -105,12 +108,17 @@ class RolloutWorker(_Worker):
         version is loaded (its ``offer_weights`` was sent before this call, as a plain reload would have been
         queued before it); weights offered meanwhile are loaded between engine steps, each rollout records
         the versions that sampled it, and the generate event is split around each pause."""
-        t0 = time.time()
         if start_version is None:
+            t0 = time.time()
             rollouts = self.generator.generate(requests)
             return rollouts, [self._event("generate", 0, t0, time.time(), len(rollouts))]
         with self._swap:
             while self.version < start_version:
+                if self._load_error or self._closing:
+                    raise RlsimError(
+                        f"{self.name}: the weights of policy version {start_version} never reached the engine "
+                        f"({self._load_error or 'the worker is closing'})"
+                    )
                 self._swap.wait()
             self._generating, self._pauses, start = True, [], self.version
         t0 = time.time()
@@ -121,7 +129,7 @@ class RolloutWorker(_Worker):
                 self._generating = False
                 self._swap.notify_all()
         for r in rollouts:
-            r.versions = _spans([(start, 0), *(r.versions or [])], len(r.response_ids))
+            r.version_spans = _spans([(start, 0), *(r.version_spans or [])], len(r.response_ids))
         cuts = [t0] + [t for pause in self._pauses for t in pause] + [time.time()]
         pieces = [(cuts[i], cuts[i + 1]) for i in range(0, len(cuts), 2)]
         events = [self._event("generate", 0, a, b) for a, b in pieces]
@@ -138,6 +146,7 @@ class RolloutWorker(_Worker):
         with self._swap:
             assert self._offered is not None
             self.version = self._offered[1]
+            result.detail += "; between engine steps of a generate call"
             self._taken = (result, [self._event("sync", 0, start, end)])
             self._pauses.append((start, end))
             self._offered = None
@@ -155,16 +164,32 @@ class RolloutWorker(_Worker):
                 t0 = time.time()
                 try:
                     result = self.generator.load_weights(folder)
+                except BaseException as err:
+                    self._load_error = f"loading version {version} failed: {err}"
+                    raise
                 finally:
                     self._offered = None  # a failed load is not offered again to the next generate call
+                    self._swap.notify_all()  # a generate call may wait for this version
                 self.version = version
+                result.detail += "; the engine was idle"
                 self._taken = (result, [self._event("sync", 0, t0, time.time())])
-                self._swap.notify_all()  # a generate call may wait for this version
             assert self._taken is not None
             result, events = self._taken
             self._taken = None
-        result.detail += f"; {state_nbytes(state) / 2**20:.1f} MiB, between engine steps"
+        result.detail += f"; {state_nbytes(state) / 2**20:.1f} MiB"
         return result, events
+
+    def new_pipeline(self) -> None:
+        """An async pipeline starts on this worker: the weights the engine holds are its version 0 (versions
+        count one pipeline's updates; the contention experiment runs several pipelines on one worker)."""
+        with self._swap:
+            self.version, self._load_error = 0, None
+
+    def stop_waiting(self) -> None:
+        """Fail a generate call that waits for weights which will not come (the run is being torn down)."""
+        with self._swap:
+            self._closing = True
+            self._swap.notify_all()
 
     def stream(self, requests: Sequence[RolloutRequest], micro_batch: int) -> Iterator[tuple[list[Rollout], Event]]:
         """Yield (micro-batch, event) as rollouts finish; event k spans the generation since batch k-1."""

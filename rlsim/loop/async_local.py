@@ -30,6 +30,8 @@ class ThreadedAsyncBackend:
             raise ValueError("at least one scoring worker is needed")
         self.rollout, self.scorers, self.trainer, self._sync = rollout, scorers, trainer, sync
         self.num_scorers, self._partial = len(scorers), partial
+        if partial:
+            rollout.new_pipeline()
         names = ["rollout", "rollout-weights", "trainer"] + [f"scorer-{i}" for i in range(len(scorers))]
         self._pools = {name: ThreadPoolExecutor(1, thread_name_prefix=name) for name in names}
 
@@ -77,5 +79,6 @@ class ThreadedAsyncBackend:
         return handle.result()
 
     def close(self) -> None:
+        self.rollout.stop_waiting()  # a generate call waiting for weights that will not come fails instead
         for pool in self._pools.values():
             pool.shutdown(wait=True, cancel_futures=True)

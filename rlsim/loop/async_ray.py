@@ -25,6 +25,8 @@ class RayAsyncBackend:
     def __init__(self, step_backend: RayStepBackend, sync: WeightSync, partial: bool = False) -> None:
         self._b, self._sync, self._partial = step_backend, sync, partial
         self._actors = step_backend.actors
+        if partial:  # the rollout actor's version counts this pipeline's updates (it may have run another)
+            self._b._get(self._actors.rollout.new_pipeline.remote(), "rollout", None)
         self.num_scorers = step_backend.num_scorers
         self._roles: dict[Any, str] = {}
         self._export_events: dict[Any, Any] = {}

@@ -31,8 +31,9 @@ def async_step_record(
     record.policy_version = outcome.version
     record.staleness = outcome.staleness
     record.dropped_stale = outcome.dropped_stale
-    if any(r.versions for r in outcome.rollouts):
-        record.versions_spanned = dict(sorted(Counter(str(len(r.versions or [])) for r in outcome.rollouts).items()))
+    spans = [r.version_span for r in outcome.rollouts if r.version_span is not None]
+    if spans:
+        record.version_span = {str(k): n for k, n in sorted(Counter(spans).items())}
     if record.sync is not None and outcome.sync_latency_s is not None:
         record.sync.latency_s = round(outcome.sync_latency_s, 6)
     rows = timeline_rows(step, outcome.events, outcome.start)
@@ -54,7 +55,7 @@ def async_summary(
         mine = [e for e in events if e.actor.startswith(actor_prefix)]
         return round(1.0 - union_length(_clipped(mine, start, now)) / wall, 6)
 
-    counts, hist, spanned, tokens = _as_recorded(pipeline)
+    counts, hist, spans, tokens = _as_recorded(pipeline)
     trained = counts["trained"]
     pause = sum(e.duration for e in events if e.actor == "rollout" and e.phase == "sync")
     record = AsyncRecord(
@@ -69,7 +70,7 @@ def async_summary(
         queue_size=pipeline.settings.queue_size,
         queue_length=list(pipeline.queue_log),
         partial_rollouts=pipeline.settings.partial_rollouts,
-        versions_spanned_histogram=spanned if pipeline.settings.partial_rollouts else None,
+        version_span_histogram=spans if pipeline.settings.partial_rollouts else None,
     )
     totals = RolloutTotals(**counts)
     if before is not None:
@@ -78,7 +79,7 @@ def async_summary(
 
 
 def _as_recorded(pipeline: AsyncPipeline) -> tuple[dict[str, int], dict[str, int], dict[str, int], int]:
-    """Rollout totals, staleness and versions-spanned histograms, and trained response tokens as the step
+    """Rollout totals, staleness and version-span histograms, and trained response tokens as the step
     records have them.
 
     An update still running has trained nothing yet as far as the records go (a run stopped now never
@@ -89,9 +90,9 @@ def _as_recorded(pipeline: AsyncPipeline) -> tuple[dict[str, int], dict[str, int
     counts["unfinished_at_end"] += len(pending)
     ledger = pipeline.ledger
     hist = _less(ledger.histogram(), (ledger.trained[r.uid] for r in pending))
-    spanned = _less(ledger.spanned_histogram(), (ledger.spanned[r.uid] for r in pending if r.uid in ledger.spanned))
+    spans = _less(ledger.span_histogram(), (ledger.spans[r.uid] for r in pending if r.uid in ledger.spans))
     tokens = pipeline.trained_tokens - sum(len(r.response_ids) for r in pending)
-    return counts, hist, spanned, tokens
+    return counts, hist, spans, tokens
 
 
 def _less(hist: dict[str, int], values: Iterable[int]) -> dict[str, int]:
@@ -121,7 +122,7 @@ def merge_async(first: AsyncRecord, then: AsyncRecord) -> AsyncRecord:
     return then.model_copy(
         update={
             "staleness_histogram": _add(first.staleness_histogram, then.staleness_histogram),
-            "versions_spanned_histogram": _add(first.versions_spanned_histogram, then.versions_spanned_histogram),
+            "version_span_histogram": _add(first.version_span_histogram, then.version_span_histogram),
             "trainer_idle_fraction": weighted(first.trainer_idle_fraction, then.trainer_idle_fraction, 6),
             "rollout_idle_fraction": weighted(first.rollout_idle_fraction, then.rollout_idle_fraction, 6),
             "rollouts_trained_per_hour": weighted(first.rollouts_trained_per_hour, then.rollouts_trained_per_hour, 3),
@@ -182,8 +183,8 @@ def async_markdown(results: RunResults) -> list[str]:
     hist = ", ".join(f"{n} at staleness {k}" for k, n in a.staleness_histogram.items()) or "none"
     partial = ""
     if a.partial_rollouts:
-        spans = a.versions_spanned_histogram or {}
-        several = sum(n for k, n in spans.items() if int(k) > 1)
+        spans = a.version_span_histogram or {}
+        several = sum(n for k, n in spans.items() if int(k) > 0)
         partial = (
             f" Partial rollouts: weights loaded between engine steps; {several} trained rollouts were sampled by "
             "two or more policy versions (staleness counts each at its oldest)."

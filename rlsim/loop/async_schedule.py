@@ -6,8 +6,8 @@ tag is exact); each finished batch goes to the scoring replicas in calls of whol
 wait in a ``StalenessBuffer``; the trainer takes the oldest complete groups within ``max_staleness``
 (older ones are dropped and counted). After each update the weights are exported at once (ahead of
 any later update) and loaded into the engine after its current generate call: the engine pauses for
-the reload between calls (vLLM here cannot swap weights between its own engine steps), and the pause
-is in the timeline as the rollout worker's ``sync`` event.
+the reload between calls, and the pause is in the timeline as the rollout worker's ``sync`` event
+(with ``partial_rollouts``, during the call; below).
 
 Generation may start batch ``i`` (counted net of dropped groups) once version ``i - max_staleness`` has
 been sent to the engine and the buffer plus scoring in flight leave room for one more batch within
@@ -19,11 +19,13 @@ running in between. Every generated rollout ends trained once, dropped as stale 
 the end (``Ledger``).
 
 ``settings.partial_rollouts``: the weights reach the engine between two of its steps, during the
-generate call under way (``RolloutWorker.offer_weights``), instead of after it; each rollout then
-records the versions that sampled it, and its version here (for the bound, the queue and the
-histogram) is the oldest of them, so no token of a trained rollout is older than the bound allows. A
-group's version is its members' oldest. ``first_version`` > 0 (``--resume``) restores that version's checkpoint into the
-trainer and the engine before anything else runs.
+generate call under way (``RolloutWorker.offer_weights``), instead of after it; a generate call starts
+once the version it is tagged with is loaded. Each rollout then records the versions that sampled it,
+and its version here (for the bound, the queue and the histogram) is the oldest of them, so no token of
+a trained rollout is older than the bound allows. A group's version is its members' oldest.
+
+``first_version`` > 0 (``--resume``) restores that version's checkpoint into the trainer and the engine
+before anything else runs.
 """
 
 from __future__ import annotations

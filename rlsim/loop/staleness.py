@@ -32,7 +32,7 @@ class Ledger:
     """Every generated rollout's behaviour version (by uid) and its fate once it has one."""
 
     versions: dict[int, int] = field(default_factory=dict)
-    spanned: dict[int, int] = field(default_factory=dict)  # uid -> policy versions that sampled it (partial rollouts)
+    spans: dict[int, int] = field(default_factory=dict)  # uid -> versions from its first to its last token (partial)
     trained: dict[int, int] = field(default_factory=dict)  # uid -> staleness when trained
     dropped: set[int] = field(default_factory=set)
 
@@ -43,7 +43,7 @@ class Ledger:
         if doubled:
             raise RuntimeError(f"rollouts {doubled[:5]} were generated twice")
         self.versions.update((r.uid, version if r.first_version is None else r.first_version) for r in rollouts)
-        self.spanned.update((r.uid, len(r.versions)) for r in rollouts if r.versions)
+        self.spans.update((r.uid, r.version_span) for r in rollouts if r.version_span is not None)
 
     def mark_trained(self, uids: list[int], trainer_version: int) -> None:
         self._once(uids)
@@ -68,9 +68,10 @@ class Ledger:
         assert out["unfinished_at_end"] >= 0
         return out
 
-    def spanned_histogram(self) -> dict[str, int]:
-        """Trained rollouts that record their versions, by how many versions sampled them, ``{"1": n, "2": n}``."""
-        return _histogram(self.spanned[u] for u in self.trained if u in self.spanned)
+    def span_histogram(self) -> dict[str, int]:
+        """Trained rollouts that record their versions, by the versions from their first to their last token,
+        ``{"0": n, "1": n}``."""
+        return _histogram(self.spans[u] for u in self.trained if u in self.spans)
 
     def histogram(self) -> dict[str, int]:
         """Trained rollouts per staleness (policy versions behind the trainer), ``{"0": n, "1": n, ...}``."""
@@ -88,33 +89,35 @@ class StalenessBuffer:
     def __init__(self, group_size: int, groups_per_batch: int, max_staleness: int, ledger: Ledger) -> None:
         self.group_size, self.groups_per_batch, self.max_staleness = group_size, groups_per_batch, max_staleness
         self.ledger = ledger
-        self._partial: dict[int, ScoredGroup] = {}
+        self._incomplete: dict[int, ScoredGroup] = {}
         self._ready: list[ScoredGroup] = []
 
     @property
     def queued(self) -> int:
         """Scored rollouts waiting (complete groups and parts of groups)."""
-        return sum(len(g.rollouts) for g in self._ready) + sum(len(g.rollouts) for g in self._partial.values())
+        return sum(len(g.rollouts) for g in self._ready) + sum(len(g.rollouts) for g in self._incomplete.values())
 
     def add(self, rollouts: list[Rollout], rewards: dict[int, float]) -> None:
         """Scored rollouts (any subset of groups); a group becomes ready once all its members are in."""
         for r in rollouts:
             version = self.ledger.versions[r.uid]
-            g = self._partial.setdefault(r.group, ScoredGroup(r.group, version, [], {}))
+            g = self._incomplete.setdefault(r.group, ScoredGroup(r.group, version, [], {}))
+            if version != g.version and r.version_spans is None:  # one generate call made the group: a bug
+                raise RuntimeError(f"group {r.group} mixes policy versions {g.version} and {version}")
             g.version = min(g.version, version)
             g.rollouts.append(r)
             g.rewards[r.uid] = rewards[r.uid]
             if len(g.rollouts) == self.group_size:
-                self._ready.append(self._partial.pop(r.group))
+                self._ready.append(self._incomplete.pop(r.group))
 
     def drop_stale(self, trainer_version: int) -> list[ScoredGroup]:
         """Remove (and mark dropped) every group a trainer at ``trainer_version`` may no longer use."""
         stale = [g for g in self._ready if trainer_version - g.version > self.max_staleness]
-        stale += [g for g in self._partial.values() if trainer_version - g.version > self.max_staleness]
+        stale += [g for g in self._incomplete.values() if trainer_version - g.version > self.max_staleness]
         for g in stale:
             self.ledger.mark_dropped([r.uid for r in g.rollouts])
         self._ready = [g for g in self._ready if g not in stale]
-        self._partial = {k: g for k, g in self._partial.items() if g not in stale}
+        self._incomplete = {k: g for k, g in self._incomplete.items() if g not in stale}
         return stale
 
     def take_batch(self, trainer_version: int) -> list[ScoredGroup] | None:

@@ -124,8 +124,7 @@ def verl_async_metrics(record: StepRecord, earlier: Sequence[StepRecord], group_
     With ``async.partial_rollouts`` the ``fully_async/partial/*`` keys (``detach_utils.py``, the batch's
     ``param_version_start`` / ``_end`` per trajectory) count this batch's rollouts: ``total_partial_num``
     those sampled by more than one version, ``partial_ratio`` their share, ``max_partial_span`` the most
-    versions between a rollout's first and last token (every weight load is one version, so that is the
-    versions that sampled it, less one).
+    versions between a rollout's first and last token (the step record's ``version_span``).
     """
     total = record.time_s.total
     out: dict[str, float] = {}
@@ -148,12 +147,12 @@ def verl_async_metrics(record: StepRecord, earlier: Sequence[StepRecord], group_
     latency = record.sync.latency_s if record.sync is not None else None
     if latency is not None:
         out["timing_s/param_sync"] = float(latency)
-    spans = {int(k): n for k, n in (record.versions_spanned or {}).items()}
+    spans = {int(k): n for k, n in (record.version_span or {}).items()}
     if spans:
-        partial = sum(n for k, n in spans.items() if k > 1)
+        partial = sum(n for k, n in spans.items() if k > 0)
         out["fully_async/partial/total_partial_num"] = float(partial)
         out["fully_async/partial/partial_ratio"] = partial / max(sum(spans.values()), 1)
-        out["fully_async/partial/max_partial_span"] = float(max(spans) - 1)
+        out["fully_async/partial/max_partial_span"] = float(max(spans))
     return out
 
 

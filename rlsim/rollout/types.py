@@ -27,7 +27,7 @@ class RolloutRequest:
 class Rollout:
     """A generated sample: token ids of prompt and response (policy tokenizer). ``behaviour_logprobs``:
     each response token's log-prob under the weights that sampled it, when the generator was asked for them.
-    ``versions``: ``(policy version, index of its first response token)`` for each version that sampled part
+    ``version_spans``: ``(policy version, index of its first response token)`` for each version that sampled part
     of the response, oldest first, when the generation took new weights mid-sequence (``async.partial_rollouts``);
     None when the rollout worker does not track versions."""
 
@@ -36,12 +36,18 @@ class Rollout:
     prompt_ids: list[int]
     response_ids: list[int]
     behaviour_logprobs: list[float] | None = None
-    versions: list[tuple[int, int]] | None = None
+    version_spans: list[tuple[int, int]] | None = None
 
     @property
     def first_version(self) -> int | None:
         """The oldest policy version that sampled this rollout (None when not tracked)."""
-        return self.versions[0][0] if self.versions else None
+        return self.version_spans[0][0] if self.version_spans else None
+
+    @property
+    def version_span(self) -> int | None:
+        """Policy versions between its first token's and its last token's (verl's ``param_version_end -
+        param_version_start``; 0: one version sampled it all; None when not tracked)."""
+        return self.version_spans[-1][0] - self.version_spans[0][0] if self.version_spans else None
 
     @property
     def num_tokens(self) -> int:

@@ -121,9 +121,9 @@ class VllmGenerator:
                         flight.last = out
                         if getattr(out, "finished", False):
                             buffer.append(self._rollout(pending.pop(out.request_id), swap is not None))
-                while len(buffer) >= micro_batch:
-                    yield buffer[:micro_batch]
-                    buffer = buffer[micro_batch:]
+                if len(buffer) >= micro_batch:
+                    yield buffer
+                    buffer = []
             if buffer:
                 yield buffer
         finally:
@@ -179,7 +179,7 @@ class VllmGenerator:
         if logprobs is not None:
             rollout.behaviour_logprobs = flight.logprobs + logprobs
         if track_versions:  # the swaps only; the rollout worker adds the version the call started with
-            rollout.versions = list(flight.swaps)
+            rollout.version_spans = list(flight.swaps)
         return rollout
 
     def _submit(self, requests: Sequence[RolloutRequest]) -> list[tuple[str, RolloutRequest, list[int]]]:
@@ -214,7 +214,11 @@ class VllmGenerator:
         self._llm.collective_rpc("reload_weights", kwargs={"weights_path": str(weights_dir)})
         # Cached prompt KV was computed with the old weights; reusing it would mix policies. (Called with
         # no request running: between generate calls, or after _swap_weights aborted them.)
-        self._llm.reset_prefix_cache()
+        if self._llm.reset_prefix_cache() is False:
+            raise RuntimeError(
+                "vLLM could not reset its prefix cache after a weight reload (requests still hold "
+                "cached blocks); this is a bug"
+            )
         return SyncResult("vllm-reload", time.perf_counter() - t0, "collective_rpc('reload_weights') from safetensors")
 
     def close(self) -> None:

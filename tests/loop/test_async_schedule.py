@@ -13,6 +13,7 @@ from collections import Counter
 from collections.abc import Sequence
 from functools import partial
 
+import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -96,7 +97,7 @@ class SteppingGenerator(TimedGenerator):
         for r in out:
             self.made[r.uid] = sampled[r.uid][0]
             self.token_versions[r.uid] = sampled[r.uid]
-            r.versions = spans[r.uid] if swap is not None else None
+            r.version_spans = spans[r.uid] if swap is not None else None
         return out
 
 
@@ -248,7 +249,7 @@ def test_partial_rollouts_record_every_version_and_keep_the_bound_on_the_oldest(
     for update, (uids, _) in enumerate(trainer.seen):
         assert set(Counter(u // group for u in uids).values()) == {group}, "a group was split"
         for u in uids:
-            assert rollouts[u].versions == spans_of(gen.token_versions[u])
+            assert rollouts[u].version_spans == spans_of(gen.token_versions[u])
             assert update - min(gen.token_versions[u]) <= staleness, "a token older than the bound was trained"
             assert pipeline.ledger.versions[u] == min(gen.token_versions[u])
     totals = pipeline.ledger.totals()
@@ -265,9 +266,36 @@ def test_a_weight_swap_lands_inside_a_long_generation() -> None:
     gen = SteppingGenerator([0.01])
     pipeline, outcomes = run(gen, [TimedStage([0.0])], TimedTrainer([0.02]), s)
     assert gen.swaps >= 1
-    spanning = [r for o in outcomes for r in o.rollouts if len(r.versions or []) > 1]
-    assert spanning and all([v for v, _ in r.versions] == [0, 1] for r in spanning)
+    spanning = [r for o in outcomes for r in o.rollouts if len(r.version_spans or []) > 1]
+    assert spanning and all([v for v, _ in r.version_spans] == [0, 1] for r in spanning)
     assert all(r.behaviour_logprobs is None or len(r.behaviour_logprobs) == len(r.response_ids) for r in spanning)
     pause = next(e for e in pipeline.events if e.actor == "rollout" and e.phase == "sync")
     gens = [e for e in pipeline.events if e.actor == "rollout" and e.phase == "generate"]
     assert any(abs(g.end - pause.start) < 1e-6 for g in gens) and any(abs(g.start - pause.end) < 1e-6 for g in gens)
+
+
+class FailingReload(SteppingGenerator):
+    def load_weights(self, weights_dir):  # type: ignore[no-untyped-def]
+        raise RuntimeError("this engine cannot reload weights")
+
+
+def test_a_generate_call_waiting_for_weights_that_fail_to_load_fails_too() -> None:
+    """Partial rollouts: a generate call waits for the version it is tagged with; if that version's load
+    fails, the call raises instead of waiting for ever, and a new pipeline starts counting from 0 again."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from rlsim.errors import RlsimError
+
+    worker = RolloutWorker("rollout", None, lambda: FailingReload([0.0]), pin=False)
+    worker.version = 3  # left by an earlier pipeline on this worker
+    worker.new_pipeline()
+    assert worker.version == 0
+    with ThreadPoolExecutor(1) as pool:
+        waiting = pool.submit(worker.generate, requests(1, 2), 1)
+        time.sleep(0.05)
+        assert not waiting.done()  # version 1 is not loaded yet
+        with pytest.raises(RuntimeError, match="cannot reload"):
+            worker.offer_weights({"w": np.zeros(2, dtype=np.float32)}, 1)
+        with pytest.raises(RlsimError, match="version 1 never reached the engine.*cannot reload"):
+            waiting.result(timeout=5)
+    worker.close()

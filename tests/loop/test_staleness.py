@@ -75,8 +75,8 @@ def test_a_group_of_two_versions_counts_as_its_oldest() -> None:
     for trainer_version, taken in [(1, True), (2, False)]:
         buf = buffer(max_staleness=1, groups_per_batch=1)
         a, b = rollouts(0)
-        b.versions = [(1, 0)]
-        buf.ledger.generated([a, b], 0)  # a under the call's version 0, b under the version it records
+        a.version_spans, b.version_spans = [(0, 0)], [(1, 0)]
+        buf.ledger.generated([a, b], 0)  # each under the version it records
         assert buf.ledger.versions == {a.uid: 0, b.uid: 1}
         buf.add([b, a], {a.uid: 0.0, b.uid: 0.0})
         batch = buf.take_batch(trainer_version)
@@ -84,3 +84,13 @@ def test_a_group_of_two_versions_counts_as_its_oldest() -> None:
             assert batch is not None and batch[0].version == 0
         else:  # version 0 is two behind: the whole group goes, b with it although b alone is within the bound
             assert batch is None and buf.ledger.dropped == {a.uid, b.uid}
+
+
+def test_without_partial_rollouts_a_group_of_two_versions_is_a_bug() -> None:
+    """One generate call makes a whole group, so without recorded versions its members share one."""
+    buf = buffer(1)
+    a, b = rollouts(0)
+    buf.ledger.generated([a], 0)
+    buf.ledger.generated([b], 1)
+    with pytest.raises(RuntimeError, match="mixes policy versions"):
+        buf.add([a, b], {a.uid: 0.0, b.uid: 0.0})

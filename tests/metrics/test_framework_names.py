@@ -160,8 +160,8 @@ def test_an_async_step_maps_to_verls_fully_async_names() -> None:
 
 
 def test_partial_rollouts_map_to_verls_partial_keys() -> None:
-    # 8 rollouts: 5 sampled by one version, 2 by two, 1 by three (two weight loads under way).
-    record = async_record(3, {"1": 8}, 8, 0).model_copy(update={"versions_spanned": {"1": 5, "2": 2, "3": 1}})
+    # 8 rollouts: 5 sampled by one version, 2 across one weight load, 1 across two.
+    record = async_record(3, {"1": 8}, 8, 0).model_copy(update={"version_span": {"0": 5, "1": 2, "2": 1}})
     m = verl_async_metrics(record, [], group_size=4)
     assert m["fully_async/partial/total_partial_num"] == 3
     assert m["fully_async/partial/partial_ratio"] == pytest.approx(3 / 8)

@@ -121,6 +121,27 @@ def test_partial_rollouts_load_the_weights_inside_the_generate_call_by_hand() ->
     assert whole.step_ends == pytest.approx([6.5, 10.0, 13.5, 14.5])
 
 
+@settings(max_examples=60, deadline=None)
+@given(
+    gen=st.lists(st.integers(1, 3), min_size=1, max_size=4),
+    update=st.integers(1, 3),
+    sync=st.sampled_from([0.0, 0.5, 1.0]),
+    score=st.sampled_from([0.0, 1.0]),
+    bound=st.integers(0, 2),
+)
+def test_partial_rollouts_keep_the_books_when_calls_end_together(
+    gen: list[int], update: int, sync: float, score: float, bound: int
+) -> None:
+    """Whole-second costs make an update and a generate call end at the same instant: the update's sync goes
+    ahead of a call that is finishing then, and every call still finishes once, in order."""
+    sh = dataclasses.replace(shape(s=bound, steps=5), partial_rollouts=True)
+    run = AsyncSimulation(sh, Costs(gen=[float(g) for g in gen], score=score, update=float(update), sync=sync)).run()
+    check_books(run)
+    assert len(run.step_ends) == 5
+    syncs = [(b, e) for b, e, p in run.busy["rollout"] if p == "sync"]
+    assert len(syncs) == 5 and all(e - b == pytest.approx(sync) for b, e in syncs)
+
+
 def test_staleness_zero_runs_each_step_in_turn() -> None:
     # max_staleness 0: batch k waits for weights k, so a step is generate + score + update + sync in
     # turn, as the sequential schedule: 1 + 0.25 + 1 + 0.5 = 2.75 s, every rollout on-policy.

@@ -98,7 +98,7 @@ def test_a_weight_swap_mid_generation_keeps_the_old_prefix_and_continues_under_t
         assert swap.loads == 1 and not engine.has_unfinished_requests()
         expected = {}
         for r in out:  # the new weights' greedy continuation of prompt + the kept prefix, as a request of its own
-            (_, k), prefix = r.versions[0], baseline[r.uid].response_ids[: r.versions[0][1]]
+            (_, k), prefix = r.version_spans[0], baseline[r.uid].response_ids[: r.version_spans[0][1]]
             rid = vllm_generator._add(baseline[r.uid].prompt_ids + prefix, 24 - k)
             while engine.has_unfinished_requests():
                 expected.update((o.request_id, list(o.outputs[0].token_ids)) for o in engine.step() if o.finished)
@@ -107,7 +107,7 @@ def test_a_weight_swap_mid_generation_keeps_the_old_prefix_and_continues_under_t
         vllm_generator.load_weights(folder.write(state))  # the session engine goes back to the original policy
         folder.close()
     for r in out:
-        ((version, k),) = r.versions
+        ((version, k),) = r.version_spans
         assert version == 1 and 1 <= k < 24  # some tokens under each version
         assert r.prompt_ids == baseline[r.uid].prompt_ids and len(r.response_ids) == 24
         assert r.response_ids == expected[r.uid]

@@ -228,6 +228,10 @@ class AsyncSimulation:
         at = len(queue)
         if ahead:
             at = next((i for i, c in enumerate(queue) if c.phase != "sync"), len(queue))
+        paused = queue[0] if at == 0 and queue else None
+        if paused is not None and paused.start is not None:  # the call under way pauses: its busy span so far
+            self._out.busy.setdefault(worker, []).append((paused.start, self.now, paused.phase))
+            paused.start = None
         queue.insert(at, call)
         if at == 0:
             call.start = self.now
@@ -252,11 +256,11 @@ class AsyncSimulation:
 
     def _finish(self, call: _Call) -> None:
         queue = self._queues[call.worker]
-        queue.pop(0)
-        if queue and queue[0].start is None:  # a call paused for a sync ahead of it keeps its start
+        queue.remove(call)  # not always the head: a sync may have gone ahead of it at this very instant
+        if queue and queue[0].start is None:  # the next call, or one resuming after a sync went ahead of it
             queue[0].start = self.now
-        assert call.start is not None
-        self._out.busy.setdefault(call.worker, []).append((call.start, self.now, call.phase))
+        if call.start is not None:  # None: paused at this very instant, its span already logged
+            self._out.busy.setdefault(call.worker, []).append((call.start, self.now, call.phase))
         self._in_flight.remove(call)
         getattr(self, f"_on_{call.phase}")(call)
 
