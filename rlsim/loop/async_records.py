@@ -186,8 +186,8 @@ def async_markdown(results: RunResults) -> list[str]:
         spans = a.version_span_histogram or {}
         several = sum(n for k, n in spans.items() if int(k) > 0)
         partial = (
-            f" Partial rollouts: weights loaded between engine steps; {several} trained rollouts were sampled by "
-            "two or more policy versions (staleness counts each at its oldest)."
+            f" Partial rollouts on (weights may load between engine steps of a generate call): {several} trained "
+            "rollouts were sampled by two or more policy versions (staleness counts each at its oldest)."
         )
     return [
         "",
