@@ -160,10 +160,12 @@ class RolloutWorker(_Worker):
             self._offered = (folder, version)
             while self._offered is not None and self._generating:
                 self._swap.wait()
-            if self._offered is not None:  # no generate call under way: load here, none can start meanwhile
-                t0 = time.time()
+            if self._offered is None:  # the generate call under way took them between engine steps
+                assert self._taken is not None
+                (result, events), self._taken = self._taken, None
+            else:  # no generate call under way: load here, none can start meanwhile
                 try:
-                    result = self.generator.load_weights(folder)
+                    result, events = self._load(folder, time.time())
                 except BaseException as err:
                     self._load_error = f"loading version {version} failed: {err}"
                     raise
@@ -172,10 +174,6 @@ class RolloutWorker(_Worker):
                     self._swap.notify_all()  # a generate call may wait for this version
                 self.version = version
                 result.detail += "; the engine was idle"
-                self._taken = (result, [self._event("sync", 0, t0, time.time())])
-            assert self._taken is not None
-            result, events = self._taken
-            self._taken = None
         result.detail += f"; {state_nbytes(state) / 2**20:.1f} MiB"
         return result, events
 
@@ -200,10 +198,15 @@ class RolloutWorker(_Worker):
             t0 = time.time()  # time spent suspended in yield is not generation
 
     def load_weights(self, state: dict[str, Any]) -> tuple[SyncResult, list[Event]]:
+        """Write ``state`` and load it into the engine, after the current call (the write is in the pause)."""
         t0 = time.time()
-        folder = self._weights.write(state)
-        result = self.generator.load_weights(Path(folder))
+        result, events = self._load(self._weights.write(state), t0)
         result.detail += f"; {state_nbytes(state) / 2**20:.1f} MiB"
+        return result, events
+
+    def _load(self, folder: Path, t0: float) -> tuple[SyncResult, list[Event]]:
+        """The engine loads the weights in ``folder``; its ``sync`` event spans ``t0`` to now."""
+        result = self.generator.load_weights(Path(folder))
         return result, [self._event("sync", 0, t0, time.time())]
 
     def simulate_sync(self, seconds: float, reason: str = "configured") -> tuple[SyncResult, list[Event]]:

@@ -15,6 +15,7 @@ from typing import Any
 from rlsim.io import atomic_write_bytes
 from rlsim.loop.async_schedule import AsyncPipeline, AsyncStepOutcome
 from rlsim.loop.records import _clipped, step_record, timeline_rows, union_length
+from rlsim.loop.staleness import histogram_of
 from rlsim.run_results import AsyncRecord, RolloutTotals, RunResults, StepRecord
 
 
@@ -33,7 +34,7 @@ def async_step_record(
     record.dropped_stale = outcome.dropped_stale
     spans = [r.version_span for r in outcome.rollouts if r.version_span is not None]
     if spans:
-        record.version_span = {str(k): n for k, n in sorted(Counter(spans).items())}
+        record.version_span = histogram_of(spans)
     if record.sync is not None and outcome.sync_latency_s is not None:
         record.sync.latency_s = round(outcome.sync_latency_s, 6)
     rows = timeline_rows(step, outcome.events, outcome.start)

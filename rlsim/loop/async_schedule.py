@@ -31,7 +31,6 @@ before anything else runs.
 from __future__ import annotations
 
 import time
-from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -39,7 +38,7 @@ from typing import Any
 from rlsim.errors import RlsimError
 from rlsim.loop.async_types import AsyncBackend, AsyncSettings, AsyncStepOutcome, checkpoint_file
 from rlsim.loop.schedules import Progress
-from rlsim.loop.staleness import Ledger, ScoredGroup, StalenessBuffer
+from rlsim.loop.staleness import Ledger, ScoredGroup, StalenessBuffer, histogram_of
 from rlsim.rollout.generator import SyncResult
 from rlsim.rollout.types import Event, Rollout, RolloutRequest
 
@@ -276,7 +275,6 @@ class AsyncPipeline:
             sync, sync_events = u.sync
             now = self._clock()
             rollouts = [r for g in u.batch for r in g.rollouts]
-            staleness = Counter(str(self.ledger.trained[r.uid]) for r in rollouts)
             loads = [e.end for e in sync_events if e.actor.startswith("rollout")]
             w = self._window
             self._done.append(
@@ -289,7 +287,7 @@ class AsyncPipeline:
                     start=w["start"],
                     end=now,
                     counts={"generated": w["generated"], "scored": w["scored"], "trained": len(rollouts)},
-                    staleness=dict(sorted(staleness.items(), key=lambda kv: int(kv[0]))),
+                    staleness=histogram_of(self.ledger.trained[r.uid] for r in rollouts),
                     version=u.version,
                     dropped_stale=len(self.ledger.dropped) - w["dropped_before"],
                     sync_latency_s=max(loads) - u.update_end if loads else None,

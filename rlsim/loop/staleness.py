@@ -71,14 +71,15 @@ class Ledger:
     def span_histogram(self) -> dict[str, int]:
         """Trained rollouts that record their versions, by the versions from their first to their last token,
         ``{"0": n, "1": n}``."""
-        return _histogram(self.spans[u] for u in self.trained if u in self.spans)
+        return histogram_of(self.spans[u] for u in self.trained if u in self.spans)
 
     def histogram(self) -> dict[str, int]:
         """Trained rollouts per staleness (policy versions behind the trainer), ``{"0": n, "1": n, ...}``."""
-        return _histogram(self.trained.values())
+        return histogram_of(self.trained.values())
 
 
-def _histogram(values: Iterable[int]) -> dict[str, int]:
+def histogram_of(values: Iterable[int]) -> dict[str, int]:
+    """Counts by value, keyed as results.json has them: ``{"0": n, "1": n, ...}`` in numeric order."""
     return {str(k): v for k, v in sorted(Counter(values).items())}
 
 
