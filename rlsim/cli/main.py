@@ -10,7 +10,7 @@ import argparse
 import importlib
 import sys
 
-from rlsim import logs
+from rlsim import logs, signals
 from rlsim.cli.common import Parser
 from rlsim.errors import RlsimError
 
@@ -49,8 +49,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"rlsim {args.command}: interrupted; completed results are on disk", file=sys.stderr)
         return 130
     except SystemExit as stop:  # SIGTERM, once Ray is up (rlsim/signals.py): actors and Ray are stopped by now
-        if stop.code == 143:
+        if stop.code == 143 or signals.terminated():  # Ray turns it into SystemExit(1) inside ray.get/wait
             print(f"rlsim {args.command}: terminated (SIGTERM); completed results are on disk", file=sys.stderr)
+            return 143
         raise
 
 

@@ -24,14 +24,24 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "tests" / "loop"))
 from tiny_vllm_run import tiny_vllm_run  # noqa: E402  (the real-loop tests' shared run config)
 
+# The driver blocks in ray.get (where Ray turns the handler's SystemExit(143) into SystemExit(1)) or in
+# plain Python; either way it exits 143 the way rlsim's CLI does, through rlsim.signals.terminated().
 DRIVER = """
-import time
+import sys, time
+from rlsim import signals
 from rlsim.actors.ray_session import connect_ray
 import ray
 started = connect_ray()
+
+@ray.remote(num_cpus=0)
+def wait() -> None:
+    time.sleep(120)
+
 try:
     print("ready", flush=True)
-    time.sleep(120)
+    ray.get(wait.remote()) if sys.argv[1] == "ray.get" else time.sleep(120)
+except SystemExit:
+    sys.exit(143 if signals.terminated() else 1)
 finally:
     if started:
         ray.shutdown()
@@ -39,12 +49,13 @@ finally:
 """
 
 
-def test_sigterm_stops_the_driver_and_every_ray_process() -> None:
+@pytest.mark.parametrize("blocked_in", ["ray.get", "time.sleep"])
+def test_sigterm_stops_the_driver_and_every_ray_process(blocked_in: str) -> None:
     psutil = pytest.importorskip("psutil")
     pytest.importorskip("ray")
     env = {**os.environ, "PYTHONPATH": str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", "")}
     proc = subprocess.Popen(
-        [sys.executable, "-c", DRIVER], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env
+        [sys.executable, "-c", DRIVER, blocked_in], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env
     )
     try:
         assert proc.stdout is not None and proc.stdout.readline().strip() == "ready", proc.stderr.read()

@@ -22,11 +22,12 @@ from rlsim.loop.records import union_length
 pytestmark = pytest.mark.slow
 
 # max_staleness 2 keeps the engine generating while updates run (it may run two versions ahead), and
-# responses of 32-128 tokens make a generate call outlast an update's end: the weights land mid-call.
+# responses of 192-256 tokens make a generate call outlast an update (about 5 s against 2-3 s here): the
+# weights land mid-call. With 32-128 tokens the two were close, and a CI run saw every load land between calls.
 CONFIG = tiny_vllm_run(
     steps=4, schedule="async", micro_batch=4, **{"async": {"max_staleness": 2, "is_cap": 2.0, "partial_rollouts": True}}
 )
-CONFIG["workload"]["spec"]["response"] = {"kind": "uniform", "min": 32, "max": 128}
+CONFIG["workload"]["spec"]["response"] = {"kind": "uniform", "min": 192, "max": 256}
 
 
 @pytest.fixture(scope="module")
