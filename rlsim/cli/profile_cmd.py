@@ -4,7 +4,7 @@ Example: ``rlsim profile configs/profiles/measure_cpu_2core.yaml --out configs/p
 (real loop runs of the config's ``loop_set`` for generation, update, sync and contention, then the
 scorer latency grid). ``--reuse`` keeps complete loop runs of the same config already in ``--runs``.
 ``rlsim profile --from-log metrics.jsonl --gpus 8 --out PROFILE`` fits generation, scoring, update and sync
-to the per-step metrics a verl or OpenRLHF run logged (see README, "Plan from a framework's logs").
+to the per-step metrics a verl or OpenRLHF run logged (see docs/planner.md, "Plan from a framework's logs").
 """
 
 from __future__ import annotations
@@ -87,13 +87,12 @@ def run(args: argparse.Namespace) -> int:
 
         return run_from_log(args)
 
-    from rich.console import Console
     from rich.progress import BarColumn, TextColumn, TimeElapsedColumn
 
     from rlsim.config_loader import load_config
     from rlsim.planner.calibrate.build import ProfileConfig, build_profile
     from rlsim.planner.profile.schema import load_profile, save_profile
-    from rlsim.progress import LineProgress
+    from rlsim.progress import LineProgress, make_console
 
     t0 = time.perf_counter()
     config = load_config(ProfileConfig, args.config, args.overrides)
@@ -103,7 +102,7 @@ def run(args: argparse.Namespace) -> int:
         return _dry_run(config, base_dir, args)
     fill = load_profile(args.fill_from) if args.fill_from else None
     scorers_from = load_profile(args.scorers_from) if args.scorers_from else None
-    console = Console(stderr=True)
+    console = make_console(stderr=True)
     loop_results = _loop_runs(config, base_dir, args, console)
     cells = len(config.runtimes) * len(config.units) * len(config.batch_sizes) * len(config.lengths)
     if config.roles:
@@ -133,7 +132,7 @@ def run(args: argparse.Namespace) -> int:
         from rlsim.io import atomic_write_json
 
         atomic_write_json(args.summary, _summary(built, args, time.perf_counter() - t0))
-    out = Console()
+    out = make_console()
     out.print(f"wrote {args.out} ({built.profile.hardware_kind}, rlsim {built.profile.rlsim_version})")
     for line in built.measured:
         out.print(f"  [green]measured[/green]  {line}")
