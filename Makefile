@@ -16,6 +16,7 @@ export PIP_DISABLE_PIP_VERSION_CHECK=1
 help:
 	@echo "make run    - set up (venv, dependencies, native engine) and run the main job on the default models"
 	@echo "make test   - set up, lint (ruff check, ruff format --check, mypy) and run the whole test suite"
+	@echo "make test-fast - the same, without the tests marked slow (Ray, vLLM, benchmark-size runs)"
 	@echo "make lint   - set up and run the linters and the type check only"
 	@echo "make setup  - set up only"
 	@echo "make bench  - run the committed benchmarks (long; writes benchmarks/results/)"
@@ -56,6 +57,10 @@ lint: setup
 
 test: setup lint
 	RLSIM_REQUIRE_NATIVE=1 $(PY) -m pytest $(PYTEST_ARGS)
+
+# The inner loop while working: everything but the tests marked slow (see pyproject's markers).
+test-fast: setup lint
+	RLSIM_REQUIRE_NATIVE=1 $(PY) -m pytest -m "not slow" $(PYTEST_ARGS)
 
 bench: setup
 	$(PY) benchmarks/bench_scoring.py
