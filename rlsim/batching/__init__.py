@@ -3,7 +3,8 @@
 Offline batchers (all texts known up front) plan from token lengths and register by name:
 ``fixed``, ``sorted``, ``token-budget``. ``score_texts(scorer, texts, batcher)`` runs a plan and
 returns rewards in the caller's order plus a ``BatchReport`` (padding waste, per-batch latency).
-The online ``DynamicBatcher`` (flush at a size or a wait) lives in ``rlsim.batching.dynamic``.
+The online ``DynamicBatcher`` (flush at a size or a wait; ``rlsim serve``) lives in ``rlsim.batching.dynamic`` and
+is registered as ``dynamic`` with ``online=True``, which the offline helpers leave out.
 """
 
 from rlsim.batching.base import (
@@ -17,6 +18,7 @@ from rlsim.batching.base import (
     plan_stats,
     register_batcher,
 )
+from rlsim.batching.dynamic import DynamicBatcher
 from rlsim.batching.fixed_size import FixedBatcher, SortedBatcher
 from rlsim.batching.scoring import BatchReport, score_texts, token_lengths
 from rlsim.batching.token_budget import TokenBudgetBatcher
@@ -26,6 +28,7 @@ __all__ = [
     "BatchReport",
     "Batcher",
     "BatcherInfo",
+    "DynamicBatcher",
     "FixedBatcher",
     "PlanStats",
     "SortedBatcher",

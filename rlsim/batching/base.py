@@ -6,7 +6,9 @@ to the request it belongs to. Strategies register by name with ``@register_batch
 with ``make_batcher(name, size=..., budget=...)``.
 
 The online ``DynamicBatcher`` (``rlsim.batching.dynamic``) serves requests that arrive over time
-and has a different shape (submit -> future); it is not in this registry.
+and has a different shape (submit -> future). It is registered too, as ``dynamic`` with
+``BatcherInfo(online=True)``, so the registry lists every batcher rlsim has; the offline helpers
+(``batcher_names``, ``make_batcher``, the loop's ``reward.batcher``) leave it out or refuse it by name.
 """
 
 from __future__ import annotations
@@ -39,9 +41,11 @@ class Batcher(Protocol):
 @dataclass(frozen=True)
 class BatcherInfo:
     """``sizing``: what bounds a batch: ``size`` (sequences, from ``batch_size``) or ``budget``
-    (padded tokens, from ``token_budget``)."""
+    (padded tokens, from ``token_budget``). ``online``: the batcher takes requests as they arrive
+    (``DynamicBatcher``, used by ``rlsim serve``) instead of planning a known set."""
 
     sizing: Literal["size", "budget"] = "size"
+    online: bool = False  # True: requests arrive over time (submit -> future); not a planner of known lengths
 
 
 class BatcherFactory(Protocol):
@@ -54,11 +58,13 @@ BATCHERS: Registry[BatcherFactory, BatcherInfo] = Registry("batcher", BatcherInf
 register_batcher = BATCHERS.register
 
 
-def batcher_names(sizing: str | None = None) -> list[str]:
-    """Registered offline batchers in registration order, optionally only those sized by ``sizing``."""
+def batcher_names(sizing: str | None = None, online: bool = False) -> list[str]:
+    """Registered batchers in registration order, offline ones unless ``online``, optionally only those sized by
+    ``sizing``."""
     import rlsim.batching  # noqa: F401  (fills the registry)
 
-    return [e.name for e in BATCHERS.entries() if sizing is None or e.info.sizing == sizing]
+    entries = BATCHERS.entries()
+    return [e.name for e in entries if e.info.online == online and (sizing is None or e.info.sizing == sizing)]
 
 
 @dataclass(frozen=True)

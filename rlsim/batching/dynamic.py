@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import Generic, TypeVar
 
+from rlsim.batching.base import Batcher, BatcherInfo, batcher_names, register_batcher
 from rlsim.errors import RlsimError
 
 T = TypeVar("T")
@@ -74,6 +75,7 @@ class _Pending(Generic[T, R]):
     future: Future[R]
 
 
+@register_batcher("dynamic", BatcherInfo(sizing="size", online=True))
 class DynamicBatcher(Generic[T, R]):
     """Collects items submitted over time into batches for one ``process`` function.
 
@@ -82,6 +84,14 @@ class DynamicBatcher(Generic[T, R]):
     is retried alone (``isolate_failures``) so one bad item fails only its own future.
     ``on_batch(size, seconds)`` is called after every batch (for metrics).
     """
+
+    @classmethod
+    def from_settings(cls, size: int | None = None, budget: int | None = None) -> Batcher:
+        """The registry's offline constructor: refused, since this batcher needs a ``process`` function."""
+        raise RlsimError(
+            "the dynamic batcher is online (requests arrive over time; `rlsim serve` uses it): it cannot plan a "
+            f"known set of texts; use one of {', '.join(batcher_names())} here"
+        )
 
     def __init__(
         self,

@@ -172,3 +172,12 @@ def test_scorer_returning_wrong_count_is_caught() -> None:
 def test_bad_plan_is_caught() -> None:
     with pytest.raises(RuntimeError, match="exactly once"):
         check_plan([[0, 1], [1]], 3)
+
+
+def test_the_online_dynamic_batcher_is_registered_but_kept_out_of_offline_use():
+    from rlsim.batching import DynamicBatcher, batcher_names, make_batcher
+
+    assert BATCHERS.get("dynamic") is DynamicBatcher and BATCHERS.info("dynamic").online
+    assert "dynamic" not in batcher_names() and batcher_names(online=True) == ["dynamic"]
+    with pytest.raises(RlsimError, match="online.*fixed, sorted, token-budget"):
+        make_batcher("dynamic", size=8)

@@ -57,6 +57,12 @@ def test_unknown_batcher_and_runtime_are_refused_listing_the_valid_names(tmp_pat
     assert "reward.server_runtime" in text and "ort" in text
 
 
+def test_the_online_dynamic_batcher_is_refused_in_a_loop_config(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError) as err:
+        load_run_config(write(tmp_path, {"reward": {"batcher": "dynamic"}}))
+    assert "dynamic is an online batcher" in "\n".join(err.value.errors)
+
+
 def test_a_runtime_the_device_cannot_run_is_refused_at_load(tmp_path: Path) -> None:
     with pytest.raises(ConfigError) as err:
         load_run_config(write(tmp_path, {"reward": {"runtime": "eager-fp16"}}))
