@@ -1,4 +1,5 @@
-"""A rich progress bar that still shows progress when stderr is not a terminal.
+"""rich output that stays readable in a log: a progress bar that still shows progress when stderr is not a
+terminal, and consoles that do not cut tables to 80 columns when piped (``make_console``).
 
 rich draws a live bar only on an interactive terminal; piped into a file or a CI log it prints the
 final frame when the work ends, so a 20-minute experiment looks hung. ``LineProgress`` behaves like
@@ -13,7 +14,20 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from rich.console import Console
 from rich.progress import Progress, TaskID
+
+# Piped into a file or a CI log, rich would lay every table out at 80 columns, cutting cells to `run…`; a table
+# only takes the width its cells need, so a wide limit keeps whole tables (rlsim plan's has 14 columns).
+PIPED_WIDTH = 1000
+
+
+def make_console(stderr: bool = False) -> Console:
+    """A rich console for rlsim's output: the terminal's width on a terminal, whole lines when piped."""
+    console = Console(stderr=stderr)
+    if not console.is_terminal:
+        console = Console(stderr=stderr, width=PIPED_WIDTH)
+    return console
 
 
 class LineProgress(Progress):

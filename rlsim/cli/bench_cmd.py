@@ -138,7 +138,6 @@ def _fidelity(cfg) -> dict:
 
 
 def run(args: argparse.Namespace) -> int:
-    from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsedColumn
 
     from rlsim.bench.scoring_report import table, write_outputs
@@ -146,10 +145,10 @@ def run(args: argparse.Namespace) -> int:
     from rlsim.bench.scoring_summary import add_fidelity, summarize
     from rlsim.fingerprint import gemm_key, machine_fingerprint
     from rlsim.io import atomic_write_json, check_output_dir
-    from rlsim.progress import LineProgress
+    from rlsim.progress import LineProgress, make_console
     from rlsim.workloads import read_texts
 
-    err = Console(stderr=True)
+    err = make_console(stderr=True)
     cfg = build_config(args)
     check_output_dir(args.out, "--out")
     if cfg.workload.path is not None:  # before preflight loads the tokenizer
@@ -174,9 +173,7 @@ def run(args: argparse.Namespace) -> int:
     )
     atomic_write_json(out / "results.json", result)
     paths = write_outputs(result, raw, out)
-    out_console = Console()
-    if not out_console.is_terminal:  # piped: rich would wrap the table at 80 columns
-        out_console = Console(width=160)
+    out_console = make_console()
     out_console.print(table(result))
     err.print("wrote " + ", ".join(str(p) for p in [out / "results.json", *paths]))
     print(json.dumps(result, allow_nan=False))

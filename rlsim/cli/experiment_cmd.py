@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 
 from rlsim.cli.common import add_import_arg, at_least_two, positive_float
+from rlsim.progress import make_console
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -76,8 +77,6 @@ def run(args: argparse.Namespace) -> int:
     import sys
     from pathlib import Path
 
-    from rich.console import Console
-
     from rlsim.cli.common import import_plugins
     from rlsim.experiment.config import load_contention_config
     from rlsim.io import check_output_dir
@@ -113,7 +112,7 @@ def run(args: argparse.Namespace) -> int:
 
     from rlsim.experiment.runner import run_contention
 
-    console = Console(stderr=True)
+    console = make_console(stderr=True)
     results = run_contention(config, out, console=console, show_progress=not args.no_progress)
     for line in results["conclusions"]:
         console.print(f"- {line}")

@@ -15,6 +15,7 @@ import sys
 from pathlib import Path
 
 from rlsim.cli.common import positive_float, positive_int
+from rlsim.progress import make_console
 
 # Only a source checkout has configs/ beside the package; an installed wheel does not ship them.
 CHECKOUT_CONFIGS = Path(__file__).resolve().parents[2] / "configs"
@@ -90,7 +91,6 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     from rlsim.io import atomic_write_json, check_output_dir, check_output_file
@@ -108,7 +108,7 @@ def run(args: argparse.Namespace) -> int:
         check_output_file(args.json, "--json")
     if args.out:
         check_output_dir(args.out, "--out")
-    console = Console(stderr=True)
+    console = make_console(stderr=True)
     total = (len(prep.found.feasible) if prep.found else 0) + (1 if config.placement else 0)
     if prep.found and prep.found.rejected:
         console.print(
@@ -126,8 +126,7 @@ def run(args: argparse.Namespace) -> int:
     ) as bar:
         task = bar.add_task("", total=total)
         outcome = execute(prep, on_progress=lambda label: bar.update(task, advance=1, description=label))
-    # Piped output (a file, CI) still gets the whole table rather than 80 wrapped columns.
-    out = Console() if sys.stdout.isatty() else Console(width=180)
+    out = make_console()
     for warning in outcome.warnings:
         out.print(f"[yellow]warning:[/yellow] {warning}")
     summary = provenance_summary(prep.profile.provenance, prep.profile.sources)
@@ -174,7 +173,6 @@ def _check_plan_args(args: argparse.Namespace) -> None:
 
 
 def _validate(args: argparse.Namespace) -> int:
-    from rich.console import Console
 
     from rlsim.planner.validate.command import validate_command, validation_table
 
@@ -182,7 +180,7 @@ def _validate(args: argparse.Namespace) -> int:
     out = args.out or Path("runs") / "validate"
     json_path = args.json or out / "validate.json"
     report = validate_command(path, args.overrides, args.profile, out, json_path, args.reuse)
-    console = Console() if sys.stdout.isatty() else Console(width=180)
+    console = make_console()
     console.print(validation_table(report))
     console.print(f"wrote {json_path} (loop runs in {out})")
     return 0

@@ -11,6 +11,7 @@ from pathlib import Path
 
 from rlsim.cli.common import positive_int
 from rlsim.errors import RlsimError
+from rlsim.progress import make_console
 
 
 def add_log_arguments(p: argparse.ArgumentParser) -> None:
@@ -40,7 +41,6 @@ def add_log_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run_from_log(args: argparse.Namespace) -> int:
-    from rich.console import Console
 
     from rlsim.io import atomic_write_json, check_output_file
     from rlsim.planner.calibrate.framework_logs import read_framework_log
@@ -89,7 +89,7 @@ def run_from_log(args: argparse.Namespace) -> int:
     }
     if args.summary:
         atomic_write_json(args.summary, summary)
-    out = Console()
+    out = make_console()
     out.print(
         f"wrote {args.out} ({profile.hardware_kind}): fitted to {len(steps)} {fmt.name} steps on "
         f"{layout.gpus} GPUs ({layout.engines} engine(s) of {layout.engine_gpus})"

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 
 from rlsim.cli.common import add_import_arg
+from rlsim.progress import make_console
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -46,8 +47,6 @@ def run(args: argparse.Namespace) -> int:
     import sys
     from pathlib import Path
 
-    from rich.console import Console
-
     from rlsim.cli.common import import_plugins
     from rlsim.io import check_output_dir
     from rlsim.loop.config import load_run_config
@@ -65,7 +64,7 @@ def run(args: argparse.Namespace) -> int:
 
     from rlsim.loop.run import run_loop, summary_lines
 
-    console = Console(stderr=True)
+    console = make_console(stderr=True)
     again = " ".join(
         [
             "rlsim run",

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 
 from rlsim.cli.common import add_model_arg, add_settings_args, correlation, fraction, settings_from_args
+from rlsim.progress import make_console
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -30,7 +31,6 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from rich.console import Console
 
     from rlsim.fidelity.check import FidelityRules
     from rlsim.io import atomic_write_json, check_output_file
@@ -38,7 +38,7 @@ def run(args: argparse.Namespace) -> int:
     from rlsim.scoring import expand_runtimes
     from rlsim.scoring.verify import verify
 
-    console = Console(stderr=True)
+    console = make_console(stderr=True)
     if args.json:
         check_output_file(args.json, "--json")  # now, not after minutes of scoring
     runtimes = expand_runtimes(args.runtimes or ("all,variants" if args.fidelity else "all"))
@@ -52,7 +52,7 @@ def run(args: argparse.Namespace) -> int:
             on_done=lambda name, r: status.update(f"{name}: {'ok' if r.ok else 'FAILED'}; next ..."),
             fidelity=rules,
         )
-    Console().print(_table(report))
+    make_console().print(_table(report))
     if report.reward_head:
         head = report.reward_head
         console.print(

@@ -45,7 +45,7 @@ from rlsim.experiment.stopping import (
 )
 from rlsim.io import atomic_write_json, atomic_write_text
 from rlsim.metrics.trace import experiment_trace
-from rlsim.progress import LineProgress
+from rlsim.progress import LineProgress, make_console
 
 UNITS = {
     "time": "seconds",
@@ -200,7 +200,7 @@ def run_contention(
         s.timebox.budget_s,
     )
     pool = loop.placement.pool or sorted(os.sched_getaffinity(0))  # as ExperimentSession resolves it
-    console = console or Console(stderr=True)
+    console = console or make_console(stderr=True)
     fidelity = experiment_fidelity(config, console.print)  # before Ray starts: scoring it alone, not contending
     outputs = ExperimentOutputs(out, config, len(pool), fidelity)
     columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())

@@ -122,10 +122,13 @@ class RewardConfig(_Strict):
     @field_validator("batcher")
     @classmethod
     def _known_batcher(cls, v: str) -> str:
-        from rlsim.batching import BATCHERS
+        from rlsim.batching import BATCHERS, batcher_names
 
+        offline = batcher_names()
+        if v in BATCHERS and v not in offline:
+            raise ValueError(f"{v} is an online batcher (for `rlsim serve`); valid names here: {', '.join(offline)}")
         if v not in BATCHERS:
-            raise ValueError(f"unknown batcher; valid names: {BATCHERS.valid_names()}")
+            raise ValueError(f"unknown batcher; valid names: {', '.join(offline)}")
         return v
 
     @field_validator("server_runtime")

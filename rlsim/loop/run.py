@@ -24,7 +24,7 @@ from rlsim.loop.report import render_markdown, write_figures
 from rlsim.metrics.framework_names import UpdateFlops, measure_update_flops, verl_async_metrics, verl_metrics
 from rlsim.metrics.tensorboard import ScalarLog
 from rlsim.metrics.trace import run_trace
-from rlsim.progress import LineProgress
+from rlsim.progress import LineProgress, make_console
 from rlsim.run_results import RunResults, StepRecord
 
 
@@ -136,7 +136,7 @@ def run_loop(
     run saved in ``out`` after its last completed step (faults are not injected again at or before it).
     ``tensorboard``: a folder for each step's verl-named metrics as TensorBoard scalars.
     """
-    console = console or Console(stderr=True)
+    console = console or make_console(stderr=True)
     outputs = RunOutputs(out, config, resume=resume)
     first = outputs.next_step
     own = session is None

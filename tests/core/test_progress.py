@@ -45,3 +45,21 @@ def test_long_descriptions_stay_on_one_line() -> None:
         bar.add_task("x", total=1)
         bar.update(0, description=long)  # type: ignore[arg-type]
     assert any(line.endswith(long) for line in buf.getvalue().splitlines())
+
+
+def test_a_piped_console_keeps_a_wide_table_whole():
+    # rlsim plan's table has 14 columns; piped, rich used to cut it to 80 columns (`run…`, `max…`).
+    import io
+
+    from rich.table import Table
+
+    from rlsim.progress import PIPED_WIDTH, make_console
+
+    console = make_console()
+    assert not console.is_terminal and console.width == PIPED_WIDTH
+    table = Table(*[f"column_{i}_with_a_long_name" for i in range(14)])
+    table.add_row(*[f"{i * 1234.5:,.1f} s" for i in range(14)])
+    console.file = io.StringIO()
+    console.print(table)
+    text = console.file.getvalue()
+    assert "…" not in text and "column_13_with_a_long_name" in text and "16,048.5 s" in text

@@ -24,6 +24,7 @@ from rlsim.planner.runs.loop_runner import LoopRunner
 from rlsim.planner.runs.loop_set import LoopCase, LoopSet, load_loop_set, resolve_cases, resolve_path
 from rlsim.planner.runs.predict import predict_step
 from rlsim.planner.validate.compare import run_validation
+from rlsim.progress import make_console
 
 
 def prepare_validation(
@@ -55,7 +56,7 @@ def validate_command(
     console: Console | None = None,
 ) -> dict[str, Any]:
     """Run the validation set at ``path``; writes ``json_path`` after every configuration."""
-    console = console or Console(stderr=True)
+    console = console or make_console(stderr=True)
     cases, profile, profile_path, loop_set = prepare_validation(path, overrides, profile_path)
     if runner is None:
         from rlsim.planner.runs.loop_runner import RealLoopRunner
