@@ -192,3 +192,12 @@ def test_repeats_for_half_width_worked_example() -> None:
     assert repeats_for_half_width(0.0, 0.1) == 2
     with pytest.raises(ValueError, match="half-width"):
         repeats_for_half_width(0.2, 0.0)
+
+
+def test_bca_bootstrap_agrees_with_the_t_interval_on_a_normal_sample() -> None:
+    # On 60 normal draws every sound 95% interval for the mean is about mean +- 1.96 sd / sqrt(n).
+    data = np.random.default_rng(11).normal(10.0, 2.0, size=60).tolist()
+    boot, t = bootstrap_mean_ci(data, seed=1), mean_ci(data)
+    assert boot.method.startswith("bootstrap BCa")
+    assert boot.ci_high - boot.ci_low == pytest.approx(t.ci_high - t.ci_low, rel=0.12)
+    assert boot.ci_low == pytest.approx(t.ci_low, abs=0.15) and boot.ci_high == pytest.approx(t.ci_high, abs=0.15)

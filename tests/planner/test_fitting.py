@@ -85,3 +85,24 @@ def test_nonneg_lstsq_never_returns_negative_coefficients() -> None:
     coef = nonneg_lstsq(design, np.array([3.0, 2.0, 1.0]))  # unconstrained slope would be -1
     assert np.all(coef >= 0)
     assert coef.tolist() == pytest.approx([2.0, 0.0])
+
+
+def test_nonneg_lstsq_reaches_the_exact_optimum_of_every_column_subset():
+    # The brute force the planner used before scipy's nnls: the best non-negative solution of every column
+    # subset. nnls must reach the same residual on badly scaled designs (a column of ones beside token counts).
+    from itertools import combinations
+
+    rng = np.random.default_rng(7)
+    for _ in range(200):
+        n, k = int(rng.integers(3, 9)), int(rng.integers(1, 4))
+        design = np.abs(rng.normal(size=(n, k))) * 10.0 ** rng.integers(-1, 5, size=k)
+        target = rng.normal(size=n) * 100
+        best = float(np.sum(target**2))
+        for size in range(1, k + 1):
+            for cols in combinations(range(k), size):
+                coef, *_ = np.linalg.lstsq(design[:, cols], target, rcond=None)
+                if np.all(coef >= 0):
+                    best = min(best, float(np.sum((design[:, cols] @ coef - target) ** 2)))
+        x = nonneg_lstsq(design, target)
+        assert np.all(x >= 0)
+        assert float(np.sum((design @ x - target) ** 2)) <= best * (1 + 1e-9) + 1e-9

@@ -13,9 +13,9 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Sequence
-from itertools import combinations
 
 import numpy as np
+from scipy.optimize import nnls
 
 from rlsim.errors import RlsimError
 from rlsim.planner.profile.schema import (
@@ -36,22 +36,15 @@ SLOW_OUTLIER = 0.3
 def nonneg_lstsq(design: np.ndarray, target: np.ndarray) -> np.ndarray:
     """Coefficients >= 0 minimising ``|design @ x - target|``; shapes (n, k), (n,) -> (k,).
 
-    Exact for small ``k``: solves every column subset and keeps the best with no negative entry.
+    ``scipy.optimize.nnls`` (Lawson-Hanson active set) on columns scaled to unit norm, so a column of token
+    counts (~1e5) and a column of ones are treated alike; a zero column keeps a zero coefficient.
     """
-    n_cols = design.shape[1]
-    best, best_err = np.zeros(n_cols), float(np.sum(target**2))
-    for size in range(1, n_cols + 1):
-        for cols in combinations(range(n_cols), size):
-            sub = design[:, cols]
-            coef, *_ = np.linalg.lstsq(sub, target, rcond=None)
-            if np.any(coef < 0):
-                continue
-            err = float(np.sum((sub @ coef - target) ** 2))
-            if err < best_err - 1e-15:
-                best = np.zeros(n_cols)
-                best[list(cols)] = coef
-                best_err = err
-    return best
+    design = np.asarray(design, dtype=float)
+    target = np.asarray(target, dtype=float)
+    norms = np.linalg.norm(design, axis=0)
+    scale = np.where(norms > 0, norms, 1.0)
+    coef, _residual = nnls(design / scale, target)
+    return np.where(norms > 0, coef / scale, 0.0)
 
 
 def fit_stats(measured: np.ndarray, predicted: np.ndarray) -> FitStats:
