@@ -84,7 +84,34 @@ def resolve_policy(name_or_path: str | Path) -> Path:
             "(save one with model.save_pretrained(DIR) and tokenizer.save_pretrained(DIR))"
         )
     _check_tokenizer(path)
+    _check_token_ids_fit(path, config)
     return path.resolve()
+
+
+def _check_token_ids_fit(path: Path, config: dict[str, Any]) -> None:
+    """A tokenizer with more tokens than the model's embedding rows makes ids the model cannot look up.
+
+    vLLM then dies inside its engine (``index 30522 is out of bounds`` in a logits processor, the cause only in
+    Ray's worker logs), so the mismatch is refused here, before anything starts.
+    """
+    text = config.get("text_config") or config
+    vocab = text.get("vocab_size")
+    if not isinstance(vocab, int) or vocab <= 0:
+        return  # the config does not say; nothing to compare
+    from transformers import AutoTokenizer
+
+    try:
+        tokens = len(AutoTokenizer.from_pretrained(path))
+    except (OSError, ValueError) as err:
+        raise RlsimError(
+            f"{path}: its tokenizer does not load ({err}); re-save it with tokenizer.save_pretrained(DIR)"
+        ) from None
+    if tokens > vocab:
+        raise RlsimError(
+            f"{path}: the tokenizer has {tokens:,} tokens but the model's vocab_size is {vocab:,}, so token ids "
+            f">= {vocab:,} have no embedding (vLLM's engine would die on the first one); use the tokenizer the "
+            "model was built with, or resize its embeddings (model.resize_token_embeddings(len(tokenizer))) and re-save"
+        )
 
 
 def _read_config(path: Path, role: str) -> dict[str, Any]:

@@ -31,3 +31,22 @@ def test_policy_resolves_and_rejects_reward_models(tmp_path):
         resolve_policy(resolve_reward_model("tiny-llama-rm").path)
     with pytest.raises(RlsimError, match="tiny-llama"):
         resolve_policy("gpt-5")
+
+
+def test_a_policy_whose_tokenizer_outgrows_its_vocabulary_is_refused_before_anything_starts(tmp_path):
+    # Issue 24: a random-init Qwen2 beside a BERT tokenizer (30,523 tokens with its added ones) killed vLLM's
+    # engine with `index 30522 is out of bounds`, the cause only in Ray's worker logs.
+    import shutil
+
+    from rlsim.models.builtin import minilm_source_dir
+
+    source = minilm_source_dir()
+    for name in ("tokenizer.json", "tokenizer_config.json", "vocab.txt", "special_tokens_map.json"):
+        if (source / name).is_file():
+            shutil.copy(source / name, tmp_path / name)
+    config = {"architectures": ["Qwen2ForCausalLM"], "model_type": "qwen2", "vocab_size": 1000}
+    (tmp_path / "config.json").write_text(json.dumps(config))
+    with pytest.raises(RlsimError, match=r"tokenizer has 30,52\d tokens but the model.s vocab_size is 1,000"):
+        resolve_policy(tmp_path)
+    (tmp_path / "config.json").write_text(json.dumps(dict(config, vocab_size=32000)))
+    assert resolve_policy(tmp_path) == tmp_path.resolve()
