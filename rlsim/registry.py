@@ -4,6 +4,10 @@ Each entry carries what other code needs to know about it (a runtime's needed pa
 precision, a batcher's sizing), so no second list of names exists anywhere: lists, defaults and
 config validation all read the registry.
 
+A registry names the modules that hold its built-in entries (``builtins``) and imports them on its first
+lookup, the same way a user's plug-in modules are imported by name (``import_modules``): the module that
+declares a role never imports the modules that implement it, so no import cycle runs through a registry.
+
 Registration is idempotent (re-importing a module inside a Ray worker registers the same object
 again and is fine); registering a *different* object under a taken name is a programming error.
 """
@@ -37,10 +41,25 @@ class Entry(Generic[T, M]):
 class Registry(Generic[T, M]):
     """``register(name, info)`` decorates a factory; ``info`` defaults to ``default_info()``."""
 
-    def __init__(self, role: str, default_info: Callable[[], M] = lambda: None) -> None:  # type: ignore[assignment,return-value]
+    def __init__(
+        self,
+        role: str,
+        default_info: Callable[[], M] = lambda: None,  # type: ignore[assignment,return-value]
+        builtins: Iterable[str] = (),
+    ) -> None:
         self._role = role
         self._default_info = default_info
         self._items: dict[str, Entry[T, M]] = {}
+        self._builtins = tuple(builtins)  # modules registering rlsim's own entries, in listing order
+        self._loaded = not self._builtins
+
+    def load_builtins(self) -> None:
+        """Import the built-in modules once (they register themselves); every lookup calls this first."""
+        if self._loaded:
+            return
+        self._loaded = True  # set first: a built-in module that looks something up while loading must not recurse
+        for module in self._builtins:
+            importlib.import_module(module)  # part of rlsim: a missing one is a broken install and raises
 
     def register(self, name: str, info: M | None = None) -> Callable[[T], T]:
         def decorator(obj: T) -> T:
@@ -53,6 +72,7 @@ class Registry(Generic[T, M]):
         return decorator
 
     def entry(self, name: str) -> Entry[T, M]:
+        self.load_builtins()
         try:
             return self._items[name]
         except KeyError:
@@ -66,16 +86,20 @@ class Registry(Generic[T, M]):
 
     def names(self) -> list[str]:
         """Every registered name, sorted."""
+        self.load_builtins()
         return sorted(self._items)
 
     def entries(self) -> list[Entry[T, M]]:
         """Every entry in registration order (rlsim's own in the order its modules register them)."""
+        self.load_builtins()
         return list(self._items.values())
 
     def valid_names(self) -> str:
+        self.load_builtins()
         return ", ".join(self.names()) or "(none registered)"
 
     def __contains__(self, name: object) -> bool:
+        self.load_builtins()
         return name in self._items
 
 

@@ -54,15 +54,15 @@ class BatcherFactory(Protocol):
     def from_settings(self, size: int | None = None, budget: int | None = None) -> Batcher: ...
 
 
-BATCHERS: Registry[BatcherFactory, BatcherInfo] = Registry("batcher", BatcherInfo)
+BATCHERS: Registry[BatcherFactory, BatcherInfo] = Registry(
+    "batcher", BatcherInfo, builtins=[f"rlsim.batching.{m}" for m in ("fixed_size", "token_budget", "dynamic")]
+)
 register_batcher = BATCHERS.register
 
 
 def batcher_names(sizing: str | None = None, online: bool = False) -> list[str]:
     """Registered batchers in registration order, offline ones unless ``online``, optionally only those sized by
     ``sizing``."""
-    import rlsim.batching  # noqa: F401  (fills the registry)
-
     entries = BATCHERS.entries()
     return [e.name for e in entries if e.info.online == online and (sizing is None or e.info.sizing == sizing)]
 
@@ -121,8 +121,6 @@ def make_batcher(name: str, size: int | None = None, budget: int | None = None) 
 
     Raises ``RlsimError`` naming the valid names or the missing/invalid setting.
     """
-    import rlsim.batching  # noqa: F401  (fills the registry)
-
     cls = BATCHERS.get(name)
     return cls.from_settings(size=size, budget=budget)
 

@@ -97,15 +97,14 @@ class SwapPoint(Protocol):
     def swapped(self, result: SyncResult, start: float, end: float) -> None: ...
 
 
-GENERATORS: Registry[type, GeneratorInfo] = Registry("generation backend", GeneratorInfo)
+GENERATORS: Registry[type, GeneratorInfo] = Registry(
+    "generation backend", GeneratorInfo, builtins=["rlsim.rollout.hf_generator", "rlsim.rollout.vllm_generator"]
+)
 register_generator = GENERATORS.register
 
 
 def make_generator(backend: str, policy_dir: Path, settings: GeneratorSettings) -> Generator:
     """Build a generator by registry name, e.g. ``make_generator("vllm", resolve_policy("tiny-llama"), s)``."""
-    import rlsim.rollout.hf_generator  # noqa: F401  (fill the registry)
-    import rlsim.rollout.vllm_generator  # noqa: F401
-
     return GENERATORS.get(backend)(policy_dir, settings)
 
 

@@ -1,12 +1,10 @@
-"""Scoring runtimes behind one registry; importing this package registers every built-in backend.
+"""Scoring runtimes behind one registry; importing this package (or any lookup) registers every built-in backend.
 
 Backends import their heavy dependencies (torch, onnxruntime, the native module, httpx) lazily,
 inside their constructors, so importing rlsim.scoring stays cheap and a runtime whose packages are
 missing is still listed (``unavailable_reason`` says which package to install). The backend modules
 themselves are part of rlsim: a missing one is a broken install and raises.
 """
-
-from importlib import import_module
 
 from rlsim.scoring.base import (
     SCORERS,
@@ -22,17 +20,7 @@ from rlsim.scoring.base import (
     unavailable_reason,
 )
 
-# Registration order is the order ``all`` lists runtimes in: the reference first, http last, then
-# the precision variants (bf16/fp16 and calibrated int8), which ``all`` lists only where they can run.
-for _module in (
-    "torch_scorers",
-    "ort_scorer",
-    "native_scorer",
-    "http_scorer",
-    "half_precision_scorers",
-    "int8_static_scorers",
-):
-    import_module(f"rlsim.scoring.{_module}")
+SCORERS.load_builtins()  # importing the package registers every built-in runtime, as it always did
 
 __all__ = [
     "SCORERS",

@@ -191,12 +191,15 @@ def cpu_flags(cpuinfo: str = "/proc/cpuinfo") -> frozenset[str]:
     return frozenset()
 
 
-SCORERS: Registry[type, RuntimeInfo] = Registry("scoring runtime", RuntimeInfo)
+# Registration order is the order ``all`` lists runtimes in: the reference first, http last, then the precision
+# variants (bf16/fp16 and calibrated int8), which ``all`` lists only where they can run.
+BUILTIN_RUNTIME_MODULES = tuple(
+    f"rlsim.scoring.{m}"
+    for m in ("torch_scorers", "ort_scorer", "native_scorer", "http_scorer", "half_precision_scorers",
+              "int8_static_scorers")
+)  # fmt: skip
+SCORERS: Registry[type, RuntimeInfo] = Registry("scoring runtime", RuntimeInfo, builtins=BUILTIN_RUNTIME_MODULES)
 register_scorer = SCORERS.register
-
-
-def _fill_registry() -> None:
-    import rlsim.scoring  # noqa: F401  (importing the package registers every built-in runtime)
 
 
 def runtime_names(builtin_only: bool = True, variants: bool = False, device: str | None = None) -> list[str]:
@@ -204,7 +207,6 @@ def runtime_names(builtin_only: bool = True, variants: bool = False, device: str
 
     ``variants``: the precision variants instead. ``device``: only those this machine's hardware can run there.
     """
-    _fill_registry()
     return [
         e.name
         for e in SCORERS.entries()
@@ -217,7 +219,6 @@ def runtime_names(builtin_only: bool = True, variants: bool = False, device: str
 def unavailable_reason(runtime: str, device: str | None = "cpu") -> str | None:
     """Why ``runtime`` cannot run here (missing packages and the fix, or missing hardware on ``device``; None:
     packages only), or None when it can."""
-    _fill_registry()
     info = SCORERS.info(runtime)
     missing = info.missing()
     if missing:
@@ -231,7 +232,6 @@ def make_scorer(runtime: str, model: RewardModelSpec, settings: ScorerSettings |
 
     Raises ``UnsupportedRuntime`` when the hardware lacks what the runtime needs, ``RlsimError`` when a package does.
     """
-    _fill_registry()
     settings = settings or ScorerSettings()
     cls = SCORERS.get(runtime)
     hardware = SCORERS.info(runtime).hardware_reason(runtime, settings.device)
@@ -266,7 +266,6 @@ def expand_runtimes(spec: str | Sequence[str], device: str | None = None) -> lis
 
     ``"eager,ort"`` -> ``["eager", "ort"]``; ``"all,variants"`` -> everything rlsim registers.
     """
-    _fill_registry()
     items = spec.split(",") if isinstance(spec, str) else list(spec)
     names: list[str] = []
     for item in (i.strip() for i in items if i.strip()):
