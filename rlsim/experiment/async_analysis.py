@@ -18,7 +18,7 @@ from typing import Any
 
 from rlsim.experiment.analysis import PAIRED_DIFF, estimate, paired_change, paired_compare
 from rlsim.experiment.capacity import Samples, paired, values
-from rlsim.experiment.report import fmt_est
+from rlsim.experiment.formatting import fmt_est
 from rlsim.experiment.role_analysis import MIN_REPEATS_TO_NAME
 
 # Per-repeat figures of the async together run (rlsim.experiment.async_condition.async_figures).

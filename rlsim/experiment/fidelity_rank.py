@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from rlsim.experiment.report import fmt_est
+from rlsim.experiment.formatting import fmt_est
 
 FIGURES = ("freed_core_s", "freed_pool_share", "extra_rollouts_per_hour")
 

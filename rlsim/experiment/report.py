@@ -9,6 +9,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from rlsim.experiment.fidelity_rank import fidelity_section
+from rlsim.experiment.formatting import excludes_zero, fmt_est, num, plus_minus
+from rlsim.experiment.schedule_report import schedule_conclusions, schedule_sections
+
 GLOSSARY = [
     ("step time", "wall time of a together step: overlapped generate + score, then update and weight sync"),
     (
@@ -34,39 +38,9 @@ GLOSSARY = [
 ]
 
 
-def _num(x: float | None, fmt: str) -> str:
-    return "n/a" if x is None else format(x, fmt)
-
-
-def fmt_est(e: Mapping[str, Any] | None, fmt: str = ".3g", unit: str = "") -> str:
-    """``1.23 (95% CI 1.10 to 1.36)`` or ``1.23`` when there is no CI."""
-    if not e or e.get("mean") is None:
-        return "n/a"
-    text = format(e["mean"], fmt) + unit
-    if e.get("ci_low") is None or e.get("ci_high") is None:
-        return text + (" (CI unbounded)" if e.get("n", 0) >= 2 else "")
-    return f"{text} (95% CI {format(e['ci_low'], fmt)} to {format(e['ci_high'], fmt)}{unit})"
-
-
-def _pm(e: Mapping[str, Any], fmt: str, unit: str = "") -> str:
-    """``0.90 +/- 0.10`` (half-width of the 95 % CI) for symmetric t-intervals."""
-    if e.get("mean") is None:
-        return "n/a"
-    if e.get("ci_low") is None or e.get("ci_high") is None:
-        return format(e["mean"], fmt) + unit
-    half = format((e["ci_high"] - e["ci_low"]) / 2, fmt.replace("+", ""))
-    return f"{format(e['mean'], fmt)} +/- {half}{unit}"
-
-
-def _excludes_zero(e: Mapping[str, Any]) -> bool | None:
-    if e.get("ci_low") is None or e.get("ci_high") is None:
-        return None
-    return e["ci_low"] > 0 or e["ci_high"] < 0
-
-
 def _runtime_sentence(name: str, f: Mapping[str, Any], baseline: str) -> str:
     freed, sig = f["freed_core_s"], f["significance"]
-    zero = _excludes_zero(freed)
+    zero = excludes_zero(freed)
     freed_words = (
         "significant: its paired 95% CI excludes 0"
         if zero
@@ -76,16 +50,16 @@ def _runtime_sentence(name: str, f: Mapping[str, Any], baseline: str) -> str:
     )
     share = f["freed_pool_share"]["mean"]
     parts = [
-        f"**{name}** frees {_pm(freed, '.2f')} core-s per step"
+        f"**{name}** frees {plus_minus(freed, '.2f')} core-s per step"
         f"{f' ({share:.0%} of the pool)' if share is not None else ''} vs {baseline} ({freed_words}); "
         f"step time changes {fmt_est(f['step_time_change'], '+.1%')}, {sig['step_time_s']['words']}.",
-        f"Generation together runs {_pm(f['extra_gen_tokens_per_s'], '+.0f')} tokens/s vs {baseline} "
+        f"Generation together runs {plus_minus(f['extra_gen_tokens_per_s'], '+.0f')} tokens/s vs {baseline} "
         f"({sig['gen_tokens_per_s_together']['words']}); the freed core-s are worth "
-        f"{_pm(f['extra_rollouts_per_step'], '+.1f')} rollouts per step at the measured generation cost.",
+        f"{plus_minus(f['extra_rollouts_per_step'], '+.1f')} rollouts per step at the measured generation cost.",
     ]
     if f["timeboxed_rollouts_per_hour"]["n"]:  # not run under schedule async
         parts.append(
-            f"Time-boxed: {_pm(f['extra_rollouts_per_hour'], '+.0f')} rollouts per hour vs {baseline} "
+            f"Time-boxed: {plus_minus(f['extra_rollouts_per_hour'], '+.0f')} rollouts per hour vs {baseline} "
             f"({sig['timeboxed_rollouts_per_hour']['words']})."
         )
     return " ".join(parts)
@@ -113,13 +87,13 @@ def conclusions(results: Mapping[str, Any]) -> list[str]:
             f"Beside {name} scoring, generation slows by {fmt_est(gs, '+.0%')} against generation alone "
             f"({f['significance']['gen_slowdown']['words']}); {name} scoring slows by {fmt_est(ss, '+.0%')} against "
             f"scoring alone ({f['significance']['score_slowdown']['words']}). Scoring sits on the critical path for "
-            f"{fmt_est(f['scoring_critical_share'], '.0%')} of the step and costs {_pm(f['scoring_core_s'], '.2f')} "
-            "core-s per step."
+            f"{fmt_est(f['scoring_critical_share'], '.0%')} of the step and costs "
+            f"{plus_minus(f['scoring_core_s'], '.2f')} core-s per step."
         )
     for name, f in runtimes.items():
         if baseline is not None and name != baseline and baseline in runtimes:
             out.append(_runtime_sentence(name, f, baseline))
-    out += _schedule_conclusions(results)
+    out += schedule_conclusions(results)
     for name, reason in results.get("skipped_runtimes", {}).items():
         out.append(f"{name} was not measured: {reason}.")
     best = _most_freed(runtimes, baseline)
@@ -132,7 +106,7 @@ def conclusions(results: Mapping[str, Any]) -> list[str]:
         out.append(
             f"Accounting identity (processes + idle + kernel = pool cores x time) held within 5% in {held} measured "
             f"steps (largest miss {acc['max_abs_residual_fraction']:.1%}); processes outside the experiment used "
-            f"{_num(other, '.0%')} of the pool on average"
+            f"{num(other, '.0%')} of the pool on average"
             + (", so the figures carry that background load." if other and other > 0.05 else ".")
         )
         short = [
@@ -148,21 +122,6 @@ def conclusions(results: Mapping[str, Any]) -> list[str]:
                 "of the pool time. Every other condition held within 5%."
             )
     return out
-
-
-def _schedule_conclusions(results: Mapping[str, Any]) -> list[str]:
-    """Where PPO's roles and the async outcomes put the freed capacity (rlsim.experiment.schedule_report;
-    imported here, not at the top: it formats its figures with this module's ``fmt_est``)."""
-    from rlsim.experiment.schedule_report import schedule_conclusions
-
-    return schedule_conclusions(results)
-
-
-def _schedule_sections(results: Mapping[str, Any]) -> list[str]:
-    """The PPO-roles and async sections; none for GRPO."""
-    from rlsim.experiment.schedule_report import schedule_sections
-
-    return schedule_sections(results)
 
 
 def _sign_flip_floor(results: Mapping[str, Any]) -> float | None:
@@ -216,7 +175,7 @@ def _pool_table(results: Mapping[str, Any]) -> list[str]:
     bars = list(next(iter(runtimes.values()))["pool_core_s_per_step"])
     lines = ["| runtime | " + " | ".join(bars) + " |", "|---" * (len(bars) + 1) + "|"]
     for name, f in runtimes.items():
-        lines.append(f"| {name} | " + " | ".join(_pm(f["pool_core_s_per_step"][b], ".2f") for b in bars) + " |")
+        lines.append(f"| {name} | " + " | ".join(plus_minus(f["pool_core_s_per_step"][b], ".2f") for b in bars) + " |")
     return lines
 
 
@@ -242,7 +201,7 @@ def precision_words(name: str, p: Mapping[str, Any], reason: str | None = None) 
     """One runtime's freed-capacity precision and, against the target, how it stopped and what is left."""
     frac = p.get("half_width_fraction")
     text = (
-        f"{name}: freed core-s CI half-width {_num(p.get('half_width'), '.3f')} core-s = "
+        f"{name}: freed core-s CI half-width {num(p.get('half_width'), '.3f')} core-s = "
         f"{'n/a' if frac is None else format(frac, '.0%')} of the mean after {p['n']} repeats"
     )
     if p.get("target_ci") is None:
@@ -287,7 +246,7 @@ def _planned(results: Mapping[str, Any]) -> str:
     stop = results.get("stopping", {})
     if results.get("repeats"):
         return f"of {results['repeats']}"
-    return f"(until the {stop.get('target_ci', 0):.0%} target or {_num(stop.get('max_minutes'), '.0f')} minutes)"
+    return f"(until the {stop.get('target_ci', 0):.0%} target or {num(stop.get('max_minutes'), '.0f')} minutes)"
 
 
 def render_markdown(results: Mapping[str, Any], figures: list[str]) -> str:
@@ -313,7 +272,6 @@ def render_markdown(results: Mapping[str, Any], figures: list[str]) -> str:
     if not results.get("runtimes"):
         return "\n".join(head + ["No measurement finished yet."]) + "\n"
     body = ["## Conclusions", ""] + [f"- {c}" for c in results.get("conclusions", [])] + [""]
-    from rlsim.experiment.fidelity_rank import fidelity_section  # it formats with this module's helpers
 
     body += fidelity_section(results)
     body += ["## Figures", ""] + [f"![{f}]({f})" for f in figures] + [""]
@@ -328,6 +286,6 @@ def render_markdown(results: Mapping[str, Any], figures: list[str]) -> str:
         "",
     ]
     body += _accounting_rows(results)
-    body += [""] + _schedule_sections(results)
+    body += [""] + schedule_sections(results)
     body += ["## Glossary", ""] + [f"- **{k}**: {v}" for k, v in GLOSSARY]
     return "\n".join(head + body) + "\n"

@@ -25,7 +25,7 @@ from typing import Any
 
 from rlsim.experiment.analysis import PAIRED_DIFF, estimate, paired_compare
 from rlsim.experiment.capacity import EXPERIENCE_BARS, Samples, paired, values
-from rlsim.experiment.report import fmt_est
+from rlsim.experiment.formatting import fmt_est
 from rlsim.experiment.stopping import MIN_REPEATS_FOR_TARGET
 
 MIN_REPEATS_TO_NAME = MIN_REPEATS_FOR_TARGET  # the same reason: two repeats give too rough an sd

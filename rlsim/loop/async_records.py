@@ -8,11 +8,9 @@ wall time (first generate call to the end of the last step so far) in which that
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Sequence
-from pathlib import Path
+from collections.abc import Iterable
 from typing import Any
 
-from rlsim.io import atomic_write_bytes
 from rlsim.loop.async_schedule import AsyncPipeline, AsyncStepOutcome
 from rlsim.loop.records import _clipped, step_record, timeline_rows, union_length
 from rlsim.loop.staleness import histogram_of
@@ -139,41 +137,6 @@ def merge_totals(first: RolloutTotals, then: RolloutTotals) -> RolloutTotals:
     """Every rollout of both parts; the stopped part's queue is in its ``unfinished_at_end``."""
     keys = ("generated", "trained", "dropped_stale", "unfinished_at_end")
     return RolloutTotals(**{k: getattr(first, k) + getattr(then, k) for k in keys})
-
-
-def run_gantt_png(rows: Sequence[dict[str, Any]]) -> bytes:
-    """Every event of the run on one axis, one lane per actor; generate bars are labelled ``g<batch>``
-    and updates ``u<update>``, so generation of batch k+1 can be seen running under update k."""
-    from rlsim.loop.report import COLORS, PHASES, _actor_order
-    from rlsim.metrics.plots import png_bytes, pyplot
-
-    plt = pyplot()
-    actors = sorted({r["actor"] for r in rows}, key=_actor_order)
-    fig, ax = plt.subplots(figsize=(12, 1 + 0.6 * max(1, len(actors))))
-    for lane, actor in enumerate(actors):
-        for r in (r for r in rows if r["actor"] == actor):
-            left = r["run_start"] + r["start"]
-            ax.barh(lane, r["end"] - r["start"], left=left, color=COLORS.get(r["phase"], "k"), edgecolor="white")
-            if r["phase"] in ("generate", "update") and actor in ("rollout", "trainer"):
-                label = f"{'g' if r['phase'] == 'generate' else 'u'}{r['batch']}"
-                ax.text(left + (r["end"] - r["start"]) / 2, lane, label, ha="center", va="center", fontsize=7)
-    ax.set_yticks(range(len(actors)), actors)
-    ax.invert_yaxis()
-    ax.set_xlabel("seconds since the run's first step started")
-    ax.set_title("async run: generation of batch k+1 (g) under update k (u)")
-    shown = [*PHASES, *(["checkpoint"] if any(r["phase"] == "checkpoint" for r in rows) else [])]
-    handles = [plt.Rectangle((0, 0), 1, 1, color=COLORS[p]) for p in shown]
-    ax.legend(handles, shown, loc="upper center", bbox_to_anchor=(0.5, -0.35), ncol=5, frameon=False)
-    return png_bytes(fig, tight=True)
-
-
-def write_async_figures(out: Path, rows: Sequence[dict[str, Any]]) -> list[str]:
-    """``async_gantt.png`` of the whole run (rows of an async run carry ``run_start``)."""
-    rows = [r for r in rows if "run_start" in r]
-    if not rows:
-        return []
-    atomic_write_bytes(out / "async_gantt.png", run_gantt_png(rows))
-    return ["async_gantt.png"]
 
 
 def async_markdown(results: RunResults) -> list[str]:

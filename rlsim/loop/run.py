@@ -114,7 +114,7 @@ class RunOutputs:
         atomic_write_text(self.out / "report.md", render_markdown(self.results, figures or []))
 
     def finish(self) -> None:
-        from rlsim.loop.async_records import write_async_figures
+        from rlsim.loop.report import write_async_figures
 
         self.flush(write_figures(self.out, self.results, self.rows) + write_async_figures(self.out, self.rows))
 

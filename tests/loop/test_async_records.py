@@ -6,8 +6,9 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from rlsim.loop.async_records import async_markdown, async_step_record, async_summary, write_async_figures
+from rlsim.loop.async_records import async_markdown, async_step_record, async_summary
 from rlsim.loop.async_schedule import AsyncSettings
+from rlsim.loop.report import write_async_figures
 from rlsim.run_results import RunResults
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
