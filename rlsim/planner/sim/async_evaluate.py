@@ -18,8 +18,8 @@ from typing import Any
 
 from rlsim.planner.sim.async_costs import ProfileCosts, SharedCores
 from rlsim.planner.sim.async_pipeline import ROLLOUT, TRAINER, AsyncSimulation, PipelineRun, PipelineShape, union_of
-from rlsim.planner.sim.evaluate import Evaluation, summarise
-from rlsim.planner.sim.step import PHASES, StepInputs, StepResult
+from rlsim.planner.sim.step_types import PHASES, StepInputs, StepResult
+from rlsim.planner.sim.summary import Evaluation, summarise
 from rlsim.planner.spec.placement import PlacementError
 
 

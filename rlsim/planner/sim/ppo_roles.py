@@ -33,7 +33,7 @@ from rlsim.planner.profile.schema import ScorerLatencyModel
 from rlsim.planner.sim.core_sharing import Call, SpeedFn, busy_intervals, share_cores
 from rlsim.planner.sim.events import SpeedProfile
 from rlsim.planner.sim.scoring import ScoringOutcome
-from rlsim.planner.sim.step import StepInputs, StepResult, union_s
+from rlsim.planner.sim.step_types import StepInputs, StepResult, union_s
 from rlsim.planner.spec.placement import PlacementError, Resources
 
 if TYPE_CHECKING:

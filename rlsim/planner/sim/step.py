@@ -17,74 +17,20 @@ cores with those roles and the update becomes the actor's and the critic's: ``si
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
-
 import numpy as np
 
 from rlsim.planner.profile.scaling import RewardFunctionModel
-from rlsim.planner.profile.schema import ContentionEntry, Profile, ScorerLatencyModel
 from rlsim.planner.sim.events import SpeedProfile
 from rlsim.planner.sim.generation import EngineBatch, completion_work_s, deal
+from rlsim.planner.sim.ppo_roles import Experience, run_experience
 from rlsim.planner.sim.reward_pool import service_times, simulate_reward_pool
 from rlsim.planner.sim.scoring import ScoringOutcome, simulate_round_robin, simulate_scoring
-from rlsim.planner.spec.cluster import PlacementSpec
+from rlsim.planner.sim.step_types import CRITICAL_PATH, PHASES, StepInputs, StepResult, union_s
 from rlsim.planner.spec.placement import Resources
-from rlsim.planner.spec.workload import Workload
 
-if TYPE_CHECKING:
-    from rlsim.planner.sim.ppo_roles import Experience, RolesSpec
+__all__ = ["CRITICAL_PATH", "PHASES", "StepInputs", "StepResult", "simulate_step", "union_s"]
 
-PHASES = ("generate", "score", "update", "sync", "idle")
-# The critical path: these add up to the step time (``score_tail``: rewards still missing after the
-# last rollout is generated). ``score`` itself is reported as the loop does, the wall time during
-# which some scorer was busy, which overlaps generation in the overlapped schedule.
-CRITICAL_PATH = ("generate", "score_tail", "update", "sync", "idle")
 _MAX_ROUNDS = 12  # seen: 3-10 rounds to 1e-4 on 1,000 GPUs; a cap keeps a pathological case bounded
-
-
-@dataclass(frozen=True)
-class StepResult:
-    """One step. ``time_s`` has the loop's breakdown (issue 4: each phase the union of its busy
-    intervals, so phases overlap when overlapped), ``score_tail`` and ``total``; busy in unit-seconds."""
-
-    time_s: dict[str, float]
-    rollouts: int
-    tokens: int
-    gen_busy_unit_s: float
-    score_busy_unit_s: float
-    engine_makespan_mean_s: float
-    engine_makespan_max_s: float
-    idle_engines: int
-    batches: int
-    padding_waste: float
-    rounds: int
-
-
-@dataclass(frozen=True)
-class StepInputs:
-    """What a step needs besides the random lengths: the placement, its resources and the profile."""
-
-    spec: PlacementSpec
-    resources: Resources
-    profile: Profile
-    workload: Workload
-    noise: bool = True
-    roles: RolesSpec | None = None  # PPO's reference and critic (sim/ppo_roles.py); None: GRPO
-
-    @property
-    def scorer(self) -> ScorerLatencyModel:
-        return self.profile.runtime(self.spec.runtime)
-
-    @property
-    def function(self) -> RewardFunctionModel | None:
-        """The rule-based reward the placement names, or None when a reward model scores."""
-        return self.profile.reward_functions.get(self.spec.runtime)
-
-    @property
-    def contention(self) -> ContentionEntry:
-        assert self.profile.contention is not None
-        return self.profile.contention.for_runtime(self.spec.runtime)
 
 
 def simulate_step(inputs: StepInputs, seed: int, step: int) -> StepResult:
@@ -111,9 +57,7 @@ def simulate_step(inputs: StepInputs, seed: int, step: int) -> StepResult:
         engine_end = finish.max(axis=1)
         outcome = _score(inputs, batch, finish, engine_end, score_tokens, noise, contended)
         experience: Experience | None = None
-        if inputs.roles is not None:  # ppo_roles builds on this module, hence imported here
-            from rlsim.planner.sim.ppo_roles import run_experience
-
+        if inputs.roles is not None:
             experience = run_experience(inputs, batch, finish, engine_end, outcome, contended)
             outcome = experience.scoring
         total = max(outcome.done_s, float(finish.max()), experience.done_s if experience else 0.0)
@@ -266,19 +210,3 @@ def _assemble(
         padding_waste=1.0 - outcome.real_tokens / outcome.padded_tokens if outcome.padded_tokens else 0.0,
         rounds=rounds,
     )
-
-
-def union_s(outcome: ScoringOutcome) -> float:
-    """Seconds during which at least one replica was busy (overlapping batches counted once)."""
-    starts = np.array([x for xs in outcome.busy_starts for x in xs])
-    if not starts.size:
-        return 0.0
-    ends = np.array([x for xs in outcome.busy_ends for x in xs])
-    order = np.argsort(starts, kind="stable")
-    starts, ends = starts[order], ends[order]
-    reach = np.maximum.accumulate(ends)
-    # A new covered stretch begins where a batch starts after everything before it has ended.
-    new = np.concatenate([[True], starts[1:] > reach[:-1]])
-    seg_start = starts[new]
-    seg_end = reach[np.concatenate([np.flatnonzero(new)[1:] - 1, [len(starts) - 1]])]
-    return float(np.sum(seg_end - seg_start))
