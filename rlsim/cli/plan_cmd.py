@@ -102,6 +102,10 @@ def run(args: argparse.Namespace) -> int:
     if args.validate is not None or args.config == VALIDATE:
         return _validate(args)
     _check_plan_args(args)
+    if _is_gpu_run(args.config):  # the datasheet-based GPU step model (docs/gpu-planner.md)
+        from rlsim.cli.plan_gpu import run_gpu_plan
+
+        return run_gpu_plan(args)
     config, profile_path = load_plan_config(Path(args.config), args.overrides, args.target_step_s)
     prep = prepare(config, profile_path)  # every input check happens here, before any simulation
     if args.json:
@@ -153,6 +157,13 @@ def run(args: argparse.Namespace) -> int:
         atomic_write_json(json_path, outcome.as_dict())
         out.print(f"wrote {json_path}" + (f" and plots in {args.out}" if args.out else ""))
     return 0
+
+
+def _is_gpu_run(config: str) -> bool:
+    from rlsim.planner.spec.gpu_run import is_gpu_run
+
+    path = Path(config)
+    return path.is_file() and is_gpu_run(path)
 
 
 def _check_plan_args(args: argparse.Namespace) -> None:
