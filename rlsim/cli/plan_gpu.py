@@ -7,20 +7,19 @@ Example: ``rlsim plan configs/gpu_step_llama8b_h100.yaml --out out/gpu-plan``. T
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
 
 from rlsim.errors import RlsimError
 
 
 def run_gpu_plan(args: argparse.Namespace) -> int:
-    from rich.console import Console
     from rich.table import Table
 
     from rlsim.io import atomic_write_json, check_output_dir, check_output_file
     from rlsim.planner.profile.gpu_efficiency import load_efficiency
     from rlsim.planner.sim.gpu_step import check_memory, predict_step
     from rlsim.planner.spec.gpu_run import load_gpu_run
+    from rlsim.progress import make_console
 
     if args.target_step_s is not None:
         raise RlsimError(
@@ -35,7 +34,7 @@ def run_gpu_plan(args: argparse.Namespace) -> int:
     if args.out:
         check_output_dir(args.out, "--out")
     pred = predict_step(config, eff)
-    out = Console() if sys.stdout.isatty() else Console(width=160)
+    out = make_console()
     names = pred.framework_names()
     table = Table(
         title=f"{config.name}: {config.shape.name} on {config.gpus} x {config.gpu}, "
