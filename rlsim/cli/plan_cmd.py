@@ -6,6 +6,8 @@ the set (default, in a source checkout: ``configs/validate_cpu.yaml``) and compa
 time with the measured one:
 ``rlsim plan validate configs/validate_cpu.yaml --out runs/validate --json benchmarks/results/plan_validate_cpu.json``.
 ``rlsim plan --validate [VALIDATION.yaml]`` still works (deprecated, with a note).
+A YAML with ``kind: gpu-step`` is predicted by the GPU step model instead (``plan_gpu``):
+``rlsim plan configs/gpu_step_llama8b_h100.yaml --out out/gpu-plan``.
 """
 
 from __future__ import annotations
@@ -35,7 +37,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         nargs="?",
         default=None,
         metavar="CLUSTER.yaml | validate",
-        help="cluster YAML (nodes, profiles, workload, placement, search), or `validate`: run the real "
+        help="cluster YAML (nodes, profiles, workload, placement, search), a `kind: gpu-step` run YAML "
+        "(the datasheet-based GPU step model, docs/gpu-planner.md), or `validate`: run the real "
         "loop for each config of a validation set and report predicted vs measured step time",
     )
     p.add_argument(

@@ -6,7 +6,7 @@ publication reports. ``CALIBRATION`` is exactly the set issue 26 declares (the v
 their phases, the v0.4 performance summary's two Llama-3.1-8B rows); every other row is ``VALIDATION`` and
 is never fitted on.
 
-Publications give the mean sequence length ("G-Average Seq len": prompt plus response) or, for the blog,
+Publications give the mean sequence length ("G-Average Seq len", taken here as prompt plus response) or, for the blog,
 the mean generated length. The prompt length (200 tokens: an OpenMathInstruct-2 problem in the chat
 template with NeMo-RL's math prompt) and the lognormal spread of responses (sigma 0.8) are assumptions,
 the same for every row.
