@@ -8,7 +8,8 @@
 - ``run_cmd``: ``rlsim run CONFIG``, the main job.
 - ``experiment_cmd``: ``rlsim experiment contention CONFIG``.
 - ``profile_cmd``, ``profile_log``: ``rlsim profile`` from real loop runs, or ``--from-log`` from a framework's log.
-- ``plan_cmd``: ``rlsim plan CLUSTER.yaml`` and ``rlsim plan validate``.
+- ``plan_cmd``: ``rlsim plan CLUSTER.yaml`` and ``rlsim plan validate``; ``plan_gpu``: ``rlsim plan`` on a
+  ``kind: gpu-step`` YAML (the datasheet-based GPU step model).
 
 Each ``*_cmd`` module exposes ``add_parser(subparsers)`` (cheap: no heavy imports at module level) and
 ``run(args) -> int``.

@@ -6,6 +6,8 @@ the set (default, in a source checkout: ``configs/validate_cpu.yaml``) and compa
 time with the measured one:
 ``rlsim plan validate configs/validate_cpu.yaml --out runs/validate --json benchmarks/results/plan_validate_cpu.json``.
 ``rlsim plan --validate [VALIDATION.yaml]`` still works (deprecated, with a note).
+A YAML with ``kind: gpu-step`` is predicted by the GPU step model instead (``plan_gpu``):
+``rlsim plan configs/gpu_step_llama8b_h100.yaml --out out/gpu-plan``.
 """
 
 from __future__ import annotations
@@ -35,7 +37,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         nargs="?",
         default=None,
         metavar="CLUSTER.yaml | validate",
-        help="cluster YAML (nodes, profiles, workload, placement, search), or `validate`: run the real "
+        help="cluster YAML (nodes, profiles, workload, placement, search), a `kind: gpu-step` run YAML "
+        "(the datasheet-based GPU step model, docs/gpu-planner.md), or `validate`: run the real "
         "loop for each config of a validation set and report predicted vs measured step time",
     )
     p.add_argument(
@@ -102,6 +105,10 @@ def run(args: argparse.Namespace) -> int:
     if args.validate is not None or args.config == VALIDATE:
         return _validate(args)
     _check_plan_args(args)
+    if _is_gpu_run(args.config):  # the datasheet-based GPU step model (docs/gpu-planner.md)
+        from rlsim.cli.plan_gpu import run_gpu_plan
+
+        return run_gpu_plan(args)
     config, profile_path = load_plan_config(Path(args.config), args.overrides, args.target_step_s)
     prep = prepare(config, profile_path)  # every input check happens here, before any simulation
     if args.json:
@@ -153,6 +160,13 @@ def run(args: argparse.Namespace) -> int:
         atomic_write_json(json_path, outcome.as_dict())
         out.print(f"wrote {json_path}" + (f" and plots in {args.out}" if args.out else ""))
     return 0
+
+
+def _is_gpu_run(config: str) -> bool:
+    from rlsim.planner.spec.gpu_run import is_gpu_run
+
+    path = Path(config)
+    return path.is_file() and is_gpu_run(path)
 
 
 def _check_plan_args(args: argparse.Namespace) -> None:

@@ -38,6 +38,14 @@ def add_log_arguments(p: argparse.ArgumentParser) -> None:
     g.add_argument(
         "--hardware-kind", default=None, help="--from-log: the profile's hardware kind (default from-log-FORMAT)"
     )
+    g.add_argument(
+        "--gpu-run",
+        type=Path,
+        default=None,
+        metavar="RUN.yaml",
+        help="--from-log: refill the GPU step model's efficiency factors of this kind: gpu-step run from the "
+        "log (writes an efficiency JSON to --out; docs/gpu-planner.md)",
+    )
 
 
 def run_from_log(args: argparse.Namespace) -> int:
@@ -58,6 +66,8 @@ def run_from_log(args: argparse.Namespace) -> int:
     if args.summary:
         check_output_file(args.summary, "--summary")
     fmt, steps = read_framework_log(args.from_log)
+    if args.gpu_run is not None:
+        return _gpu_efficiency_from_log(args, fmt.name, steps)
     layout = LogLayout(gpus=args.gpus, engine_gpus=args.engine_gpus)
     profile = fit_log_profile(
         fmt,
@@ -101,4 +111,20 @@ def run_from_log(args: argparse.Namespace) -> int:
     out.print(f"  plan with: nodes.gpus {layout.gpus}, placement {summary['plan_placement']}")
     for line in profile.unmeasured:
         out.print(f"  [yellow]not measured[/yellow]  {line}")
+    return 0
+
+
+def _gpu_efficiency_from_log(args: argparse.Namespace, fmt: str, steps: list) -> int:
+    from rlsim.planner.calibrate.gpu_log_fit import fit_from_log
+    from rlsim.planner.profile.gpu_efficiency import load_efficiency, save_efficiency
+    from rlsim.planner.spec.gpu_run import load_gpu_run
+
+    config, eff_path = load_gpu_run(args.gpu_run, [])
+    eff = fit_from_log(config, load_efficiency(eff_path), steps, f"{fmt} log {args.from_log}")
+    save_efficiency(eff, args.out)
+    out = make_console()
+    out.print(f"wrote {args.out}: {config.name}'s efficiency refilled from {len(steps)} {fmt} steps ({args.from_log})")
+    for key in ("decode_fixed_s", "train_mfu", "logprob_mfu", "refit_fixed_s", "step_overhead_s"):
+        out.print(f"  {key} = {getattr(eff, key)}")
+    out.print(f"  plan with: set `efficiency: {args.out}` in {args.gpu_run}")
     return 0

@@ -18,6 +18,11 @@ Its parts, each a subpackage, in the order they depend on each other:
   ``loop_fits`` (fits to real loop runs) and ``sections`` (those fits as profile sections).
 - ``validate/``: ``rlsim plan validate``: ``compare`` predicted with measured step time; ``command``.
 
+The GPU step model (``docs/gpu-planner.md``) sits in the same rooms: ``spec.model_shapes`` (architectures)
+and ``spec.gpu_run`` (its YAML), ``profile.gpu_datasheets`` and ``profile.gpu_efficiency``,
+``sim.gpu_generation`` (vLLM engines) and ``sim.gpu_step`` (NeMo-RL's phases), ``calibrate.gpu_fit`` and
+``validate.published_runs`` / ``validate.gpu_published`` (the published NeMo-RL rows).
+
 Plain Python + numpy/pydantic: nothing here imports Ray, vLLM, torch or ``rlsim.loop`` at import
 time (``tests/planner/test_layering.py`` checks it). Only ``calibrate.measure_scorers`` (real scorers),
 ``calibrate.measure_roles`` (the reference and critic) and ``runs.loop_runner`` (real loop runs through
