@@ -6,6 +6,8 @@ the set (default, in a source checkout: ``configs/validate_cpu.yaml``) and compa
 time with the measured one:
 ``rlsim plan validate configs/validate_cpu.yaml --out runs/validate --json benchmarks/results/plan_validate_cpu.json``.
 ``rlsim plan --validate [VALIDATION.yaml]`` still works (deprecated, with a note).
+``rlsim plan replay LOG --profile PROFILE.json`` predicts every step of a verl/OpenRLHF log with a profile
+fitted (``rlsim profile --from-log``) on another run, and prints the per-step and whole-run errors.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from rlsim.cli.common import positive_float, positive_int
 # Only a source checkout has configs/ beside the package; an installed wheel does not ship them.
 CHECKOUT_CONFIGS = Path(__file__).resolve().parents[2] / "configs"
 VALIDATE = "validate"
+REPLAY = "replay"  # rlsim plan replay LOG --profile P: a log-fitted profile's prediction of another log
 _DEFAULT = ""  # ``--validate`` given without a path
 
 
@@ -27,7 +30,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         "plan",
         help="simulate RLHF steps on a cluster from a measured profile and search placements",
         description=__doc__,
-        usage="rlsim plan CLUSTER.yaml [options]\n       rlsim plan validate [VALIDATION.yaml] [options]",
+        usage="rlsim plan CLUSTER.yaml [options]\n       rlsim plan validate [VALIDATION.yaml] [options]\n"
+        "       rlsim plan replay LOG --profile PROFILE.json [--json OUT.json]",
     )
     p.add_argument(
         "config",
@@ -101,6 +105,10 @@ def run(args: argparse.Namespace) -> int:
 
     if args.validate is not None or args.config == VALIDATE:
         return _validate(args)
+    if args.config == REPLAY:
+        from rlsim.cli.profile_log import run_replay
+
+        return run_replay(args)
     _check_plan_args(args)
     config, profile_path = load_plan_config(Path(args.config), args.overrides, args.target_step_s)
     prep = prepare(config, profile_path)  # every input check happens here, before any simulation

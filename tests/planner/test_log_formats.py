@@ -1,0 +1,135 @@
+"""Logs as users have them (``log_cases.py`` prints them as verl and OpenRLHF do) read into the same steps."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from rlsim.cli.main import main
+from rlsim.errors import RlsimError
+from rlsim.planner.calibrate.framework_logs import load_framework_log
+from rlsim.planner.calibrate.log_fit import LogLayout, fit_log_profile
+from rlsim.planner.calibrate.log_replay import replay
+from tests.planner import log_cases
+
+
+def _write(tmp_path: Path, name: str, lines: list[str]) -> Path:
+    path = tmp_path / name
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+@pytest.mark.parametrize(
+    ("release", "told"),
+    [
+        ("0.3.0", "0.3 or earlier"),
+        ("0.4.1", "0.4 "),
+        ("0.5.0", "0.5 to 0.7.0"),
+        ("0.6.0", "0.5 to 0.7.0"),
+        ("0.7.1", "0.7.1 or later"),
+    ],
+)
+def test_verl_console_of_each_release(tmp_path: Path, release: str, told: str) -> None:
+    steps = log_cases.verl_steps(6, release=release, test_freq=3)
+    log = load_framework_log(_write(tmp_path, "verl.log", log_cases.verl_console(steps, release)))
+    assert log.format.name == "verl" and log.container == "verl-console" and told in log.release
+    assert len(log.steps) == 6 and log.gpus == log_cases.GPUS  # read back from perf/throughput
+    first, d = log.steps[0], steps[0]
+    assert first.rollouts == 512 and first.response_mean == pytest.approx(d["response_length/mean"], abs=1e-3)
+    assert first.gen_s == pytest.approx(d["timing_s/gen"], abs=1e-3)
+    assert first.sync_s == pytest.approx(d.get("timing_s/update_weights", 0.0), abs=1e-3)
+    validated = log.steps[2]
+    assert validated.periodic == (("validation", pytest.approx(steps[2]["timing_s/testing"], abs=1e-3)),)
+    assert validated.periodic_in_step is (release < "0.6")  # verl moved testing out of the step timer in 0.6
+    assert validated.train_s == pytest.approx(log.steps[2].step_s - (validated.periodic_s if release < "0.6" else 0))
+
+
+def test_ray_capture_colours_prefix_twice_and_one_key_per_line_read_the_same(tmp_path: Path) -> None:
+    steps = log_cases.verl_steps(5, release="0.6.0")
+    plain = load_framework_log(_write(tmp_path, "a.log", log_cases.verl_console(steps, "0.6.0"))).steps
+    for per_line in (False, True):
+        lines = log_cases.as_ray_captured(log_cases.verl_console(steps, "0.6.0"), twice=True, per_line=per_line)
+        assert "np.float64(" in "".join(lines) and lines[0].startswith("\x1b[36m(TaskRunner pid=")
+        log = load_framework_log(_write(tmp_path, f"b{per_line}.log", ["noise: INFO starting", *lines]))
+        assert [(s.gen_s, s.step_s, s.rollouts) for s in log.steps] == [(s.gen_s, s.step_s, s.rollouts) for s in plain]
+        assert any("printed twice" in w for w in log.warnings)
+
+
+def test_file_logger_jsonl_reads_as_the_console(tmp_path: Path) -> None:
+    steps = log_cases.verl_steps(4)
+    console = load_framework_log(_write(tmp_path, "a.log", log_cases.verl_console(steps))).steps
+    jsonl = load_framework_log(_write(tmp_path, "a.jsonl", log_cases.verl_file_logger(steps))).steps
+    assert [s.step_s for s in jsonl] == pytest.approx([s.step_s for s in console])
+
+
+def test_fork_without_total_tokens_counts_global_seqlen_times_world_size(tmp_path: Path) -> None:
+    steps = log_cases.verl_steps(4)
+    for d in steps:
+        for key in ("perf/total_num_tokens", "perf/throughput"):
+            del d[key]
+    path = _write(tmp_path, "fork.jsonl", log_cases.verl_file_logger(steps))
+    with pytest.raises(RlsimError, match="global_seqlen/mean x the world size.*give --gpus N"):
+        load_framework_log(path)
+    log = load_framework_log(path, world_size=8)
+    assert "global_seqlen/mean x world size" in log.release and log.steps[0].rollouts == 512
+
+
+def test_openrlhf_console_and_wandb_export_read_the_same(tmp_path: Path) -> None:
+    steps = log_cases.openrlhf_steps(5)
+    console = load_framework_log(_write(tmp_path, "train.log", log_cases.openrlhf_console(steps)))
+    (tmp_path / "history.csv").write_text(log_cases.wandb_csv(steps))
+    wandb = load_framework_log(tmp_path / "history.csv")
+    assert console.format.name == wandb.format.name == "openrlhf"
+    assert (console.container, wandb.container) == ("openrlhf-console", "wandb-csv")
+    assert [s.gen_s for s in console.steps] == pytest.approx([s.gen_s for s in wandb.steps])
+    assert console.steps[0].rollouts == 256 and console.steps[0].step_s == pytest.approx(steps[0]["timing/step_total"])
+
+
+def test_truncated_last_line_is_dropped_with_a_warning(tmp_path: Path) -> None:
+    lines = log_cases.verl_file_logger(log_cases.verl_steps(5))
+    log = load_framework_log(_write(tmp_path, "cut.jsonl", [*lines[:-1], lines[-1][:200]]))
+    assert len(log.steps) == 4 and "line 5 is cut off" in log.warnings[0]
+    console = log_cases.verl_console(log_cases.verl_steps(5))
+    log = load_framework_log(_write(tmp_path, "cut.log", [*console[:-1], console[-1][:300]]))
+    assert len(log.steps) == 4 and any("incomplete" in w for w in log.warnings)
+
+
+@pytest.mark.parametrize("release", ["0.5.0", "0.7.1"])
+def test_whole_run_total_replays_with_validation_and_checkpoint_steps(tmp_path: Path, release: str) -> None:
+    # 30 steps, validation every 5 and a checkpoint every 10 (~26 s each): the per-step fit leaves them
+    # out and the whole run adds them as logged, so the run's total replays, not only a typical step.
+    steps = log_cases.verl_steps(30, release=release, test_freq=5, save_freq=10, seed=11)
+    logged_total = sum(d["timing_s/step"] for d in steps)
+    if release >= "0.6":
+        logged_total += sum(d.get("timing_s/testing", 0) + d.get("timing_s/save_checkpoint", 0) for d in steps)
+    log = load_framework_log(_write(tmp_path, "run.log", log_cases.verl_console(steps, release)))
+    layout = LogLayout(gpus=8)
+    r = replay(fit_log_profile(log.format, log.steps, layout, "t", notes=[]), log.steps, layout)
+    assert r.logged_total_s == pytest.approx(logged_total, rel=1e-4)
+    assert abs(r.total_error) < 0.05 and r.median_abs_error < 0.05, (r.total_error, r.median_abs_error)
+
+
+def test_cli_prints_held_out_error_and_writes_strict_json(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = _write(tmp_path, "run.log", log_cases.verl_console(log_cases.verl_steps(12, test_freq=4)))
+    summary = tmp_path / "s.json"
+    rc = main(["profile", "--from-log", str(path), "--out", str(tmp_path / "p.json"), "--summary", str(summary)])
+    out = capsys.readouterr().out
+    assert rc == 0 and "in sample: median |error|" in out and "held out (fitted on the first 8 steps)" in out
+    assert "validation: on 3 step(s)" in out
+    doc = json.loads(summary.read_text(), parse_constant=lambda c: pytest.fail(f"{c} in --summary"))
+    assert doc["gpus"] == 8 and doc["gpus_from"] == "log" and doc["held_out"]["steps"] == 4
+    assert abs(doc["in_sample"]["total_error"]) < 0.05 and doc["periodic_phases"]["validation"]["steps"] == 3
+
+
+def test_plan_replay_checks_a_profile_on_another_run(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    one = _write(tmp_path, "one.log", log_cases.verl_console(log_cases.verl_steps(10, seed=1)))
+    other = _write(tmp_path, "other.log", log_cases.verl_console(log_cases.verl_steps(8, seed=2)))
+    profile = tmp_path / "p.json"
+    assert main(["profile", "--from-log", str(one), "--out", str(profile)]) == 0
+    capsys.readouterr()
+    assert main(["plan", "replay", str(other), "--profile", str(profile), "--json", str(tmp_path / "r.json")]) == 0
+    assert "whole run" in capsys.readouterr().out
+    doc = json.loads((tmp_path / "r.json").read_text())
+    assert doc["replay"]["steps"] == 8 and doc["replay"]["median_abs_error"] < 0.05
