@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -10,7 +11,7 @@ import pytest
 from rlsim.cli.main import main
 from rlsim.errors import RlsimError
 from rlsim.planner.calibrate.framework_logs import load_framework_log
-from rlsim.planner.calibrate.log_fit import LogLayout, fit_log_profile
+from rlsim.planner.calibrate.log_fit import LogLayout, fit_log_profile, fit_warnings, replay_steps
 from rlsim.planner.calibrate.log_replay import replay
 from tests.planner import log_cases
 
@@ -133,3 +134,61 @@ def test_plan_replay_checks_a_profile_on_another_run(tmp_path: Path, capsys: pyt
     assert "whole run" in capsys.readouterr().out
     doc = json.loads((tmp_path / "r.json").read_text())
     assert doc["replay"]["steps"] == 8 and doc["replay"]["median_abs_error"] < 0.05
+
+
+def test_fixed_generation_term_keeps_two_halves_of_a_run_agreeing_on_long_responses(tmp_path: Path) -> None:
+    # log_cases' generation costs 2 s per step whatever it generates; without a fixed term the fit put that
+    # on whatever barely varies, and two halves of one run disagreed 2.4x at 4,096-token responses.
+    log = load_framework_log(_write(tmp_path, "a.log", log_cases.verl_console(log_cases.verl_steps(30, seed=7))))
+    layout, predicted = LogLayout(gpus=8), []
+    for part in (log.steps[:15], log.steps[15:]):
+        profile = fit_log_profile(log.format, part, layout, "t", notes=[])
+        fixed = next(n for n in profile.notes if "fixed per-step term" in n)
+        assert 1.0 < float(fixed.split("term ")[1].split(" s")[0]) < 3.5, fixed
+        longer = replace(part[0], response_mean=4096.0, response_max=8192.0)
+        predicted.append(replay_steps(profile, [longer], layout)[0])
+    assert predicted[0] == pytest.approx(predicted[1], rel=0.1)
+
+
+def test_few_steps_and_lengths_that_barely_vary_are_warned_about(tmp_path: Path) -> None:
+    log = load_framework_log(_write(tmp_path, "a.log", log_cases.verl_console(log_cases.verl_steps(12))))
+    layout = LogLayout(gpus=8)
+    assert fit_warnings(log.steps, layout) == []
+    assert "4 parameters fitted to 5 steps" in fit_warnings(log.steps[:5], layout)[0]
+    same = [
+        replace(s, response_mean=500.0 + i * 1e-3, response_max=1000.0, prompt_mean=180.0)
+        for i, s in enumerate(log.steps)
+    ]
+    assert any("condition number" in w for w in fit_warnings(same, layout))
+
+
+def test_replay_warns_when_the_log_goes_beyond_the_fitted_lengths(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    steps = log_cases.verl_steps(8, seed=1)
+    profile = tmp_path / "p.json"
+    assert (
+        main(
+            [
+                "profile",
+                "--from-log",
+                str(_write(tmp_path, "a.log", log_cases.verl_console(steps))),
+                "--out",
+                str(profile),
+            ]
+        )
+        == 0
+    )
+    for d in steps:
+        d["response_length/mean"] *= 4
+        d["response_length/max"] *= 4
+        d["perf/total_num_tokens"] = 512 * (d["prompt_length/mean"] + d["response_length/mean"])
+        d["perf/throughput"] = d["perf/total_num_tokens"] / (d["timing_s/step"] * 8)
+    capsys.readouterr()
+    assert (
+        main(
+            ["plan", "replay", str(_write(tmp_path, "b.log", log_cases.verl_console(steps))), "--profile", str(profile)]
+        )
+        == 0
+    )
+    assert "extrapolating beyond the fitted log: mean response" in capsys.readouterr().err

@@ -210,9 +210,9 @@ def fit_warnings(steps: list[LoggedStep], layout: LogLayout) -> list[str]:
             f"generation: {x.shape[1]} parameters fitted to {len(steps)} steps; the in-sample error flatters "
             "the fit: trust the held-out error"
         )
-    used = x[:, np.ptp(x, axis=0) > 0] if len(steps) > 1 else x
-    scaled = used / np.maximum(np.abs(used).max(axis=0), 1e-300)
-    cond = float(np.linalg.cond(scaled)) if scaled.size else math.inf
+    used = x[:, np.abs(x).max(axis=0) > 0]  # OpenRLHF's prompts are 0 tokens: no column to fit
+    scaled = used / np.abs(used).max(axis=0)
+    cond = float(np.linalg.cond(scaled))
     if not math.isfinite(cond) or cond > 1e3:
         out.append(
             f"generation: the logged steps vary too little to tell its costs apart (condition number {cond:.3g}); "
