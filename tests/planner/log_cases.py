@@ -17,6 +17,7 @@ import csv
 import io
 import json
 import pprint
+from pathlib import Path
 
 import numpy as np
 
@@ -156,3 +157,18 @@ def wandb_csv(steps: list[dict[str, float]]) -> str:
     writer.writeheader()
     writer.writerows(rows)
     return buf.getvalue()
+
+
+def tensorboard_events(folder: Path, steps: list[dict[str, float]], prefix: str = "") -> Path:
+    """An event file as ``SummaryWriter.add_scalar`` writes it (verl: every key as is; OpenRLHF: ``train/``),
+    through TensorBoard's own writer and protos (torch's ``scalar`` stores ``simple_value``)."""
+    from tensorboard.compat.proto import event_pb2, summary_pb2
+    from tensorboard.summary.writer.event_file_writer import EventFileWriter
+
+    writer = EventFileWriter(str(folder))
+    for i, d in enumerate(steps, start=1):
+        for k, v in d.items():
+            value = summary_pb2.Summary.Value(tag=prefix + k, simple_value=float(v))
+            writer.add_event(event_pb2.Event(step=i, wall_time=float(i), summary=summary_pb2.Summary(value=[value])))
+    writer.close()
+    return next(folder.glob("*tfevents*"))

@@ -85,6 +85,10 @@ def test_openrlhf_console_and_wandb_export_read_the_same(tmp_path: Path) -> None
     assert console.format.name == wandb.format.name == "openrlhf"
     assert (console.container, wandb.container) == ("openrlhf-console", "wandb-csv")
     assert [s.gen_s for s in console.steps] == pytest.approx([s.gen_s for s in wandb.steps])
+    rows = [{f"train/{k}": v for k, v in st.items()} for st in steps]
+    (tmp_path / "history.json").write_text(json.dumps([{"_step": 0, "train/kl": None}, *rows]))
+    as_json = load_framework_log(tmp_path / "history.json")
+    assert as_json.container == "wandb-json" and [s.gen_s for s in as_json.steps] == [s.gen_s for s in wandb.steps]
     assert console.steps[0].rollouts == 256 and console.steps[0].step_s == pytest.approx(steps[0]["timing/step_total"])
 
 
@@ -192,3 +196,24 @@ def test_replay_warns_when_the_log_goes_beyond_the_fitted_lengths(
         == 0
     )
     assert "extrapolating beyond the fitted log: mean response" in capsys.readouterr().err
+
+
+def test_tensorboard_event_files_of_both_frameworks(tmp_path: Path) -> None:
+    pytest.importorskip("tensorboard")  # only to write the files: rlsim reads them without it
+    verl_steps = log_cases.verl_steps(5, release="0.6.0", test_freq=2)
+    (tmp_path / "verl").mkdir()
+    events = log_cases.tensorboard_events(tmp_path / "verl", verl_steps)
+    log = load_framework_log(tmp_path / "verl")  # the folder, as users point at it
+    assert (log.format.name, log.container, len(log.steps), log.gpus) == ("verl", "tensorboard", 5, 8)
+    assert log.steps[1].periodic[0][1] == pytest.approx(verl_steps[1]["timing_s/testing"], rel=1e-6)  # float32
+    events.write_bytes(events.read_bytes()[:-7])  # a run killed mid-write
+    cut = load_framework_log(events)
+    # only the last add_scalar's record is lost (one record per key): the steps before it read as before
+    assert cut.steps[:4] == log.steps[:4] and any("the last record is cut off" in w for w in cut.warnings)
+    (tmp_path / "orl").mkdir()
+    orl = log_cases.tensorboard_events(tmp_path / "orl", log_cases.openrlhf_steps(4), prefix="train/")
+    assert [s.rollouts for s in load_framework_log(orl).steps] == [256] * 4
+    bad = tmp_path / "x.tfevents.bad"
+    bad.write_bytes(b"\xff" * 40)
+    with pytest.raises(RlsimError, match="not a TensorBoard record"):
+        load_framework_log(bad)

@@ -1,6 +1,7 @@
 """Per-step metrics logged by verl or OpenRLHF, read into one checked, typed record per step.
 
-The containers (console output, JSONL, W&B CSV) are read by ``log_records.py``; this module maps the
+The containers (console output, JSONL, W&B CSV) are read by ``log_records.py``, TensorBoard event files by
+``tensorboard_events.py``; this module maps the
 frameworks' key names onto the planner's phases, tells the format and the release from the keys, and
 checks every value it uses before anything is allocated from it. The key names are the frameworks' own:
 
@@ -41,6 +42,7 @@ from pathlib import Path
 from rlsim.errors import RlsimError
 from rlsim.io import read_user_text
 from rlsim.planner.calibrate.log_records import LogRecords, Value, read_log_records
+from rlsim.planner.calibrate.tensorboard_events import is_event_file, read_event_records
 
 MAX_ROLLOUTS_PER_STEP = 1 << 20
 MAX_ROLLOUTS_PER_LOG = 4_000_000
@@ -94,8 +96,8 @@ class _Problem(Exception):
 class _Step:
     """Checked reads of one record's values."""
 
-    def __init__(self, values: dict[str, Value], line: int) -> None:
-        self.values, self.line = values, line
+    def __init__(self, values: dict[str, Value], line: int, where: str = "line") -> None:
+        self.values, self.line, self.where = values, line, where
 
     def has(self, key: str) -> bool:
         return key in self.values
@@ -104,17 +106,17 @@ class _Step:
         if key not in self.values:
             if default is not None:
                 return default
-            raise _Problem(f"line {self.line}: {key} is missing; {_fix(kind)}")
+            raise _Problem(f"{self.where} {self.line}: {key} is missing; {_fix(kind)}")
         v = self.values[key]
         lo, hi, unit, _ = _RANGES[kind]
         if v is None:
-            raise _Problem(f"line {self.line}: {key} is null; {_fix(kind)}")
+            raise _Problem(f"{self.where} {self.line}: {key} is null; {_fix(kind)}")
         if not math.isfinite(v):
-            raise _Problem(f"line {self.line}: {key} is {v}; {_fix(kind)}")
+            raise _Problem(f"{self.where} {self.line}: {key} is {v}; {_fix(kind)}")
         if v < 0:
-            raise _Problem(f"line {self.line}: {key} is negative ({v:g}); {_fix(kind)}")
+            raise _Problem(f"{self.where} {self.line}: {key} is negative ({v:g}); {_fix(kind)}")
         if v < lo or v > hi:
-            raise _Problem(f"line {self.line}: {key} is {v:g}, outside {lo:g}..{hi:g} {unit}; {_fix(kind)}")
+            raise _Problem(f"{self.where} {self.line}: {key} is {v:g}, outside {lo:g}..{hi:g} {unit}; {_fix(kind)}")
         return float(v)
 
 
@@ -164,12 +166,12 @@ def _verl(s: _Step, ctx: LogContext) -> LoggedStep:
     prompt, response = s.get("prompt_length/mean", "length"), s.get("response_length/mean", "length")
     if prompt + response <= 0:
         raise _Problem(
-            f"line {s.line}: prompt_length/mean + response_length/mean is 0; the rollouts cannot be counted: "
+            f"{s.where} {s.line}: prompt_length/mean + response_length/mean is 0; the rollouts cannot be counted: "
             "fix or delete that line"
         )
     if not s.has("perf/total_num_tokens") and not s.has("global_seqlen/mean"):
         raise _Problem(
-            f"line {s.line}: perf/total_num_tokens is missing (and global_seqlen/mean, which forks log instead); "
+            f"{s.where} {s.line}: perf/total_num_tokens is missing (and global_seqlen/mean, which forks log instead); "
             f"{_fix('tokens')}"
         )
     if s.has("perf/total_num_tokens") or ctx.world_size is None:
@@ -179,13 +181,13 @@ def _verl(s: _Step, ctx: LogContext) -> LoggedStep:
     rollouts = tokens / (prompt + response)
     if rollouts > MAX_ROLLOUTS_PER_STEP:
         raise _Problem(
-            f"line {s.line}: perf/total_num_tokens {tokens:g} over {prompt + response:g} tokens per rollout is "
+            f"{s.where} {s.line}: perf/total_num_tokens {tokens:g} over {prompt + response:g} tokens per rollout is "
             f"{rollouts:.3g} rollouts, beyond {MAX_ROLLOUTS_PER_STEP}: fix or delete that line"
         )
     maximum = s.get("response_length/max", "length", default=response)
     if maximum < response:
         raise _Problem(
-            f"line {s.line}: response_length/max {maximum:g} is below response_length/mean {response:g}: "
+            f"{s.where} {s.line}: response_length/max {maximum:g} is below response_length/mean {response:g}: "
             "fix or delete that line"
         )
     gen = s.get("timing_s/gen", "time") + s.get("timing_s/gen_max", "time", default=0.0)
@@ -300,7 +302,10 @@ def load_framework_log(path: str | Path, world_size: int | None = None) -> Frame
     ``perf/total_num_tokens`` are ``global_seqlen/mean`` x this).
     """
     p = Path(path)
-    got = read_log_records(p, read_user_text(p, "framework log"))
+    if is_event_file(p):
+        got = read_event_records(p)
+    else:
+        got = read_log_records(p, read_user_text(p, "framework log"))
     records = [(line, _normalised(v)) for line, v in got.records]
     fmt = _detect(records, p, got)
     step_records = [(line, v) for line, v in records if fmt.marker in v]
@@ -309,7 +314,7 @@ def load_framework_log(path: str | Path, world_size: int | None = None) -> Frame
     warnings = list(got.warnings)
     if records and fmt.marker not in records[-1][1] and _partial_step(records[-1][1], fmt):
         warnings.append(
-            f"the last record (line {records[-1][0]}) has step keys but no {fmt.marker} "
+            f"the last record ({got.where} {records[-1][0]}) has step keys but no {fmt.marker} "
             "(incomplete: a run stopped mid-write?): dropped it"
         )
     if fmt.name == "verl" and world is None and not any("perf/total_num_tokens" in v for _, v in step_records):
@@ -321,17 +326,19 @@ def load_framework_log(path: str | Path, world_size: int | None = None) -> Frame
     problems: list[str] = []
     for k, (line, values) in enumerate(step_records):
         try:
-            steps.append(fmt.parse(_Step(values, line), LogContext(world)))
+            steps.append(fmt.parse(_Step(values, line, got.where), LogContext(world)))
         except _Problem as err:
             if k == len(step_records) - 1 and " is missing;" in str(err) and problems == []:
-                warnings.append(f"the last step (line {line}) is incomplete (a run stopped mid-write?): dropped it")
+                warnings.append(
+                    f"the last step ({got.where} {line}) is incomplete (a run stopped mid-write?): dropped it"
+                )
                 continue
             problems.append(str(err))
     if problems:
         more = f" (and {len(problems) - 1} more problem(s) like it)" if len(problems) > 1 else ""
         raise RlsimError(f"{p} {problems[0]}{more}")
     steps = _place_periodic(steps)
-    _check_sums(p, steps, fmt)
+    _check_sums(p, steps, fmt, got.where)
     total = sum(s.rollouts for s in steps)
     if total > MAX_ROLLOUTS_PER_LOG:
         raise RlsimError(
@@ -390,13 +397,13 @@ def _phases(s: LoggedStep) -> float:
     return s.gen_s + s.score_s + s.update_s + s.sync_s
 
 
-def _check_sums(path: Path, steps: list[LoggedStep], fmt: LogFormat) -> None:
+def _check_sums(path: Path, steps: list[LoggedStep], fmt: LogFormat, where: str) -> None:
     step_key = "timing_s/step" if fmt.name == "verl" else "timing/step_total"
     for s in steps:
         held = _phases(s) + (s.periodic_s if s.periodic_in_step else 0.0)
         if s.step_s < 0.98 * held - 0.05:
             raise RlsimError(
-                f"{path} line {s.line}: {step_key} {s.step_s:g} s is less than the phases it holds ({held:.4g} s): "
+                f"{path} {where} {s.line}: {step_key} {s.step_s:g} s is less than the phases it holds ({held:.4g} s): "
                 "the line mixes two steps or was edited: fix or delete that line"
             )
 

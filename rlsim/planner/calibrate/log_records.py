@@ -15,8 +15,10 @@ The containers, each spelled as the framework's own code writes it:
 - ``openrlhf-console``: OpenRLHF's ``openrlhf/trainer/ppo_trainer.py`` (``logger.info(f"✨ Global step
   {global_step}: {log_status}")``, a Python dict's repr after the logging prefix of
   ``openrlhf/utils/logging_utils.py``).
+- ``tensorboard``: event files, read by ``tensorboard_events.py``.
 - ``wandb-csv``: a W&B run's history exported as CSV (one column per key, ``_step`` first, empty cells
-  where a step did not log the key); OpenRLHF's W&B keys carry ``train/``
+  where a step did not log the key), or ``wandb-json``: the same as one JSON array of rows (numbered as
+  rows in messages); OpenRLHF's W&B keys carry ``train/``
   (``openrlhf/utils/logging_utils.py``, ``WandbLogger.log_train``).
 
 Values are floats, or ``None`` where the log wrote ``null``/``None``; other values (texts, lists) are
@@ -45,6 +47,7 @@ class LogRecords:
     container: str
     records: list[tuple[int, dict[str, Value]]]
     warnings: list[str] = field(default_factory=list)
+    where: str = "line"  # what a record's number counts: "line" of a text file, "step" of event files
 
 
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
@@ -87,6 +90,8 @@ def read_log_records(path: Path, text: str) -> LogRecords:
     first = next((clean_line(x) for x in lines if x.strip()), "")
     if first.startswith("{"):
         return _jsonl(path, lines)
+    if first.startswith("["):
+        return _json_rows(path, text)
     if first.startswith("_step,") or ",_step," in first or first.endswith(",_step"):
         return _wandb_csv(text)
     if any(_OPENRLHF.search(x) for x in lines):
@@ -128,6 +133,28 @@ def _jsonl(path: Path, lines: list[str]) -> LogRecords:
                 values[str(key)] = v
         out.append((number, values))
     return LogRecords("jsonl", out, warnings)
+
+
+def _json_rows(path: Path, text: str) -> LogRecords:
+    """A W&B history exported as one JSON array of rows (``run.history().to_json(orient="records")``)."""
+    try:
+        rows = json.loads(text)
+    except json.JSONDecodeError as err:
+        raise RlsimError(
+            f"{path} line {err.lineno}: not JSON ({err.msg}); a W&B JSON export is one array of row objects: "
+            "export it again"
+        ) from None
+    if not isinstance(rows, list) or not all(isinstance(r, dict) for r in rows):
+        raise RlsimError(f"{path}: a JSON array whose items are not all row objects; export the W&B history again")
+    out = []
+    for number, row in enumerate(rows, start=1):
+        values: dict[str, Value] = {}
+        for key, raw_value in row.items():
+            v = _json_value(raw_value)
+            if not isinstance(v, str):
+                values[str(key)] = v
+        out.append((number, values))
+    return LogRecords("wandb-json", out, [], where="row")
 
 
 def _json_value(v: object) -> Value | str:
