@@ -14,7 +14,8 @@ checks every value it uses before anything is allocated from it. The key names a
   (``timing_s/step`` x GPUs), from which the GPU count is read back).
   What each release logs: ``timing_s/update_weights`` only from 0.7.1 (before, the weight sync runs
   inside ``timing_s/gen`` and is fitted with it); ``timing_s/reward`` from 0.4 (0.3 runs the reward
-  inside ``timing_s/adv``, fitted with the update); ``timing_s/start_profile`` from 0.5; ``testing`` and ``save_checkpoint`` are timed inside ``timing_s/step`` up to 0.5 and after
+  inside ``timing_s/adv``, fitted with the update); ``timing_s/start_profile`` from 0.5; ``testing``
+  and ``save_checkpoint`` are timed inside ``timing_s/step`` up to 0.5 and after
   it from 0.6 (told apart here from the numbers). Forks without ``perf/total_num_tokens`` log
   ``global_seqlen/mean`` (``_balance_batch``: tokens per data-parallel rank), times the world size.
 - ``openrlhf``: ``openrlhf/trainer/ppo_trainer.py`` (from 0.9.6: ``timing/make_experience``,
