@@ -21,6 +21,8 @@ if TYPE_CHECKING:
     from rlsim.planner.calibrate.log_replay import Replay
     from rlsim.planner.profile.schema import Profile
 
+GENERATION_PARAMETERS = 4  # fixed per step, per decode iteration, per sequence-iteration, per prompt token
+
 
 def add_log_arguments(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("from a framework's log")
@@ -193,7 +195,9 @@ def _print(
         f"(release {escape(log.release)}, {log.container}) on {layout.gpus} GPUs ({layout.engines} engine(s) of "
         f"{layout.engine_gpus}; GPUs from {summary['gpus_from']})"
     )
-    out.print(f"  in sample: {replay_line(fitted)}")
+    out.print(
+        f"  in sample ({GENERATION_PARAMETERS} generation parameters on {len(log.steps)} steps): {replay_line(fitted)}"
+    )
     if held is not None:
         out.print(f"  held out (fitted on the first {len(log.steps) - len(held.logged_s)} steps): {replay_line(held)}")
     else:

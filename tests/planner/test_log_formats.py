@@ -121,7 +121,11 @@ def test_cli_prints_held_out_error_and_writes_strict_json(tmp_path: Path, capsys
     summary = tmp_path / "s.json"
     rc = main(["profile", "--from-log", str(path), "--out", str(tmp_path / "p.json"), "--summary", str(summary)])
     out = capsys.readouterr().out
-    assert rc == 0 and "in sample: median |error|" in out and "held out (fitted on the first 8 steps)" in out
+    assert (
+        rc == 0
+        and "in sample (4 generation parameters on 12 steps): median |error|" in out
+        and "held out (fitted on the first 8 steps)" in out
+    )
     assert "validation: on 3 step(s)" in out
     doc = json.loads(summary.read_text(), parse_constant=lambda c: pytest.fail(f"{c} in --summary"))
     assert doc["gpus"] == 8 and doc["gpus_from"] == "log" and doc["held_out"]["steps"] == 4
