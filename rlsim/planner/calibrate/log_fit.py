@@ -26,6 +26,7 @@ logged, batcher: {kind: fixed, batch_size: >= rollouts}}`` on ``gpus`` GPUs (``p
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from dataclasses import dataclass
@@ -169,17 +170,23 @@ def _positive(values: list[float], what: str) -> np.ndarray:
     return out
 
 
-def generation_design(traces: list[tuple[list[int], list[int]]], layout: LogLayout, max_running: int) -> np.ndarray:
+def generation_design(steps: list[LoggedStep], layout: LogLayout, max_running: int) -> np.ndarray:
     """Per step ``(I, S, P, 1)``: the generation features of the slowest engine and the fixed term."""
-    x = np.array([_gen_features(t, layout.engines, max_running) for t in traces])
-    return np.column_stack([x, np.ones(len(traces))])
+    x = np.array([_step_features(s, layout.engines, max_running) for s in steps])
+    return np.column_stack([x, np.ones(len(steps))])
+
+
+@functools.lru_cache(maxsize=65536)
+def _step_features(step: LoggedStep, engines: int, max_running: int) -> tuple[float, float, float]:
+    # Cached: the fit, its warnings and the held-out fit all need them (a 10 MB log has ~2,500 steps).
+    return _gen_features(step_trace(step), engines, max_running)
 
 
 def _fit_generation(
     steps: list[LoggedStep], traces: list[tuple[list[int], list[int]]], layout: LogLayout, max_running: int
 ) -> tuple[GenerationModel, float]:
     """The generation model and its fixed per-step term (seconds)."""
-    x = generation_design(traces, layout, max_running)
+    x = generation_design(steps, layout, max_running)
     y = _positive([s.gen_s for s in steps], "generation")
     if len(np.unique(x[:, 1])) < 2:
         raise RlsimError(
@@ -202,8 +209,7 @@ def _fit_generation(
 
 def fit_warnings(steps: list[LoggedStep], layout: LogLayout) -> list[str]:
     """Warnings about the generation fit: too few steps per parameter, or features that move together."""
-    traces = [step_trace(s) for s in steps]
-    x = generation_design(traces, layout, max(1024, max(s.rollouts for s in steps)))
+    x = generation_design(steps, layout, max(1024, max(s.rollouts for s in steps)))
     out = []
     if len(steps) < 3 * x.shape[1]:
         out.append(
@@ -304,8 +310,14 @@ def replay_steps(profile: Profile, steps: list[LoggedStep], layout: LogLayout) -
     traces = [step_trace(s) for s in steps]
     node = NodeSpec(count=1, cores=max(1, layout.gpus), gpus=layout.gpus, kind=profile.hardware_kind)
     spec = PlacementSpec.model_validate(plan_placement(max(s.rollouts for s in steps)))
-    out = []
-    for trace in traces:  # one evaluation per step: the rollout count changes from step to step
-        workload = ReplayWorkload(prompts_per_step=len(trace[1]), response_tokens=FixedLengths(tokens=1), trace=[trace])
-        out.append(evaluate(node, profile, workload, spec, steps=1, noise=False).step_time_s)
+    groups: dict[int, list[int]] = {}  # one evaluation per rollout count (a workload has one), in log order
+    for i, trace in enumerate(traces):
+        groups.setdefault(len(trace[1]), []).append(i)
+    out = [0.0] * len(traces)
+    for rollouts, index in groups.items():
+        group = [traces[i] for i in index]
+        workload = ReplayWorkload(prompts_per_step=rollouts, response_tokens=FixedLengths(tokens=1), trace=group)
+        ev = evaluate(node, profile, workload, spec, steps=len(index), noise=False)
+        for i, result in zip(index, ev.steps, strict=True):
+            out[i] = float(result.time_s["total"])
     return out
