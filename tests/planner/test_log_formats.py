@@ -53,7 +53,8 @@ def test_ray_capture_colours_prefix_twice_and_one_key_per_line_read_the_same(tmp
     for per_line in (False, True):
         lines = log_cases.as_ray_captured(log_cases.verl_console(steps, "0.6.0"), twice=True, per_line=per_line)
         assert "np.float64(" in "".join(lines) and lines[0].startswith("\x1b[36m(TaskRunner pid=")
-        log = load_framework_log(_write(tmp_path, f"b{per_line}.log", ["noise: INFO starting", *lines]))
+        config = "\x1b[36m(TaskRunner pid=48213)\x1b[0m {'actor_rollout_ref': {'rollout': {'n': 8}}, 'trainer': {}}"
+        log = load_framework_log(_write(tmp_path, f"b{per_line}.log", [config, "INFO starting", *lines]))
         assert [(s.gen_s, s.step_s, s.rollouts) for s in log.steps] == [(s.gen_s, s.step_s, s.rollouts) for s in plain]
         assert any("printed twice" in w for w in log.warnings)
 

@@ -88,21 +88,34 @@ def read_log_records(path: Path, text: str) -> LogRecords:
     """The records of ``text`` (the log at ``path``) in whichever container it is."""
     lines = text.splitlines()
     first = next((clean_line(x) for x in lines if x.strip()), "")
-    if first.startswith("{"):
+    if first.startswith("{") and _json_object(first):
         return _jsonl(path, lines)
-    if first.startswith("["):
-        return _json_rows(path, text)
     if first.startswith("_step,") or ",_step," in first or first.endswith(",_step"):
         return _wandb_csv(text)
+    if first.startswith("[") and _json_object(text, array=True):
+        return _json_rows(path, text)
+    # Console output: verl prints its config (a Python dict) first, so a leading "{" is no proof of JSONL.
     if any(_OPENRLHF.search(x) for x in lines):
         return _openrlhf(lines)
     if any(_VERL_STEP.search(clean_line(x)) for x in lines):
         return _verl_console(lines)
+    if first.startswith("{"):
+        return _jsonl(path, lines)  # names the first line that is not JSON
+    if first.startswith("["):
+        return _json_rows(path, text)
     raise RlsimError(
         f"{path}: not a log rlsim reads (line 1: {first[:60]!r}); give verl's console output (`step:N - key:value`), "
         "verl's file logger JSONL (trainer.logger=['console','file'] writes it), OpenRLHF's console output "
         "(`Global step N: {...}`) or a W&B history export (CSV or JSONL)"
     )
+
+
+def _json_object(text: str, array: bool = False) -> bool:
+    try:
+        obj = json.loads(text)
+    except json.JSONDecodeError:
+        return False
+    return isinstance(obj, list) if array else isinstance(obj, dict)
 
 
 def _jsonl(path: Path, lines: list[str]) -> LogRecords:
