@@ -100,6 +100,11 @@ def test_truncated_last_line_is_dropped_with_a_warning(tmp_path: Path) -> None:
     console = log_cases.verl_console(log_cases.verl_steps(5))
     log = load_framework_log(_write(tmp_path, "cut.log", [*console[:-1], console[-1][:300]]))
     assert len(log.steps) == 4 and any("incomplete" in w for w in log.warnings)
+    # cut inside a value (timing_s/step:12 of 123.4): no newline at the end says the last step is incomplete
+    cut_here = console[-1].index("timing_s/step:") + len("timing_s/step:") + 2
+    (tmp_path / "cut2.log").write_text("\n".join([*console[:-1], console[-1][:cut_here]]))
+    log = load_framework_log(tmp_path / "cut2.log")
+    assert len(log.steps) == 4 and any("no newline at the end of the file): dropped step 5" in w for w in log.warnings)
 
 
 @pytest.mark.parametrize("release", ["0.5.0", "0.7.1"])

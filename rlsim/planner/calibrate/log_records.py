@@ -98,7 +98,7 @@ def read_log_records(path: Path, text: str) -> LogRecords:
     if any(_OPENRLHF.search(x) for x in lines):
         return _openrlhf(lines)
     if any(_VERL_STEP.search(clean_line(x)) for x in lines):
-        return _verl_console(lines)
+        return _verl_console(lines, cut_off=not text.endswith(("\n", "\r")))
     if first.startswith("{"):
         return _jsonl(path, lines)  # names the first line that is not JSON
     if first.startswith("["):
@@ -181,8 +181,9 @@ def _json_value(v: object) -> Value | str:
         return math.inf
 
 
-def _verl_console(lines: list[str]) -> LogRecords:
-    """``step:N - k:v - ...`` records; a ``step:N`` fragment opens a record, later fragments join it."""
+def _verl_console(lines: list[str], cut_off: bool = False) -> LogRecords:
+    """``step:N - k:v - ...`` records; a ``step:N`` fragment opens a record, later fragments join it.
+    ``cut_off``: the file does not end with a newline, so its last line (and its step) may be incomplete."""
     by_step: dict[int, tuple[int, dict[str, Value]]] = {}
     order: list[int] = []
     warnings: list[str] = []
@@ -217,11 +218,22 @@ def _verl_console(lines: list[str]) -> LogRecords:
             elif key in values:
                 duplicates += 1
             values[key] = value
+    last = max((n for n, x in enumerate(lines, start=1) if x.strip()), default=0)
+    if cut_off and current is not None and current in by_step and _touched(lines[last - 1]):
+        del by_step[current]
+        order.remove(current)
+        warnings.append(f"line {last} is cut off (no newline at the end of the file): dropped step {current}")
     if duplicates:
         warnings.append(f"{duplicates} repeated key:value fragments (lines printed twice) read once")
     if resumed:
         warnings.append(f"{resumed} step(s) logged again with other values (a resumed run?): kept the later")
     return LogRecords("verl-console", [by_step[s] for s in order], warnings)
+
+
+def _touched(raw: str) -> bool:
+    """Whether a console line holds a step marker or a metric fragment."""
+    line = clean_line(raw)
+    return bool(_VERL_STEP.search(line)) or any(_FRAGMENT.match(f.strip()) for f in line.split(" - "))
 
 
 def _same(a: Value, b: Value) -> bool:
