@@ -86,6 +86,9 @@ def test_openrlhf_console_and_wandb_export_read_the_same(tmp_path: Path) -> None
     assert console.format.name == wandb.format.name == "openrlhf"
     assert (console.container, wandb.container) == ("openrlhf-console", "wandb-csv")
     assert [s.gen_s for s in console.steps] == pytest.approx([s.gen_s for s in wandb.steps])
+    (tmp_path / "cut.csv").write_text(log_cases.wandb_csv(steps).rstrip("\r\n")[:-3])
+    cut = load_framework_log(tmp_path / "cut.csv")
+    assert len(cut.steps) == 4 and "line 6 is cut off" in cut.warnings[0]
     rows = [{f"train/{k}": v for k, v in st.items()} for st in steps]
     (tmp_path / "history.json").write_text(json.dumps([{"_step": 0, "train/kl": None}, *rows]))
     as_json = load_framework_log(tmp_path / "history.json")

@@ -287,4 +287,8 @@ def _wandb_csv(text: str) -> LogRecords:
             if not isinstance(v, str):
                 values[key] = v
         out.append((number, values))
-    return LogRecords("wandb-csv", out, [])
+    warnings = []
+    if out and not text.endswith(("\n", "\r")):  # an export cut short: its last row may end mid-number
+        warnings.append(f"line {out[-1][0]} is cut off (no newline at the end of the file): dropped it")
+        out.pop()
+    return LogRecords("wandb-csv", out, warnings)
