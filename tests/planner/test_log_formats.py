@@ -230,3 +230,31 @@ def test_tensorboard_event_files_of_both_frameworks(tmp_path: Path) -> None:
     bad.write_bytes(b"\xff" * 40)
     with pytest.raises(RlsimError, match="not a TensorBoard record"):
         load_framework_log(bad)
+
+
+def test_plan_warns_when_the_workload_goes_beyond_the_fitted_log(tmp_path: Path) -> None:
+    import yaml
+
+    from rlsim.planner.calibrate.log_fit import plan_placement
+
+    log = _write(tmp_path, "a.log", log_cases.verl_console(log_cases.verl_steps(8, seed=1)))
+    assert main(["profile", "--from-log", str(log), "--out", str(tmp_path / "p.json")]) == 0
+    warnings = []
+    for tokens in (600, 4096):  # the log's responses are 300-900 tokens on average
+        plan = {
+            "nodes": {"count": 1, "cores": 64, "gpus": 8, "kind": "from-log-verl", "gpu_model": "H100"},
+            "profiles": {"from-log-verl": str(tmp_path / "p.json")},
+            "workload": {
+                "prompts_per_step": 64,
+                "group_size": 8,
+                "prompt_tokens": {"kind": "fixed", "tokens": 180},
+                "response_tokens": {"kind": "fixed", "tokens": tokens},
+            },
+            "placement": plan_placement(512),
+            "simulation": {"steps": 1},
+        }
+        (tmp_path / "plan.yaml").write_text(yaml.safe_dump(plan))
+        assert main(["plan", str(tmp_path / "plan.yaml"), "--json", str(tmp_path / "plan.json")]) == 0
+        warnings.append(json.loads((tmp_path / "plan.json").read_text())["warnings"])
+    assert not any("extrapolating" in w for w in warnings[0])
+    assert any("extrapolating beyond the fitted log: mean response 4096..4096 tokens" in w for w in warnings[1])
