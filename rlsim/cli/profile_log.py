@@ -150,6 +150,7 @@ def replay_summary(r: Replay, prefix: str) -> dict[str, Any]:
             "logged_total_s": r.logged_total_s,
             "simulated_total_s": r.simulated_total_s,
             "total_error": r.total_error,
+            "phase_median_abs_error": r.phase_median_abs_error,
         }
     }
 
@@ -214,9 +215,11 @@ def _print(
 
 def replay_line(r: Replay) -> str:
     """One line of a replay: per-step and whole-run errors."""
+    phases = ", ".join(f"{k} {v:.1%}" for k, v in r.phase_median_abs_error.items())
     return (
         f"median |error| {r.median_abs_error:.1%}, max {r.max_abs_error:.1%} over {len(r.logged_s)} steps; "
-        f"whole run {r.simulated_total_s:.0f} s simulated vs {r.logged_total_s:.0f} s logged ({r.total_error:+.1%})"
+        f"whole run {r.simulated_total_s:.0f} s simulated vs {r.logged_total_s:.0f} s logged ({r.total_error:+.1%}); "
+        f"median |error| per phase: {phases}"
     )
 
 

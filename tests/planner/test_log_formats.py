@@ -139,6 +139,8 @@ def test_cli_prints_held_out_error_and_writes_strict_json(tmp_path: Path, capsys
     doc = json.loads(summary.read_text(), parse_constant=lambda c: pytest.fail(f"{c} in --summary"))
     assert doc["gpus"] == 8 and doc["gpus_from"] == "log" and doc["held_out"]["steps"] == 4
     assert abs(doc["in_sample"]["total_error"]) < 0.05 and doc["periodic_phases"]["validation"]["steps"] == 3
+    per_phase = doc["held_out"]["phase_median_abs_error"]  # generation with its fixed term, as verl timed it
+    assert set(per_phase) == {"generation", "scoring", "update", "sync"} and max(per_phase.values()) < 0.06, per_phase
 
 
 def test_plan_replay_checks_a_profile_on_another_run(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

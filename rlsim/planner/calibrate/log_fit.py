@@ -302,6 +302,21 @@ def plan_placement(max_rollouts: int) -> dict[str, object]:
 
 def replay_steps(profile: Profile, steps: list[LoggedStep], layout: LogLayout) -> list[float]:
     """Simulated step time (s) of each logged step under ``profile`` (no noise), for checking a fit."""
+    return [t["total"] for t in replay_phases(profile, steps, layout)]
+
+
+def generation_fixed_s(profile: Profile) -> float:
+    """The generation fixed per-step term a log-fitted profile carries in its step overhead (0 if none)."""
+    for note in profile.notes:
+        m = re.match(r"^generation's fixed per-step term ([\d.e+-]+) s is carried", note)
+        if m:
+            return float(m.group(1))
+    return 0.0
+
+
+def replay_phases(profile: Profile, steps: list[LoggedStep], layout: LogLayout) -> list[dict[str, float]]:
+    """Per logged step the simulated seconds of each phase (``sim/step.py``'s ``time_s``: ``generate``,
+    ``score_tail``, ``update``, ``sync``, ``idle``, ``total``)."""
     from rlsim.planner.runs.predict import ReplayWorkload
     from rlsim.planner.sim.evaluate import evaluate
     from rlsim.planner.spec.cluster import NodeSpec, PlacementSpec
@@ -313,11 +328,11 @@ def replay_steps(profile: Profile, steps: list[LoggedStep], layout: LogLayout) -
     groups: dict[int, list[int]] = {}  # one evaluation per rollout count (a workload has one), in log order
     for i, trace in enumerate(traces):
         groups.setdefault(len(trace[1]), []).append(i)
-    out = [0.0] * len(traces)
+    out: list[dict[str, float]] = [{} for _ in traces]
     for rollouts, index in groups.items():
         group = [traces[i] for i in index]
         workload = ReplayWorkload(prompts_per_step=rollouts, response_tokens=FixedLengths(tokens=1), trace=group)
         ev = evaluate(node, profile, workload, spec, steps=len(index), noise=False)
         for i, result in zip(index, ev.steps, strict=True):
-            out[i] = float(result.time_s["total"])
+            out[i] = {k: float(v) for k, v in result.time_s.items()}
     return out

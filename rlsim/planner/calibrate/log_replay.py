@@ -10,10 +10,10 @@ the fit has few steps per parameter.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from rlsim.planner.calibrate.framework_logs import LogFormat, LoggedStep
-from rlsim.planner.calibrate.log_fit import LogLayout, fit_log_profile, replay_steps
+from rlsim.planner.calibrate.log_fit import LogLayout, fit_log_profile, generation_fixed_s, replay_phases
 from rlsim.planner.profile.schema import Profile
 
 HOLDOUT_FIT_SHARE = 2 / 3
@@ -22,11 +22,23 @@ MIN_HOLDOUT_STEPS = 6  # 4 fitted steps at least and 2 held out
 
 @dataclass(frozen=True)
 class Replay:
-    """Simulated vs logged seconds of each step and of the whole run (periodic phases as logged)."""
+    """Simulated vs logged seconds of each step and of the whole run (periodic phases as logged), and
+    per phase ``{name: (logged, simulated)}`` seconds of each step."""
 
     logged_s: list[float]
     simulated_s: list[float]
     periodic_s: float
+    phases: dict[str, tuple[list[float], list[float]]] = field(default_factory=dict)
+
+    @property
+    def phase_median_abs_error(self) -> dict[str, float]:
+        """Per phase the median |simulated / logged - 1| over the steps that logged it (> 0.01 s)."""
+        out = {}
+        for name, (logged, simulated) in self.phases.items():
+            e = sorted(abs(s / g - 1.0) for g, s in zip(logged, simulated, strict=True) if g > 0.01)
+            if e:
+                out[name] = _median(e)
+        return out
 
     @property
     def errors(self) -> list[float]:
@@ -34,8 +46,7 @@ class Replay:
 
     @property
     def median_abs_error(self) -> float:
-        e = sorted(abs(x) for x in self.errors)
-        return float(e[len(e) // 2]) if len(e) % 2 else float((e[len(e) // 2 - 1] + e[len(e) // 2]) / 2)
+        return _median(sorted(abs(x) for x in self.errors))
 
     @property
     def max_abs_error(self) -> float:
@@ -54,10 +65,25 @@ class Replay:
         return self.simulated_total_s / self.logged_total_s - 1.0
 
 
+def _median(sorted_values: list[float]) -> float:
+    e, n = sorted_values, len(sorted_values)
+    return float(e[n // 2]) if n % 2 else float((e[n // 2 - 1] + e[n // 2]) / 2)
+
+
 def replay(profile: Profile, steps: list[LoggedStep], layout: LogLayout) -> Replay:
-    """``profile``'s prediction of every step of ``steps`` and of their run's total."""
-    simulated = replay_steps(profile, steps, layout)
-    return Replay([s.train_s for s in steps], simulated, sum(s.periodic_s for s in steps))
+    """``profile``'s prediction of every step of ``steps``, of each phase, and of their run's total.
+
+    Generation's fixed per-step term, which the profile carries in its overhead, is counted as
+    generation here, so each phase compares with the phase the framework timed."""
+    simulated = replay_phases(profile, steps, layout)
+    fixed = generation_fixed_s(profile)
+    phases = {
+        "generation": ([s.gen_s for s in steps], [t["generate"] + fixed for t in simulated]),
+        "scoring": ([s.score_s for s in steps], [t["score_tail"] for t in simulated]),
+        "update": ([s.update_s for s in steps], [t["update"] for t in simulated]),
+        "sync": ([s.sync_s for s in steps], [t["sync"] for t in simulated]),
+    }
+    return Replay([s.train_s for s in steps], [t["total"] for t in simulated], sum(s.periodic_s for s in steps), phases)
 
 
 def holdout(fmt: LogFormat, steps: list[LoggedStep], layout: LogLayout, hardware_kind: str) -> Replay | None:
