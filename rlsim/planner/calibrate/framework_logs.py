@@ -43,87 +43,15 @@ from pathlib import Path
 from rlsim.errors import RlsimError
 from rlsim.io import read_user_text
 from rlsim.planner.calibrate.log_records import LogRecords, Value, read_log_records
+from rlsim.planner.calibrate.logged_step import (
+    MAX_ROLLOUTS_PER_LOG,
+    MAX_ROLLOUTS_PER_STEP,
+    LoggedStep,
+    Problem,
+    StepValues,
+    fix_text,
+)
 from rlsim.planner.calibrate.tensorboard_events import is_event_file, read_event_records
-
-MAX_ROLLOUTS_PER_STEP = 1 << 20
-MAX_ROLLOUTS_PER_LOG = 4_000_000
-_RANGES = {  # kind: (lowest, highest, unit, what it is)
-    "time": (0.0, 1e6, "s", "a phase time"),
-    "length": (0.0, 1e7, "tokens", "a mean or max length"),
-    "tokens": (1.0, 1e11, "tokens", "a step's token count"),
-    "count": (1.0, float(MAX_ROLLOUTS_PER_STEP), "rollouts", "a step's rollout count"),
-}
-
-
-@dataclass(frozen=True)
-class LoggedStep:
-    """One logged RL step: ``rollouts`` sequences, mean prompt/response lengths, the longest response,
-    the seconds of each planner phase (``step_s`` as logged, the others as mapped above), and the
-    periodic phases (validation, checkpoint: ``(name, seconds)``) timed on this step, inside
-    ``step_s`` when ``periodic_in_step``."""
-
-    line: int
-    rollouts: int
-    prompt_mean: float
-    response_mean: float
-    response_max: float
-    gen_s: float
-    score_s: float
-    update_s: float
-    sync_s: float
-    step_s: float
-    periodic: tuple[tuple[str, float], ...] = ()
-    periodic_in_step: bool = True
-
-    @property
-    def periodic_s(self) -> float:
-        return sum(s for _, s in self.periodic)
-
-    @property
-    def train_s(self) -> float:
-        """The step without its periodic phases: what the per-step fit reproduces (seconds)."""
-        return self.step_s - (self.periodic_s if self.periodic_in_step else 0.0)
-
-    @property
-    def wall_s(self) -> float:
-        """The step's share of the run's wall time, periodic phases included (seconds)."""
-        return self.train_s + self.periodic_s
-
-
-class _Problem(Exception):
-    """One unusable value of one step line (its message names the line, the key and the fix)."""
-
-
-class _Step:
-    """Checked reads of one record's values."""
-
-    def __init__(self, values: dict[str, Value], line: int, where: str = "line") -> None:
-        self.values, self.line, self.where = values, line, where
-
-    def has(self, key: str) -> bool:
-        return key in self.values
-
-    def get(self, key: str, kind: str, default: float | None = None) -> float:
-        if key not in self.values:
-            if default is not None:
-                return default
-            raise _Problem(f"{self.where} {self.line}: {key} is missing; {_fix(kind)}")
-        v = self.values[key]
-        lo, hi, unit, _ = _RANGES[kind]
-        if v is None:
-            raise _Problem(f"{self.where} {self.line}: {key} is null; {_fix(kind)}")
-        if not math.isfinite(v):
-            raise _Problem(f"{self.where} {self.line}: {key} is {v}; {_fix(kind)}")
-        if v < 0:
-            raise _Problem(f"{self.where} {self.line}: {key} is negative ({v:g}); {_fix(kind)}")
-        if v < lo or v > hi:
-            raise _Problem(f"{self.where} {self.line}: {key} is {v:g}, outside {lo:g}..{hi:g} {unit}; {_fix(kind)}")
-        return float(v)
-
-
-def _fix(kind: str) -> str:
-    lo, hi, unit, what = _RANGES[kind]
-    return f"{what} must be a number from {lo:g} to {hi:g} {unit}: fix or delete that line"
 
 
 @dataclass(frozen=True)
@@ -134,7 +62,7 @@ class LogFormat:
     source: str
     marker: str
     required: tuple[str, ...]
-    parse: Callable[[_Step, LogContext], LoggedStep]
+    parse: Callable[[StepValues, LogContext], LoggedStep]
     release: Callable[[list[dict[str, Value]]], str]
 
 
@@ -163,17 +91,17 @@ _VERL_TRAINER_SIDE = ("old_log_prob", "ref", "values", "adv", "update_critic")
 _VERL_PERIODIC = {"testing": "validation", "save_checkpoint": "checkpoint"}
 
 
-def _verl(s: _Step, ctx: LogContext) -> LoggedStep:
+def _verl(s: StepValues, ctx: LogContext) -> LoggedStep:
     prompt, response = s.get("prompt_length/mean", "length"), s.get("response_length/mean", "length")
     if prompt + response <= 0:
-        raise _Problem(
+        raise Problem(
             f"{s.where} {s.line}: prompt_length/mean + response_length/mean is 0; the rollouts cannot be counted: "
             "fix or delete that line"
         )
     if not s.has("perf/total_num_tokens") and not s.has("global_seqlen/mean"):
-        raise _Problem(
+        raise Problem(
             f"{s.where} {s.line}: perf/total_num_tokens is missing (and global_seqlen/mean, which forks log instead); "
-            f"{_fix('tokens')}"
+            f"{fix_text('tokens')}"
         )
     if s.has("perf/total_num_tokens") or ctx.world_size is None:
         tokens = s.get("perf/total_num_tokens", "tokens")
@@ -181,13 +109,13 @@ def _verl(s: _Step, ctx: LogContext) -> LoggedStep:
         tokens = s.get("global_seqlen/mean", "tokens") * ctx.world_size
     rollouts = tokens / (prompt + response)
     if rollouts > MAX_ROLLOUTS_PER_STEP:
-        raise _Problem(
+        raise Problem(
             f"{s.where} {s.line}: perf/total_num_tokens {tokens:g} over {prompt + response:g} tokens per rollout is "
             f"{rollouts:.3g} rollouts, beyond {MAX_ROLLOUTS_PER_STEP}: fix or delete that line"
         )
     maximum = s.get("response_length/max", "length", default=response)
     if maximum < response:
-        raise _Problem(
+        raise Problem(
             f"{s.where} {s.line}: response_length/max {maximum:g} is below response_length/mean {response:g}: "
             "fix or delete that line"
         )
@@ -230,9 +158,9 @@ def _verl_release(records: list[dict[str, Value]]) -> str:
     return out
 
 
-def _openrlhf(s: _Step, ctx: LogContext) -> LoggedStep:
+def _openrlhf(s: StepValues, ctx: LogContext) -> LoggedStep:
     if not s.has("rollout/num_samples"):
-        raise _Problem(
+        raise Problem(
             f"{s.where} {s.line}: rollout/num_samples is missing (OpenRLHF logs it from 0.9.8; 0.9.6 and 0.9.7 "
             "log phase times without it, so the rollouts cannot be counted): give a log of OpenRLHF 0.9.8 or later"
         )
@@ -332,8 +260,8 @@ def load_framework_log(path: str | Path, world_size: int | None = None) -> Frame
     problems: list[str] = []
     for k, (line, values) in enumerate(step_records):
         try:
-            steps.append(fmt.parse(_Step(values, line, got.where), LogContext(world)))
-        except _Problem as err:
+            steps.append(fmt.parse(StepValues(values, line, got.where), LogContext(world)))
+        except Problem as err:
             if k == len(step_records) - 1 and " is missing;" in str(err) and problems == []:
                 warnings.append(
                     f"the last step ({got.where} {line}) is incomplete (a run stopped mid-write?): dropped it"
