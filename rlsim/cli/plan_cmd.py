@@ -8,6 +8,8 @@ time with the measured one:
 ``rlsim plan --validate [VALIDATION.yaml]`` still works (deprecated, with a note).
 A YAML with ``kind: gpu-step`` is predicted by the GPU step model instead (``plan_gpu``):
 ``rlsim plan configs/gpu_step_llama8b_h100.yaml --out out/gpu-plan``.
+``rlsim plan replay LOG --profile PROFILE.json`` predicts every step of a verl/OpenRLHF log with a profile
+fitted (``rlsim profile --from-log``) on another run, and prints the per-step and whole-run errors.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from rlsim.progress import make_console
 # Only a source checkout has configs/ beside the package; an installed wheel does not ship them.
 CHECKOUT_CONFIGS = Path(__file__).resolve().parents[2] / "configs"
 VALIDATE = "validate"
+REPLAY = "replay"  # rlsim plan replay LOG --profile P: a log-fitted profile's prediction of another log
 _DEFAULT = ""  # ``--validate`` given without a path
 
 
@@ -30,7 +33,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         "plan",
         help="simulate RLHF steps on a cluster from a measured profile and search placements",
         description=__doc__,
-        usage="rlsim plan CLUSTER.yaml [options]\n       rlsim plan validate [VALIDATION.yaml] [options]",
+        usage="rlsim plan CLUSTER.yaml [options]\n       rlsim plan validate [VALIDATION.yaml] [options]\n"
+        "       rlsim plan replay LOG --profile PROFILE.json [--json OUT.json]",
     )
     p.add_argument(
         "config",
@@ -104,6 +108,10 @@ def run(args: argparse.Namespace) -> int:
 
     if args.validate is not None or args.config == VALIDATE:
         return _validate(args)
+    if args.config == REPLAY:
+        from rlsim.cli.profile_log import run_replay
+
+        return run_replay(args)
     _check_plan_args(args)
     if _is_gpu_run(args.config):  # the datasheet-based GPU step model (docs/gpu-planner.md)
         from rlsim.cli.plan_gpu import run_gpu_plan

@@ -4,7 +4,7 @@ Example: ``rlsim profile configs/profiles/measure_cpu_2core.yaml --out configs/p
 (real loop runs of the config's ``loop_set`` for generation, update, sync and contention, then the
 scorer latency grid). ``--reuse`` keeps complete loop runs of the same config already in ``--runs``.
 ``rlsim profile --from-log metrics.jsonl --gpus 8 --out PROFILE`` fits generation, scoring, update and sync
-to the per-step metrics a verl or OpenRLHF run logged (see docs/planner.md, "Plan from a framework's logs").
+to the per-step metrics a verl or OpenRLHF run logged, as found: console, JSONL, TensorBoard or W&B (docs/logs.md).
 """
 
 from __future__ import annotations

@@ -136,13 +136,15 @@ def test_missing_keys_are_named_per_line(tmp_path: Path) -> None:
     log.write_text("\n".join(lines) + "\n")
     with pytest.raises(RlsimError) as err:
         read_framework_log(log)
-    assert "line 2: missing timing_s/update_weights, perf/total_num_tokens" in str(err.value)
+    # timing_s/update_weights is optional (verl logs it from 0.7.1); the token count is not.
+    assert str(err.value).startswith(f"{log} line 2: perf/total_num_tokens is missing")
+    assert "\n" not in str(err.value)
 
 
 def test_not_jsonl_and_too_few_steps_are_refused(tmp_path: Path) -> None:
     bad = tmp_path / "bad.jsonl"
     bad.write_text("step 1 gen 3.0\n")
-    with pytest.raises(RlsimError, match="not a JSONL metrics log.*Accepted formats"):
+    with pytest.raises(RlsimError, match="not a log rlsim reads.*verl's file logger JSONL"):
         read_framework_log(bad)
     short = tmp_path / "short.jsonl"
     short.write_text("\n".join(OPENRLHF.read_text().splitlines()[:2]) + "\n")

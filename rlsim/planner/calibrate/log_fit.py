@@ -7,12 +7,18 @@ the maximum is not logged). The fits then use the same features the simulation c
 trace, so the fitted profile reproduces the logged phases exactly up to the least-squares residual:
 
 - generation on ``engines`` engines of ``engine_gpus`` GPUs (``gpus / engine_gpus``, as the run had):
-  ``gen_s = base x I + per_seq x S + prefill x P`` with ``I`` decode iterations, ``S`` sequence-iterations
-  and ``P`` prompt tokens of the slowest engine (every rollout admitted at once: ``max_running`` is set
-  above the largest step);
+  ``gen_s = fixed + base x I + per_seq x S + prefill x P`` with ``I`` decode iterations, ``S``
+  sequence-iterations and ``P`` prompt tokens of the slowest engine (every rollout admitted at once:
+  ``max_running`` is set above the largest step). ``fixed`` is what a generation call costs whatever
+  it generates (waking the engines, the weight sync of verl before 0.7.1); without it, fixed costs land
+  on whichever feature barely varies. The planner's generation model has no per-call term, so
+  ``fixed`` is carried in ``step_overhead_s`` (the same time in the sequential schedule these
+  profiles are for);
 - scoring as one batch per step on one replica: ``score_s = a + c x padded tokens`` (runtime ``logged``);
 - update ``fixed + per_token x response tokens``, sync ``fixed + per_token x response tokens``, and the
-  rest of each logged step (everything the frameworks time outside these phases) as the mean overhead.
+  rest of each logged step (everything the frameworks time outside these phases) as the mean overhead
+  (the mean, not the median: a run's total is a sum). Validation and checkpoint phases are left out of
+  the per-step fit and added to a whole run's total as logged (``run_total``).
 
 The profile is for that layout: plan with ``placement: {schedule: sequential, colocated: true, runtime:
 logged, batcher: {kind: fixed, batch_size: >= rollouts}}`` on ``gpus`` GPUs (``plan_placement``).
@@ -20,6 +26,9 @@ logged, batcher: {kind: fixed, batch_size: >= rollouts}}`` on ``gpus`` GPUs (``p
 
 from __future__ import annotations
 
+import functools
+import math
+import re
 from dataclasses import dataclass
 
 import numpy as np
@@ -108,7 +117,7 @@ def fit_log_profile(
         raise RlsimError(f"--gpus {layout.gpus} is not a multiple of --engine-gpus {layout.engine_gpus}")
     traces = [step_trace(s) for s in steps]
     max_running = max(1024, max(s.rollouts for s in steps))
-    gen = _fit_generation(steps, traces, layout, max_running)
+    gen, gen_fixed = _fit_generation(steps, traces, layout, max_running)
     tokens = np.array([sum(r) for _, r in traces], dtype=float)
     update_coef, _, _ = fit_scaled_trimmed(
         tokens[:, None],
@@ -125,7 +134,7 @@ def fit_log_profile(
         update_fixed_s=float(update_coef[1]),
         sync_fixed_s=float(sync_coef[0]),
         sync_s_per_token=float(sync_coef[1]),
-        step_overhead_s=_overhead(steps),
+        step_overhead_s=_overhead(steps, gen_fixed),
     )
     unmeasured = ["contention: none (the frameworks log sequential phases; gen and score slowdowns set to 0)"]
     if fmt.name == "openrlhf":
@@ -143,6 +152,8 @@ def fit_log_profile(
             f"fitted to {len(steps)} steps of a {fmt.name} log ({fmt.source}) on {layout.gpus} GPUs, "
             f"{layout.engines} engine(s) of {layout.engine_gpus} GPU(s); plan with runtime {RUNTIME!r}, "
             "schedule sequential, colocated",
+            f"generation's fixed per-step term {gen_fixed:.4g} s is carried in trainer.step_overhead_s",
+            fitted_range_note(steps),
         ],
         unmeasured=unmeasured,
         runtimes={RUNTIME: _fit_scorer(steps, traces, layout)},
@@ -159,10 +170,23 @@ def _positive(values: list[float], what: str) -> np.ndarray:
     return out
 
 
+def generation_design(steps: list[LoggedStep], layout: LogLayout, max_running: int) -> np.ndarray:
+    """Per step ``(I, S, P, 1)``: the generation features of the slowest engine and the fixed term."""
+    x = np.array([_step_features(s, layout.engines, max_running) for s in steps])
+    return np.column_stack([x, np.ones(len(steps))])
+
+
+@functools.lru_cache(maxsize=65536)
+def _step_features(step: LoggedStep, engines: int, max_running: int) -> tuple[float, float, float]:
+    # Cached: the fit, its warnings and the held-out fit all need them (a 10 MB log has ~2,500 steps).
+    return _gen_features(step_trace(step), engines, max_running)
+
+
 def _fit_generation(
     steps: list[LoggedStep], traces: list[tuple[list[int], list[int]]], layout: LogLayout, max_running: int
-) -> GenerationModel:
-    x = np.array([_gen_features(t, layout.engines, max_running) for t in traces])
+) -> tuple[GenerationModel, float]:
+    """The generation model and its fixed per-step term (seconds)."""
+    x = generation_design(steps, layout, max_running)
     y = _positive([s.gen_s for s in steps], "generation")
     if len(np.unique(x[:, 1])) < 2:
         raise RlsimError(
@@ -171,7 +195,7 @@ def _fit_generation(
         )
     coef, _, keep = fit_scaled_trimmed(x[:, :2], x[:, 2:], y, np.ones(len(y)), 1.0)
     predicted = x @ coef
-    return GenerationModel(
+    model = GenerationModel(
         device="cuda",
         units=float(layout.engine_gpus),
         base_s=float(coef[0]),
@@ -180,6 +204,63 @@ def _fit_generation(
         max_running=max_running,
         fit=fit_stats(y[keep], predicted[keep]),
     )
+    return model, float(coef[3])
+
+
+def fit_warnings(steps: list[LoggedStep], layout: LogLayout) -> list[str]:
+    """Warnings about the generation fit: too few steps per parameter, or features that move together."""
+    x = generation_design(steps, layout, max(1024, max(s.rollouts for s in steps)))
+    out = []
+    if len(steps) < 3 * x.shape[1]:
+        out.append(
+            f"generation: {x.shape[1]} parameters fitted to {len(steps)} steps; the in-sample error flatters "
+            "the fit: trust the held-out error"
+        )
+    used = x[:, np.abs(x).max(axis=0) > 0]  # OpenRLHF's prompts are 0 tokens: no column to fit
+    scaled = used / np.abs(used).max(axis=0)
+    cond = float(np.linalg.cond(scaled))
+    if not math.isfinite(cond) or cond > 1e3:
+        out.append(
+            f"generation: the logged steps vary too little to tell its costs apart (condition number {cond:.3g}); "
+            "the fit reproduces this workload but may not others: give a log whose lengths vary more"
+        )
+    return out
+
+
+def fitted_range_note(steps: list[LoggedStep]) -> str:
+    """The note a log-fitted profile keeps of the lengths it saw (``extrapolation`` reads it back)."""
+    return (
+        f"fitted range: response_length/mean {min(s.response_mean for s in steps):g}.."
+        f"{max(s.response_mean for s in steps):g}, response_length/max {max(s.response_max for s in steps):g}, "
+        f"rollouts {min(s.rollouts for s in steps)}..{max(s.rollouts for s in steps)}"
+    )
+
+
+_RANGE = re.compile(
+    r"^fitted range: response_length/mean ([\d.e+-]+)\.\.([\d.e+-]+), "
+    r"response_length/max ([\d.e+-]+), rollouts (\d+)\.\.(\d+)$"
+)
+
+
+def extrapolation(profile: Profile, response_means: list[float], response_max: float, rollouts: int) -> str | None:
+    """A warning when a workload goes beyond the lengths or rollouts a log-fitted profile saw (None if not)."""
+    for note in profile.notes:
+        m = _RANGE.match(note)
+        if not m:
+            continue
+        lo, hi, mx, rlo, rhi = (float(g) for g in m.groups())
+        beyond = []
+        if min(response_means) < 0.8 * lo or max(response_means) > 1.25 * hi:
+            beyond.append(
+                f"mean response {min(response_means):g}..{max(response_means):g} tokens (fitted {lo:g}..{hi:g})"
+            )
+        if response_max > 1.25 * mx:
+            beyond.append(f"longest response {response_max:g} tokens (fitted up to {mx:g})")
+        if rollouts > 1.25 * rhi or rollouts < 0.8 * rlo:
+            beyond.append(f"{rollouts} rollouts per step (fitted {rlo:g}..{rhi:g})")
+        if beyond:
+            return "extrapolating beyond the fitted log: " + "; ".join(beyond) + " (the prediction is less certain)"
+    return None
 
 
 def _fit_scorer(
@@ -201,9 +282,11 @@ def _fit_scorer(
     )
 
 
-def _overhead(steps: list[LoggedStep]) -> float:
-    rest = [s.step_s - s.gen_s - s.score_s - s.update_s - s.sync_s for s in steps]
-    return max(0.0, float(np.median(rest)))
+def _overhead(steps: list[LoggedStep], gen_fixed: float) -> float:
+    """Mean seconds of each step outside its fitted phases (validation and checkpoint left out), plus
+    generation's fixed term."""
+    rest = [s.train_s - s.gen_s - s.score_s - s.update_s - s.sync_s for s in steps]
+    return max(0.0, float(np.mean(rest))) + gen_fixed
 
 
 def plan_placement(max_rollouts: int) -> dict[str, object]:
@@ -219,6 +302,21 @@ def plan_placement(max_rollouts: int) -> dict[str, object]:
 
 def replay_steps(profile: Profile, steps: list[LoggedStep], layout: LogLayout) -> list[float]:
     """Simulated step time (s) of each logged step under ``profile`` (no noise), for checking a fit."""
+    return [t["total"] for t in replay_phases(profile, steps, layout)]
+
+
+def generation_fixed_s(profile: Profile) -> float:
+    """The generation fixed per-step term a log-fitted profile carries in its step overhead (0 if none)."""
+    for note in profile.notes:
+        m = re.match(r"^generation's fixed per-step term ([\d.e+-]+) s is carried", note)
+        if m:
+            return float(m.group(1))
+    return 0.0
+
+
+def replay_phases(profile: Profile, steps: list[LoggedStep], layout: LogLayout) -> list[dict[str, float]]:
+    """Per logged step the simulated seconds of each phase (``sim/step.py``'s ``time_s``: ``generate``,
+    ``score_tail``, ``update``, ``sync``, ``idle``, ``total``)."""
     from rlsim.planner.runs.predict import ReplayWorkload
     from rlsim.planner.sim.evaluate import evaluate
     from rlsim.planner.spec.cluster import NodeSpec, PlacementSpec
@@ -227,8 +325,14 @@ def replay_steps(profile: Profile, steps: list[LoggedStep], layout: LogLayout) -
     traces = [step_trace(s) for s in steps]
     node = NodeSpec(count=1, cores=max(1, layout.gpus), gpus=layout.gpus, kind=profile.hardware_kind)
     spec = PlacementSpec.model_validate(plan_placement(max(s.rollouts for s in steps)))
-    out = []
-    for trace in traces:  # one evaluation per step: the rollout count changes from step to step
-        workload = ReplayWorkload(prompts_per_step=len(trace[1]), response_tokens=FixedLengths(tokens=1), trace=[trace])
-        out.append(evaluate(node, profile, workload, spec, steps=1, noise=False).step_time_s)
+    groups: dict[int, list[int]] = {}  # one evaluation per rollout count (a workload has one), in log order
+    for i, trace in enumerate(traces):
+        groups.setdefault(len(trace[1]), []).append(i)
+    out: list[dict[str, float]] = [{} for _ in traces]
+    for rollouts, index in groups.items():
+        group = [traces[i] for i in index]
+        workload = ReplayWorkload(prompts_per_step=rollouts, response_tokens=FixedLengths(tokens=1), trace=group)
+        ev = evaluate(node, profile, workload, spec, steps=len(index), noise=False)
+        for i, result in zip(index, ev.steps, strict=True):
+            out[i] = {k: float(v) for k, v in result.time_s.items()}
     return out

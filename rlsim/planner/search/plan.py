@@ -127,6 +127,9 @@ def execute(prep: Prepared, on_progress: Callable[[str], None] | None = None) ->
     machine = check_cluster(profile, prep.profile_path, cfg.nodes)
     if machine:
         warnings.append(machine)
+    beyond = _beyond_fitted_log(prep)
+    if beyond:
+        warnings.append(beyond)
     if profile.illustrative:
         from rlsim.planner.search.report import ILLUSTRATIVE_WARNING
 
@@ -157,3 +160,15 @@ def _choose(prep: Prepared, baseline: Evaluation | None, ranked: list[Evaluation
     if sim.steps == search.steps:
         return best
     return evaluate(cfg.nodes, prep.profile, cfg.workload, best.spec, sim.steps, sim.seed, sim.noise)
+
+
+def _beyond_fitted_log(prep: Prepared) -> str | None:
+    """A warning when a profile fitted to a framework's log is asked about longer (or shorter) responses
+    or more rollouts than the log had (one drawn step of the workload, against the profile's fitted range)."""
+    from rlsim.planner.calibrate.log_fit import extrapolation
+
+    cfg = prep.config
+    _, responses = cfg.workload.sample_step(cfg.simulation.seed, 0)
+    if len(responses) == 0:
+        return None
+    return extrapolation(prep.profile, [float(responses.mean())], float(responses.max()), len(responses))
