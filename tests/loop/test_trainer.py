@@ -129,6 +129,9 @@ def test_kl_in_the_loss_is_added_to_the_policy_loss(tiny_policy) -> None:
     assert stats.policy_loss == 0.0
     assert stats.kl == pytest.approx(expected_kl, rel=1e-4)
     assert stats.loss == pytest.approx(0.5 * expected_kl, rel=1e-4)
+    # verl's split: the KL before its coefficient on its own (actor/kl_loss), the surrogate alone (pg_loss).
+    assert stats.kl_loss == pytest.approx(expected_kl, rel=1e-4) and stats.kl_coef == 0.5
+    assert stats.sequence_reward_mean == stats.reward_mean == 0.5  # the KL is not in the reward
 
 
 def test_a_ppo_step_updates_actor_and_critic_against_the_frozen_reference(tiny_policy) -> None:
@@ -144,6 +147,8 @@ def test_a_ppo_step_updates_actor_and_critic_against_the_frozen_reference(tiny_p
     assert stats.algorithm == "ppo" and stats.value_loss is not None and stats.value_loss > 0
     # Policy and reference start from the same weights: the behaviour KL is ~0 before the step.
     assert stats.kl == pytest.approx(0.0, abs=1e-5)
+    assert stats.sequence_reward_mean == pytest.approx(stats.reward_mean, abs=1e-4)  # reward - 0.1 x ~0 KL
+    assert stats.kl_loss is None and stats.pg_clip_fraction == 0.0  # one epoch from the old policy: ratio 1
     assert stats.grad_norm > 0 and stats.response_tokens == sum(len(r.response_ids) for r in batch)
     after = critic.values(batch)
     assert any(not np.allclose(after[u], values[u]) for u in values)
