@@ -28,12 +28,16 @@ class _Strict(BaseModel):
 
 class KlConfig(_Strict):
     """KL to the reference. ``coef`` 0 turns it (and the reference pass) off. ``estimator``: ``k1``
-    (log p - log p_ref) or ``k3`` ((r - 1) - log r, r = p_ref / p). ``target``: ``reward`` (subtracted
-    from the per-token rewards) or ``loss`` (``coef`` x mean KL added to the policy loss)."""
+    (log p - log p_ref), ``k2`` ((log p - log p_ref)^2 / 2), ``k3`` ((r - 1) - log r, r = p_ref / p)
+    or ``k3+`` (k3's value, k2's gradient). ``target``: ``reward`` (subtracted from the per-token
+    rewards) or ``loss`` (``coef`` x the aggregated KL added to the policy loss). ``log_ratio_clamp``:
+    on k3's ``log r`` before ``exp``; ``clamp``: on the estimate (None: off; rlsim.algorithms.kl)."""
 
     coef: float = Field(0.0, ge=0)
-    estimator: Literal["k1", "k3"] = "k3"
+    estimator: Literal["k1", "k2", "k3", "k3+"] = "k3"
     target: Literal["reward", "loss"] = "loss"
+    log_ratio_clamp: float | None = Field(20.0, gt=0)
+    clamp: float | None = Field(None, gt=0)
 
 
 class ReferenceConfig(_Strict):
@@ -144,6 +148,11 @@ def algorithm_settings(config: RunConfig) -> AlgorithmSettings:
         kl_estimator=kl.estimator,
         kl_target=kl.target,
         normalize_std=t.normalize_std,
+        std_ddof=t.std_ddof,
+        std_eps=t.std_eps,
+        group_of_one=t.group_of_one,
+        kl_log_ratio_clamp=kl.log_ratio_clamp,
+        kl_clamp=kl.clamp,
     )
 
 
