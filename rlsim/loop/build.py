@@ -76,6 +76,7 @@ def trainer_settings(config: RunConfig, placement: ResolvedPlacement) -> Trainer
         log_ratio_clamp=t.log_ratio_clamp,
         loss_agg=t.loss_agg,
         loss_scale=loss_scale(config),
+        mini_batch_size=t.mini_batch_size,
     )
 
 

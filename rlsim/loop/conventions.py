@@ -209,7 +209,9 @@ class TrainerConventions(BaseModel):
     ``clip_eps_high``: the upper clip (None: ``clip_eps``); ``dual_clip``: ``c`` > 1 (None: off);
     ``log_ratio_clamp``: on the policy ratio's log before ``exp`` (None: off); ``loss_agg`` and
     ``loss_scale`` (rlsim.algorithms.aggregation; None: the workload's longest response);
-    ``std_ddof`` / ``std_eps`` / ``group_of_one``: GRPO's group std (rlsim.algorithms.advantages)."""
+    ``std_ddof`` / ``std_eps`` / ``group_of_one``: GRPO's group std (rlsim.algorithms.advantages).
+    ``mini_batch_size``: rollouts per optimizer step, each epoch making batch / size steps (None: one
+    step on the whole batch; verl ``ppo_mini_batch_size``, OpenRLHF ``train_batch_size``)."""
 
     conventions: Preset = "rlsim"
     clip_eps_high: float | None = Field(None, gt=0)
@@ -220,6 +222,7 @@ class TrainerConventions(BaseModel):
     std_ddof: Literal[0, 1] = 0
     std_eps: float = Field(1e-6, ge=0)
     group_of_one: Literal["zero", "reward"] = "zero"
+    mini_batch_size: int | None = Field(None, ge=1)
 
 
 def convention_problems(config: Any) -> list[str]:
@@ -229,6 +232,12 @@ def convention_problems(config: Any) -> list[str]:
         problems.append(
             f"trainer.loss_scale: applies to trainer.loss_agg seq-mean-token-sum-norm only (it is {t.loss_agg}); "
             "unset it or change the mode"
+        )
+    batch = config.workload.prompts_per_step * config.workload.group_size
+    if t.mini_batch_size is not None and batch % t.mini_batch_size:
+        problems.append(
+            f"trainer.mini_batch_size: {t.mini_batch_size} rollouts do not divide the batch of {batch} "
+            "(workload.prompts_per_step x group_size); pick a divisor so every optimizer step is the same size"
         )
     floor = config.async_.is_floor
     if floor is not None and not 0 < floor <= 1:

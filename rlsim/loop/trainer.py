@@ -24,7 +24,7 @@ import numpy as np
 
 from rlsim.algorithms.aggregation import LossAggregation
 from rlsim.algorithms.experience import AlgorithmSettings, Experience, make_experience
-from rlsim.loop.packing import Packed, micro_batches, pad_id, response_logprobs
+from rlsim.loop.packing import Packed, micro_batches, mini_batch_split, pad_id, response_logprobs
 from rlsim.rollout.types import Rollout
 from rlsim.torch_setup import prepare_torch
 
@@ -55,6 +55,7 @@ class TrainerSettings:
     log_ratio_clamp: float | None = None
     loss_agg: LossAggregation = "token-mean"
     loss_scale: float | None = None  # the seq-mean-token-sum-norm constant (tokens)
+    mini_batch_size: int | None = None  # rollouts per optimizer step (None: the whole batch)
 
 
 @dataclass
@@ -92,6 +93,8 @@ class TrainStats:
     kl_loss: float | None = None
     kl_coef: float | None = None  # the coefficient kl_loss was weighted by (kl.target: loss)
     sequence_reward_mean: float | None = None
+    optimizer_steps: int = 1  # epochs x mini-batches
+    step_seconds: list[float] | None = None  # each optimizer step's forward + backward + step, seconds
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -180,40 +183,61 @@ class PolicyTrainer:
             raise RuntimeError(f"the {self.settings.algorithm.algorithm} experience is incomplete: {err}") from err
 
     def update(self, rollouts: Sequence[Rollout], exp: Experience) -> TrainStats:
-        """The actor update alone, from a complete ``Experience`` (rewards are not seen here)."""
+        """The actor update alone, from a complete ``Experience`` (rewards are not seen here): per epoch,
+        one optimizer step per mini-batch of ``mini_batch_size`` rollouts (the whole batch by default),
+        each step's loss aggregated over its own mini-batch, as verl's ``ppo_mini_batch_size`` and
+        OpenRLHF's ``train_batch_size`` split a rollout batch."""
         import torch
 
         t0 = time.perf_counter()
-        batches = self._batches(rollouts)
-        total = sum(b.tokens for b in batches)
-        for b in batches:
+        parts = [self._batches(part) for part in mini_batch_split(rollouts, self.settings.mini_batch_size)]
+        for b in (b for part in parts for b in part):
             b.extra["old"], b.extra["adv"] = b.flat(exp.old_logprobs), b.flat(exp.advantages)
             if exp.ref_logprobs is not None:
                 b.extra["ref"] = b.flat(exp.ref_logprobs)
+        step_s: list[float] = []
         for _ in range(self.settings.epochs):
-            sums = self._epoch(batches, total)
-            norm = torch.nn.utils.clip_grad_norm_(self._model.parameters(), self.settings.max_grad_norm)
-            self._opt.step()
-            self._opt.zero_grad(set_to_none=True)
-        kl_in_loss = self.settings.algorithm.uses_reference and self.settings.algorithm.kl_target == "loss"
+            sums: dict[str, float] = {}
+            norms = []
+            for part in parts:
+                t_step = time.perf_counter()
+                for k, v in self._epoch(part, sum(b.tokens for b in part)).items():
+                    sums[k] = sums.get(k, 0.0) + v
+                norm = torch.nn.utils.clip_grad_norm_(self._model.parameters(), self.settings.max_grad_norm)
+                norms.append(float(norm))
+                self._opt.step()
+                self._opt.zero_grad(set_to_none=True)
+                step_s.append(time.perf_counter() - t_step)
+        stats = self._stats(rollouts, exp, sums, len(parts), float(np.mean(norms)))
+        stats.optimizer_steps, stats.step_seconds = len(step_s), [round(x, 6) for x in step_s]
+        stats.seconds = time.perf_counter() - t0
+        return stats
+
+    def _stats(
+        self, rollouts: Sequence[Rollout], exp: Experience, sums: dict[str, float], parts: int, grad_norm: float
+    ) -> TrainStats:
+        """The last epoch's figures: losses as the mean over its mini-batches, counts over all tokens."""
+        alg = self.settings.algorithm
+        total = sum(len(r.response_ids) for r in rollouts)
+        kl_in_loss = alg.uses_reference and alg.kl_target == "loss"
         seq_rewards = list(exp.sequence_rewards.values()) if exp.sequence_rewards else None
         return TrainStats(
             sequences=len(rollouts),
             response_tokens=total,
-            loss=sums["loss"],
+            loss=sums["loss"] / parts,
             clip_fraction=sums["outside"] / max(total, 1),
             pg_clip_fraction=sums["clipped"] / max(total, 1),
             pg_clip_fraction_lower=sums["dual_clipped"] / max(total, 1) if self.settings.dual_clip else None,
-            kl_loss=sums["kl_loss"] if kl_in_loss else None,
-            kl_coef=self.settings.algorithm.kl_coef if kl_in_loss else None,
+            kl_loss=sums["kl_loss"] / parts if kl_in_loss else None,
+            kl_coef=alg.kl_coef if kl_in_loss else None,
             sequence_reward_mean=float(np.mean(seq_rewards)) if seq_rewards else None,
             approx_kl=sums["approx_kl"] / max(total, 1),
-            grad_norm=float(norm),
+            grad_norm=grad_norm,
             reward_mean=0.0,
             reward_std=0.0,
-            seconds=time.perf_counter() - t0,
-            algorithm=self.settings.algorithm.algorithm,
-            policy_loss=sums["policy_loss"],
+            seconds=0.0,
+            algorithm=alg.algorithm,
+            policy_loss=sums["policy_loss"] / parts,
             kl=exp.kl_mean(),
             entropy=sums["entropy"] / max(total, 1),
         )

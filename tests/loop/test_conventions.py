@@ -102,10 +102,22 @@ def test_bad_convention_values_are_config_errors_listed_together(tmp_path: Path)
         "kl.log_ratio_clamp",
         "kl.estimator",
     }
-    path.write_text(yaml.safe_dump({"trainer": {"loss_scale": 512}, "async": {"is_floor": 2.0}}))
+    # The default batch is 8 prompts x 4 samples = 32 rollouts: 5 does not divide it.
+    path.write_text(yaml.safe_dump({"trainer": {"loss_scale": 512, "mini_batch_size": 5}, "async": {"is_floor": 2.0}}))
     with pytest.raises(ConfigError) as err:
         load_run_config(path)
-    assert {e.split(":")[0] for e in err.value.errors} == {"trainer.loss_scale", "async.is_floor"}
+    assert {e.split(":")[0] for e in err.value.errors} == {
+        "trainer.loss_scale",
+        "trainer.mini_batch_size",
+        "async.is_floor",
+    }
+    assert any("do not divide the batch of 32" in e for e in err.value.errors)
+    assert load_run_config(_write(path, {"trainer": {"mini_batch_size": 8}})).trainer.mini_batch_size == 8
+
+
+def _write(path: Path, data: dict) -> Path:
+    path.write_text(yaml.safe_dump(data))
+    return path
 
 
 def test_the_dr_grpo_scale_defaults_to_the_longest_response() -> None:

@@ -9,7 +9,7 @@ import torch
 
 from rlsim.algorithms.experience import AlgorithmSettings
 from rlsim.loop.critic import CriticModel, CriticSettings
-from rlsim.loop.packing import pack
+from rlsim.loop.packing import mini_batch_split, pack
 from rlsim.loop.reference import EagerReference, ReferenceSettings
 from rlsim.loop.trainer import PolicyTrainer, TrainerSettings
 from rlsim.rollout.types import Rollout
@@ -163,3 +163,23 @@ def test_ppo_without_values_is_refused_naming_the_critic(tiny_policy) -> None:
     t = make(tiny_policy, algorithm=AlgorithmSettings("ppo"))
     with pytest.raises(RuntimeError, match="critic values"):
         t.train_step(rollouts(), {uid: 1.0 for uid in range(6)})
+
+
+def test_mini_batches_are_separate_optimizer_steps_each_timed(tiny_policy) -> None:
+    # Six rollouts in mini-batches of 3, two epochs: four AdamW steps, each on its own mini-batch's loss,
+    # so the weights end where four plain updates (rollouts 0-2, 3-5, 0-2, 3-5) leave them.
+    batch = rollouts()
+    rewards = {r.uid: float(r.uid % 3) for r in batch}
+    split = make(tiny_policy, lr=1e-4, mini_batch_size=3, epochs=2)
+    exp = split.experience(batch, rewards)
+    stats = split.update(batch, exp)
+    assert stats.optimizer_steps == 4 and stats.step_seconds is not None and len(stats.step_seconds) == 4
+    assert all(s > 0 for s in stats.step_seconds) and stats.sequences == 6
+    plain = make(tiny_policy, lr=1e-4)
+    for part in (batch[:3], batch[3:], batch[:3], batch[3:]):
+        assert plain.update(part, exp).optimizer_steps == 1
+    a, b = params(split), params(plain)
+    assert all(torch.allclose(a[k], b[k], atol=1e-7) for k in a)
+    assert [len(p) for p in mini_batch_split(batch, 2)] == [2, 2, 2] and len(mini_batch_split(batch, None)) == 1
+    with pytest.raises(ValueError, match="does not divide the batch of 6"):
+        mini_batch_split(batch, 4)
