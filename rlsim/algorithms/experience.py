@@ -52,6 +52,8 @@ class AlgorithmSettings:
     group_of_one: Literal["zero", "reward"] = "zero"
     kl_log_ratio_clamp: float | None = DEFAULT_LOG_RATIO_CLAMP  # on k3's log r before exp (rlsim.algorithms.kl)
     kl_clamp: float | None = None  # on the estimate itself
+    kl_target_value: float | None = None  # adaptive KL coefficient: the target KL (None: fixed coefficient)
+    kl_horizon: int = 10000  # and its horizon in sequences (rlsim.algorithms.kl_control)
 
     @property
     def uses_reference(self) -> bool:

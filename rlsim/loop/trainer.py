@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -24,6 +24,7 @@ import numpy as np
 
 from rlsim.algorithms.aggregation import LossAggregation
 from rlsim.algorithms.experience import AlgorithmSettings, Experience, make_experience
+from rlsim.algorithms.kl_control import KlController, sequence_mean_kl
 from rlsim.loop.packing import Packed, micro_batches, mini_batch_split, pad_id, response_logprobs
 from rlsim.rollout.types import Rollout
 from rlsim.torch_setup import prepare_torch
@@ -91,7 +92,8 @@ class TrainStats:
     pg_clip_fraction: float | None = None
     pg_clip_fraction_lower: float | None = None
     kl_loss: float | None = None
-    kl_coef: float | None = None  # the coefficient kl_loss was weighted by (kl.target: loss)
+    kl_coef: float | None = None  # the KL coefficient this step used (it moves with kl.controller adaptive)
+    kl_target: str | None = None  # where the KL went: reward or loss
     sequence_reward_mean: float | None = None
     optimizer_steps: int = 1  # epochs x mini-batches
     step_seconds: list[float] | None = None  # each optimizer step's forward + backward + step, seconds
@@ -114,6 +116,13 @@ class PolicyTrainer:
         # No weight decay: a step with zero advantages must leave the policy unchanged.
         self._opt = torch.optim.AdamW(self._model.parameters(), lr=settings.lr, weight_decay=0.0)
         self._pad = pad_id(self._model.config)
+        alg = settings.algorithm
+        self._kl_control = KlController(alg.kl_coef, alg.kl_target_value, alg.kl_horizon)
+
+    @property
+    def algorithm(self) -> AlgorithmSettings:
+        """The algorithm's settings with this step's KL coefficient (it moves under an adaptive controller)."""
+        return replace(self.settings.algorithm, kl_coef=self._kl_control.value)
 
     @property
     def surrogate(self) -> SurrogateSettings:
@@ -177,7 +186,7 @@ class PolicyTrainer:
             raise RuntimeError(f"{len(missing)} rollouts have no reward (first uids {missing[:5]}); none may be lost")
         try:
             return make_experience(
-                self.settings.algorithm, rollouts, rewards, self.policy_logprobs(rollouts), ref_logprobs, values
+                self.algorithm, rollouts, rewards, self.policy_logprobs(rollouts), ref_logprobs, values
             )
         except ValueError as err:
             raise RuntimeError(f"the {self.settings.algorithm.algorithm} experience is incomplete: {err}") from err
@@ -209,6 +218,8 @@ class PolicyTrainer:
                 self._opt.zero_grad(set_to_none=True)
                 step_s.append(time.perf_counter() - t_step)
         stats = self._stats(rollouts, exp, sums, len(parts), float(np.mean(norms)))
+        if exp.kl is not None:  # the coefficient for the next step (verl: after apply_kl_penalty)
+            self._kl_control.update(sequence_mean_kl(exp.kl.values()), len(rollouts))
         stats.optimizer_steps, stats.step_seconds = len(step_s), [round(x, 6) for x in step_s]
         stats.seconds = time.perf_counter() - t0
         return stats
@@ -217,7 +228,7 @@ class PolicyTrainer:
         self, rollouts: Sequence[Rollout], exp: Experience, sums: dict[str, float], parts: int, grad_norm: float
     ) -> TrainStats:
         """The last epoch's figures: losses as the mean over its mini-batches, counts over all tokens."""
-        alg = self.settings.algorithm
+        alg = self.algorithm
         total = sum(len(r.response_ids) for r in rollouts)
         kl_in_loss = alg.uses_reference and alg.kl_target == "loss"
         seq_rewards = list(exp.sequence_rewards.values()) if exp.sequence_rewards else None
@@ -229,7 +240,8 @@ class PolicyTrainer:
             pg_clip_fraction=sums["clipped"] / max(total, 1),
             pg_clip_fraction_lower=sums["dual_clipped"] / max(total, 1) if self.settings.dual_clip else None,
             kl_loss=sums["kl_loss"] / parts if kl_in_loss else None,
-            kl_coef=alg.kl_coef if kl_in_loss else None,
+            kl_coef=alg.kl_coef if alg.uses_reference else None,
+            kl_target=alg.kl_target if alg.uses_reference else None,
             sequence_reward_mean=float(np.mean(seq_rewards)) if seq_rewards else None,
             approx_kl=sums["approx_kl"] / max(total, 1),
             grad_norm=grad_norm,
@@ -263,7 +275,7 @@ class PolicyTrainer:
                 b.lengths,
                 batch,
                 self.surrogate,
-                self.settings.algorithm,
+                self.algorithm,
                 b.extra.get("ref"),
             )
             out.loss.backward()

@@ -13,6 +13,8 @@ Each name carries verl's number, not a neighbour of it (rlsim's own figures stay
 - ``actor/pg_loss``: the surrogate alone (``train.policy_loss``); with ``kl.target: loss`` the KL term
   goes under ``actor/kl_loss`` (the aggregated KL before ``kl.coef``) and ``actor/kl_coef``, as
   ``verl/workers/actor/dp_actor.py`` ``update_policy`` logs them. ``train.loss`` holds their sum.
+  With ``kl.target: reward`` the coefficient is ``actor/reward_kl_penalty_coeff``
+  (``verl/trainer/ppo/ray_trainer.py`` ``apply_kl_penalty``).
 - ``actor/pg_clipfrac``: tokens where the clipped term is the one taken (``torch.gt(pg_losses2,
   pg_losses1)`` in ``verl/trainer/ppo/core_algos.py`` ``compute_policy_loss_vanilla``), from
   ``train.pg_clip_fraction``; rlsim's ``clip_fraction`` counts every token whose ratio left the trust
@@ -58,7 +60,6 @@ ACTOR = {
     "pg_clip_fraction": "actor/pg_clipfrac",
     "pg_clip_fraction_lower": "actor/pg_clipfrac_lower",
     "kl_loss": "actor/kl_loss",
-    "kl_coef": "actor/kl_coef",
     "approx_kl": "actor/ppo_kl",
     "grad_norm": "actor/grad_norm",
 }
@@ -193,6 +194,9 @@ def _train_metrics(train: Mapping[str, Any], flops: UpdateFlops | None, tokens: 
     no_kl = train.get("kl") is None  # then the loss is the surrogate and the rewards are the scores
     if "actor/pg_loss" not in out and no_kl and train.get("loss") is not None:
         out["actor/pg_loss"] = float(train["loss"])  # a record from before policy_loss was written
+    if train.get("kl_coef") is not None:  # verl's name depends on where the KL went
+        where = "actor/reward_kl_penalty_coeff" if train.get("kl_target") == "reward" else "actor/kl_coef"
+        out[where] = float(train["kl_coef"])
     for key, name in (("value_loss", "critic/vf_loss"), ("entropy", "actor/entropy")):
         if train.get(key) is not None:
             out[name] = float(train[key])

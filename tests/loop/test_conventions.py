@@ -113,6 +113,12 @@ def test_bad_convention_values_are_config_errors_listed_together(tmp_path: Path)
     }
     assert any("do not divide the batch of 32" in e for e in err.value.errors)
     assert load_run_config(_write(path, {"trainer": {"mini_batch_size": 8}})).trainer.mini_batch_size == 8
+    with pytest.raises(ConfigError, match="adaptive needs kl.target_kl"):
+        load_run_config(_write(path, {"kl": {"coef": 0.1, "controller": "adaptive"}}))
+    verl = load_run_config(
+        _write(path, {"trainer": {"conventions": "verl"}, "kl": {"coef": 0.1, "controller": "adaptive"}})
+    )
+    assert algorithm_settings(verl).kl_target_value == 0.1  # verl's kl_ctrl.target_kl
 
 
 def _write(path: Path, data: dict) -> Path:

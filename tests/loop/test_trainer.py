@@ -121,7 +121,9 @@ def test_rloo_step_uses_the_leave_one_out_baseline(tiny_policy) -> None:
 def test_kl_in_the_loss_is_added_to_the_policy_loss(tiny_policy) -> None:
     batch = rollouts()
     ref = {r.uid: np.full(len(r.response_ids), -5.0, dtype=np.float32) for r in batch}  # far from the policy
-    t = make(tiny_policy, algorithm=AlgorithmSettings("grpo", kl_coef=0.5, kl_estimator="k1", kl_target="loss"))
+    # An adaptive coefficient (target 1, horizon 6 sequences) only moves after the step.
+    alg = AlgorithmSettings("grpo", kl_coef=0.5, kl_estimator="k1", kl_target="loss", kl_target_value=1.0, kl_horizon=6)
+    t = make(tiny_policy, algorithm=alg)
     own = t.policy_logprobs(batch)
     stats = t.train_step(batch, {r.uid: 0.5 for r in batch}, ref_logprobs=ref)
     # Equal rewards: the surrogate is 0; the loss is 0.5 x the token-mean k1 = 0.5 * mean(log p + 5).
@@ -132,6 +134,9 @@ def test_kl_in_the_loss_is_added_to_the_policy_loss(tiny_policy) -> None:
     # verl's split: the KL before its coefficient on its own (actor/kl_loss), the surrogate alone (pg_loss).
     assert stats.kl_loss == pytest.approx(expected_kl, rel=1e-4) and stats.kl_coef == 0.5
     assert stats.sequence_reward_mean == stats.reward_mean == 0.5  # the KL is not in the reward
+    # k1 = log p + 5 is about -5 (log p of a random 30k vocabulary is about -10): KL / target - 1 is below
+    # -0.2, clipped there; 6 sequences over horizon 6: the coefficient becomes 0.5 x (1 - 0.2) = 0.4.
+    assert expected_kl < 0 and t.algorithm.kl_coef == pytest.approx(0.4)
 
 
 def test_a_ppo_step_updates_actor_and_critic_against_the_frozen_reference(tiny_policy) -> None:

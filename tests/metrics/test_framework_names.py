@@ -177,6 +177,7 @@ def test_the_actor_and_reward_names_carry_verls_numbers_not_rlsims() -> None:
         "policy_loss": 0.0,
         "kl_loss": 0.368,
         "kl_coef": 0.1,
+        "kl_target": "loss",
         "kl": 0.5,
         "clip_fraction": 1.0,
         "pg_clip_fraction": 0.0,
@@ -188,6 +189,8 @@ def test_the_actor_and_reward_names_carry_verls_numbers_not_rlsims() -> None:
     assert m["actor/pg_clipfrac"] == 0.0
     assert m["critic/rewards/mean"] == 0.95 and m["critic/score/mean"] == 1.0
     assert "actor/pg_clipfrac_lower" not in m  # no dual clip: left out
+    in_reward = verl_metrics({**RECORD, "train": {**train, "kl_target": "reward"}})
+    assert in_reward["actor/reward_kl_penalty_coeff"] == 0.1 and "actor/kl_coef" not in in_reward
     # A record from before these fields, with a KL: the names whose meaning it cannot give are left out.
     old = {k: v for k, v in train.items() if k not in ("policy_loss", "pg_clip_fraction", "sequence_reward_mean")}
     m = verl_metrics({**RECORD, "train": old})
