@@ -167,3 +167,12 @@ def test_each_preset_reproduces_its_frameworks_worked_example(preset: str) -> No
     out = actor_loss(torch.log(torch.tensor([5.0])), z, -torch.ones(1), [1], (1, 1), s, alg, z)
     assert float(out.policy_loss) == pytest.approx(loss, rel=1e-6)
     assert np.isfinite(float(out.loss))
+
+
+def test_the_docs_table_names_every_key_and_every_source() -> None:
+    text = (Path(__file__).resolve().parents[2] / "docs" / "conventions.md").read_text()
+    rows = {line.split("|")[1].strip(" `") for line in text.splitlines() if line.startswith("| `")}
+    assert set(CONVENTION_KEYS) <= rows
+    for preset in ("verl", "openrlhf", "trl"):
+        for path, entry in TABLE[preset].items():
+            assert f"- `{path}`: {entry.source}" in text, (preset, path)
