@@ -169,6 +169,8 @@ class RunResults(_Record):
     # trainer.algorithm: written for rloo and ppo; a GRPO file keeps its earlier keys (and reads as grpo).
     algorithm: str = "grpo"
     config: dict[str, Any] = Field(default_factory=dict)
+    # trainer.conventions other than rlsim: the preset, each convention key's value and source (rlsim.loop.conventions)
+    conventions: dict[str, Any] | None = None
     complete: bool = False
     steps: list[StepRecord]
     overhead_fraction: float = 0.0

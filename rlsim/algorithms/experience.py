@@ -6,7 +6,13 @@ needs a model.
 
 - ``grpo`` / ``rloo``: one advantage per sequence (group-normalised / leave-one-out), spread over
   its tokens. With ``kl.target: reward`` the sequence's summed KL times ``kl.coef`` is taken off its
-  reward first (OpenRLHF's REINFORCE-style handling).
+  reward before the group baseline: verl's handling (``apply_kl_penalty`` in
+  ``verl/trainer/ppo/ray_trainer.py`` makes token-level rewards ``score - coef * KL``, and
+  ``compute_grpo_outcome_advantage`` / ``compute_rloo_outcome_advantage`` in
+  ``verl/trainer/ppo/core_algos.py`` sum them per sequence). OpenRLHF does it differently
+  (``openrlhf/trainer/ppo_utils/experience_maker.py`` ``compute_advantages_and_returns``): the group
+  baseline comes off the raw score first, then ``compute_reward`` subtracts ``coef * KL`` per token
+  and each token's advantage is its reward-to-go, so early tokens carry more of the penalty.
 - ``ppo``: token-level rewards (score on the last token, minus ``coef * KL`` per token when
   ``kl.target: reward``), GAE with the critic's values, advantages whitened over the batch (as verl
   and OpenRLHF do); the returns are the critic's targets.
@@ -20,7 +26,7 @@ from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 
-from rlsim.algorithms.kl import KlEstimator
+from rlsim.algorithms.kl import DEFAULT_LOG_RATIO_CLAMP, KlEstimator
 from rlsim.rollout.types import Rollout
 
 if TYPE_CHECKING:
@@ -41,6 +47,13 @@ class AlgorithmSettings:
     kl_estimator: KlEstimator = "k3"
     kl_target: Literal["reward", "loss"] = "loss"
     normalize_std: bool = True
+    std_ddof: int = 0  # group std: 0 population (rlsim), 1 unbiased (verl, OpenRLHF, TRL)
+    std_eps: float = 1e-6
+    group_of_one: Literal["zero", "reward"] = "zero"
+    kl_log_ratio_clamp: float | None = DEFAULT_LOG_RATIO_CLAMP  # on k3's log r before exp (rlsim.algorithms.kl)
+    kl_clamp: float | None = None  # on the estimate itself
+    kl_target_value: float | None = None  # adaptive KL coefficient: the target KL (None: fixed coefficient)
+    kl_horizon: int = 10000  # and its horizon in sequences (rlsim.algorithms.kl_control)
 
     @property
     def uses_reference(self) -> bool:
@@ -55,7 +68,9 @@ class AlgorithmSettings:
 class Experience:
     """Everything the policy and critic updates need, per uid as float32 arrays of the rollout's
     response length: the behaviour policy's log-probs, the advantages; ``returns`` and ``values``
-    only for ppo; ``kl`` (behaviour policy vs reference) and ``ref_logprobs`` only when the KL is on."""
+    only for ppo; ``kl`` (behaviour policy vs reference) and ``ref_logprobs`` only when the KL is on.
+    ``sequence_rewards``: per uid the sum of its token-level rewards (the score, minus ``coef`` x its
+    summed KL when ``kl.target: reward``), what verl's ``critic/rewards/mean`` averages."""
 
     old_logprobs: dict[int, np.ndarray]
     advantages: dict[int, np.ndarray]
@@ -63,6 +78,7 @@ class Experience:
     returns: dict[int, np.ndarray] | None = None
     values: dict[int, np.ndarray] | None = None
     kl: dict[int, np.ndarray] | None = None
+    sequence_rewards: dict[int, float] | None = None
 
     def kl_mean(self) -> float | None:
         """Mean KL per response token over the batch (None when the KL is off)."""
@@ -86,14 +102,15 @@ def make_experience(
     ref = None
     if ref_logprobs is not None and settings.uses_reference:
         ref = {x.uid: np.asarray(ref_logprobs[x.uid], dtype=np.float32) for x in rollouts}
+    scores = [float(rewards[x.uid]) for x in rollouts]
+    if kl is not None and settings.kl_target == "reward":
+        scores = [s - settings.kl_coef * float(kl[x.uid].sum()) for s, x in zip(scores, rollouts, strict=True)]
+    summed = {x.uid: s for x, s in zip(rollouts, scores, strict=True)}
     if settings.algorithm == "ppo":
         assert values is not None
         adv, ret = _ppo(settings, rollouts, rewards, values, kl)
         vals = {x.uid: np.asarray(values[x.uid], dtype=np.float32) for x in rollouts}
-        return Experience(old_logprobs=old, advantages=adv, ref_logprobs=ref, returns=ret, values=vals, kl=kl)
-    scores = [float(rewards[x.uid]) for x in rollouts]
-    if kl is not None and settings.kl_target == "reward":
-        scores = [s - settings.kl_coef * float(kl[x.uid].sum()) for s, x in zip(scores, rollouts, strict=True)]
+        return Experience(old, adv, ref, returns=ret, values=vals, kl=kl, sequence_rewards=summed)
     groups = [x.group for x in rollouts]
     if settings.algorithm == "rloo":
         from rlsim.algorithms.rloo import rloo_advantages
@@ -102,9 +119,11 @@ def make_experience(
     else:
         from rlsim.algorithms.advantages import group_advantages
 
-        seq = group_advantages(groups, scores, settings.normalize_std)
+        seq = group_advantages(
+            groups, scores, settings.normalize_std, settings.std_eps, settings.std_ddof, settings.group_of_one
+        )
     adv = {x.uid: np.full(len(x.response_ids), a, dtype=np.float32) for x, a in zip(rollouts, seq, strict=True)}
-    return Experience(old_logprobs=old, advantages=adv, ref_logprobs=ref, kl=kl)
+    return Experience(old_logprobs=old, advantages=adv, ref_logprobs=ref, kl=kl, sequence_rewards=summed)
 
 
 def _check_inputs(
@@ -148,7 +167,11 @@ def _kl(
             torch.as_tensor(old[x.uid], dtype=torch.float32),
             torch.as_tensor(ref[x.uid], dtype=torch.float32),
             settings.kl_estimator,
-        ).numpy()
+            settings.kl_log_ratio_clamp,
+            settings.kl_clamp,
+        )
+        .detach()
+        .numpy()
         for x in rollouts
     }
 

@@ -1,24 +1,81 @@
 """PPO's per-token losses: the clipped policy surrogate, the clipped value loss, and the entropy.
 
-Each returns per-token values; the caller decides how to aggregate (rlsim takes the mean over all
-response tokens of the batch, so micro-batching does not change the gradient).
+Each returns per-token values; ``rlsim.algorithms.aggregation`` turns them into one number (by
+default the mean over all response tokens of the batch, so micro-batching does not change the
+gradient).
+
+The surrogate's conventions are settings, each off (rlsim's behaviour) unless given:
+
+- asymmetric clip ("clip-higher", DAPO): ``clip(ratio, 1 - eps_low, 1 + eps_high)``, as verl's
+  ``clip_ratio_low``/``clip_ratio_high`` (``verl/trainer/ppo/core_algos.py``
+  ``compute_policy_loss_vanilla``), OpenRLHF's ``eps_clip_low_high`` (``openrlhf/models/loss.py``
+  ``PolicyLoss``) and TRL's ``epsilon_high`` (``trl/trainer/grpo_trainer.py`` ``_compute_loss``);
+- dual clip (Ye et al. 2020): for ``A < 0`` the loss is at most ``-c * A``, so a token whose ratio
+  has run far above 1 stops pushing (verl applies it always with ``clip_ratio_c: 3``; OpenRLHF only
+  with ``--actor.dual_clip``);
+- a clamp of the log-ratio before ``exp`` (verl and OpenRLHF clamp at +-20).
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import torch
+
+
+@dataclass(frozen=True)
+class PolicyLossTerms:
+    """Per token, ``(n,)``: ``loss``; ``outside`` (bool) the ratio left ``[1 - eps_low, 1 + eps_high]``
+    (rlsim's ``clip_fraction``); ``clipped`` the clipped term is the one taken, i.e. the clipped loss
+    is strictly above the unclipped one (verl's ``actor/pg_clipfrac``, OpenRLHF's ``clip_ratio``);
+    ``dual_clipped`` the dual-clip bound is the one taken (verl's ``actor/pg_clipfrac_lower``; all
+    False without dual clip)."""
+
+    loss: torch.Tensor
+    outside: torch.Tensor
+    clipped: torch.Tensor
+    dual_clipped: torch.Tensor
+
+
+def policy_loss_terms(
+    logp: torch.Tensor,
+    old_logp: torch.Tensor,
+    advantages: torch.Tensor,
+    clip_eps: float,
+    clip_eps_high: float | None = None,
+    dual_clip: float | None = None,
+    log_ratio_clamp: float | None = None,
+) -> PolicyLossTerms:
+    """The clipped surrogate ``-min(ratio * A, clip(ratio, 1 - clip_eps, 1 + clip_eps_high) * A)`` per
+    token, ``ratio = p / p_old``; ``clip_eps_high`` None: ``clip_eps``. ``dual_clip`` ``c`` (> 1): for
+    ``A < 0`` the loss is ``min(that, -c * A)``. ``log_ratio_clamp``: ``log p - log p_old`` clamped to
+    ``+-`` it before ``exp`` (None: no clamp)."""
+    high = clip_eps if clip_eps_high is None else clip_eps_high
+    log_ratio = logp - old_logp
+    if log_ratio_clamp is not None:
+        log_ratio = torch.clamp(log_ratio, -log_ratio_clamp, log_ratio_clamp)
+    ratio = torch.exp(log_ratio)
+    unclipped = -ratio * advantages
+    clipped_loss = -torch.clamp(ratio, 1 - clip_eps, 1 + high) * advantages
+    loss = torch.maximum(unclipped, clipped_loss)
+    dual = torch.zeros_like(loss, dtype=torch.bool)
+    if dual_clip is not None:
+        bound = -dual_clip * advantages
+        dual = (advantages < 0) & (loss > bound)
+        loss = torch.where(dual, bound, loss)
+    outside = (ratio - 1 > high) | (1 - ratio > clip_eps)
+    return PolicyLossTerms(loss, outside, clipped_loss > unclipped, dual)
 
 
 def clipped_policy_loss(
     logp: torch.Tensor, old_logp: torch.Tensor, advantages: torch.Tensor, clip_eps: float
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """``(-min(ratio * A, clip(ratio, 1 - eps, 1 + eps) * A), clipped)`` per token, ``ratio = p / p_old``.
+    """``(-min(ratio * A, clip(ratio, 1 - eps, 1 + eps) * A), outside)`` per token, ``ratio = p / p_old``.
 
-    ``clipped`` (bool) marks tokens whose ratio left the trust region.
+    ``outside`` (bool) marks tokens whose ratio left the trust region (``policy_loss_terms`` has the rest).
     """
-    ratio = torch.exp(logp - old_logp)
-    surrogate = torch.minimum(ratio * advantages, torch.clamp(ratio, 1 - clip_eps, 1 + clip_eps) * advantages)
-    return -surrogate, (ratio - 1).abs() > clip_eps
+    terms = policy_loss_terms(logp, old_logp, advantages, clip_eps)
+    return terms.loss, terms.outside
 
 
 def clipped_value_loss(

@@ -36,18 +36,29 @@ class OffPolicyStats:
     is_ratio_mean: float
 
 
-def truncated_is_weights(proximal: np.ndarray, behaviour: np.ndarray, cap: float) -> np.ndarray:
-    """``min(exp(proximal - behaviour), cap)`` per token; log-probs in nats, float32 ``(tokens,)``."""
+def truncated_is_weights(
+    proximal: np.ndarray, behaviour: np.ndarray, cap: float, floor: float | None = None
+) -> np.ndarray:
+    """``clip(exp(proximal - behaviour), floor, cap)`` per token (``floor`` None: no lower bound);
+    log-probs in nats, float32 ``(tokens,)``. OpenRLHF's token-level TIS bounds both sides, by
+    default at [0.5, 5] (``--algo.advantage.is_correction_threshold`` in ``openrlhf/cli/train_ppo_ray.py``,
+    applied in ``openrlhf/models/loss.py`` ``PolicyLoss``); verl's and rlsim's cap only."""
     if proximal.shape != behaviour.shape:
         raise ValueError(f"{proximal.shape[0]} proximal log-probs for {behaviour.shape[0]} behaviour log-probs")
     # Clipping the log-ratio first keeps exp() finite; any value above log(cap) ends at cap anyway.
     log_ratio = np.minimum(proximal.astype(np.float64) - behaviour.astype(np.float64), np.log(cap) + 1.0)
-    return np.minimum(np.exp(log_ratio), cap).astype(np.float32)
+    w = np.minimum(np.exp(log_ratio), cap)
+    if floor is not None:
+        w = np.maximum(w, floor)
+    return w.astype(np.float32)
 
 
-def correct_off_policy(exp: Experience, rollouts: Sequence[Rollout], cap: float) -> tuple[Experience, OffPolicyStats]:
+def correct_off_policy(
+    exp: Experience, rollouts: Sequence[Rollout], cap: float, floor: float | None = None
+) -> tuple[Experience, OffPolicyStats]:
     """``exp`` with each token's advantage scaled by its truncated weight (``exp.old_logprobs`` are the
-    proximal log-probs); raises ``ValueError`` if a rollout carries no behaviour log-probs."""
+    proximal log-probs); raises ``ValueError`` if a rollout carries no behaviour log-probs.
+    ``is_truncated_fraction`` counts tokens moved by either bound."""
     missing = [r.uid for r in rollouts if r.behaviour_logprobs is None]
     if missing:
         raise ValueError(
@@ -57,10 +68,11 @@ def correct_off_policy(exp: Experience, rollouts: Sequence[Rollout], cap: float)
     advantages, weights, ratios = {}, [], []
     for r in rollouts:
         behaviour = np.asarray(r.behaviour_logprobs, dtype=np.float32)
-        w = truncated_is_weights(exp.old_logprobs[r.uid], behaviour, cap)
+        w = truncated_is_weights(exp.old_logprobs[r.uid], behaviour, cap, floor)
         advantages[r.uid] = (exp.advantages[r.uid] * w).astype(np.float32)
         weights.append(w)
         ratios.append(np.exp(np.minimum(exp.old_logprobs[r.uid].astype(np.float64) - behaviour, 50.0)))
     w_all, r_all = np.concatenate(weights), np.concatenate(ratios)
-    stats = OffPolicyStats(float(w_all.mean()), float((r_all > cap).mean()), float(r_all.mean()))
+    moved = (r_all > cap) | (r_all < floor) if floor is not None else r_all > cap
+    stats = OffPolicyStats(float(w_all.mean()), float(moved.mean()), float(r_all.mean()))
     return replace(exp, advantages=advantages), stats

@@ -28,12 +28,21 @@ class _Strict(BaseModel):
 
 class KlConfig(_Strict):
     """KL to the reference. ``coef`` 0 turns it (and the reference pass) off. ``estimator``: ``k1``
-    (log p - log p_ref) or ``k3`` ((r - 1) - log r, r = p_ref / p). ``target``: ``reward`` (subtracted
-    from the per-token rewards) or ``loss`` (``coef`` x mean KL added to the policy loss)."""
+    (log p - log p_ref), ``k2`` ((log p - log p_ref)^2 / 2), ``k3`` ((r - 1) - log r, r = p_ref / p)
+    or ``k3+`` (k3's value, k2's gradient). ``target``: ``reward`` (subtracted from the per-token
+    rewards) or ``loss`` (``coef`` x the aggregated KL added to the policy loss). ``log_ratio_clamp``:
+    on k3's ``log r`` before ``exp``; ``clamp``: on the estimate (None: off; rlsim.algorithms.kl).
+    ``controller``: ``fixed`` keeps ``coef``; ``adaptive`` starts at ``coef`` and moves it towards
+    ``target_kl`` with ``horizon`` (sequences; rlsim.algorithms.kl_control)."""
 
     coef: float = Field(0.0, ge=0)
-    estimator: Literal["k1", "k3"] = "k3"
+    estimator: Literal["k1", "k2", "k3", "k3+"] = "k3"
     target: Literal["reward", "loss"] = "loss"
+    log_ratio_clamp: float | None = Field(20.0, gt=0)
+    clamp: float | None = Field(None, gt=0)
+    controller: Literal["fixed", "adaptive"] = "fixed"
+    target_kl: float | None = Field(None, gt=0)
+    horizon: int = Field(10000, ge=1)
 
 
 class ReferenceConfig(_Strict):
@@ -91,6 +100,10 @@ def _rules(config: RunConfig) -> list[str]:
 
     problems = []
     t = config.trainer
+    if config.kl.controller == "adaptive" and (config.kl.target_kl is None or config.kl.coef == 0):
+        problems.append(
+            "kl.controller: adaptive needs kl.target_kl (the KL to steer towards) and kl.coef > 0 (its start)"
+        )
     if config.kl.coef > 0 and config.reference.runtime == "native":
         problems.append(f"reference.runtime: {NATIVE_REFUSED}")
     if t.algorithm == "ppo":
@@ -144,6 +157,13 @@ def algorithm_settings(config: RunConfig) -> AlgorithmSettings:
         kl_estimator=kl.estimator,
         kl_target=kl.target,
         normalize_std=t.normalize_std,
+        std_ddof=t.std_ddof,
+        std_eps=t.std_eps,
+        group_of_one=t.group_of_one,
+        kl_log_ratio_clamp=kl.log_ratio_clamp,
+        kl_clamp=kl.clamp,
+        kl_target_value=kl.target_kl if kl.controller == "adaptive" else None,
+        kl_horizon=kl.horizon,
     )
 
 

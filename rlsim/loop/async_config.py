@@ -30,6 +30,7 @@ class AsyncConfig(BaseModel):
     queue_size: int | None = None
     partial_rollouts: bool = False
     is_cap: float = 2.0
+    is_floor: float | None = None  # a lower bound on the weight (OpenRLHF: 0.5); rlsim.loop.conventions checks it
     checkpoint: bool = True
 
     def resolved_queue_size(self, batch: int) -> int:

@@ -70,7 +70,25 @@ def trainer_settings(config: RunConfig, placement: ResolvedPlacement) -> Trainer
         seed=config.seed,
         algorithm=algorithm_settings(config),
         is_cap=config.async_.is_cap if config.schedule == "async" else None,
+        is_floor=config.async_.is_floor if config.schedule == "async" else None,
+        clip_eps_high=t.clip_eps_high,
+        dual_clip=t.dual_clip,
+        log_ratio_clamp=t.log_ratio_clamp,
+        loss_agg=t.loss_agg,
+        loss_scale=loss_scale(config),
+        mini_batch_size=t.mini_batch_size,
     )
+
+
+def loss_scale(config: RunConfig) -> float | None:
+    """``trainer.loss_scale``, or for ``seq-mean-token-sum-norm`` without one the workload's longest
+    response in tokens (TRL's ``dr_grpo`` divides by ``max_completion_length``)."""
+    from rlsim.rollout.prompts import max_response_tokens
+
+    t = config.trainer
+    if t.loss_scale is not None or t.loss_agg != "seq-mean-token-sum-norm":
+        return t.loss_scale
+    return float(max_response_tokens(config.workload.spec))
 
 
 def build_generator(backend: str, policy: str, settings: GeneratorSettings) -> Any:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
@@ -21,6 +21,7 @@ from rlsim.config_loader import load_config
 from rlsim.errors import ConfigError, RlsimError
 from rlsim.loop.algorithm_config import CriticConfig, KlConfig, ReferenceConfig, algorithm_problems
 from rlsim.loop.async_config import AsyncConfig, async_problems
+from rlsim.loop.conventions import TrainerConventions, apply_preset, convention_problems
 from rlsim.loop.deadline import PhaseTimeouts
 from rlsim.placement import ALL_ROLES, ActorPlacement, PlacementConfig, resolve_placement
 from rlsim.workloads import LognormalLengths, WorkloadSpec
@@ -153,8 +154,9 @@ class RewardConfig(_Strict):
         return []
 
 
-class TrainerConfig(_Strict):
-    """The update and weight sync. ``algorithm``: ``grpo`` (group-normalised advantages), ``rloo``
+class TrainerConfig(TrainerConventions, _Strict):
+    """The update and weight sync (the step's conventions: rlsim.loop.conventions). ``algorithm``:
+    ``grpo`` (group-normalised advantages), ``rloo``
     (leave-one-out baseline) or ``ppo`` (a critic, GAE with ``gamma`` and ``lam``, the critic's loss
     clipped at ``value_clip`` and its own AdamW at ``critic_lr``). ``sync``: ``auto`` reloads into the
     engine and falls back to a simulated cost of ``simulated_sync_s`` seconds if that fails; ``reload``
@@ -256,6 +258,11 @@ class RunConfig(_Strict):
     faults: FaultsConfig = Field(default_factory=FaultsConfig)
     async_: AsyncConfig = Field(default_factory=AsyncConfig, alias="async")
 
+    @model_validator(mode="before")
+    @classmethod
+    def _fill_from_preset(cls, data: Any) -> Any:
+        return apply_preset(data)  # trainer.conventions: the preset's values for every key left unset
+
 
 def load_run_config(path: str | Path, overrides: Sequence[str] = ()) -> RunConfig:
     """Load and validate ``path`` with ``--set`` overrides; raises ``ConfigError`` listing every problem."""
@@ -290,6 +297,7 @@ def cross_field_problems(config: RunConfig) -> list[str]:
     problems += _fault_problems(config)
     problems += algorithm_problems(config)
     problems += async_problems(config)
+    problems += convention_problems(config)
     problems += _placement_problems(config)
     return problems
 

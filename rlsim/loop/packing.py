@@ -96,6 +96,16 @@ def micro_batches(rollouts: Sequence[Rollout], size: int, pad_id: int, device: A
     return [pack(order[j : j + size], pad_id, device) for j in range(0, len(order), size)]
 
 
+def mini_batch_split(rollouts: Sequence[Rollout], size: int | None) -> list[list[Rollout]]:
+    """``rollouts`` in order, cut into mini-batches of ``size`` (None: one); raises ``ValueError`` when
+    ``size`` does not divide the batch (every optimizer step sees the same number of rollouts)."""
+    if size is None:
+        return [list(rollouts)]
+    if size < 1 or len(rollouts) % size:
+        raise ValueError(f"a mini-batch of {size} rollouts does not divide the batch of {len(rollouts)}")
+    return [list(rollouts[i : i + size]) for i in range(0, len(rollouts), size)]
+
+
 def pad_id(config: Any) -> int:
     """The model's pad token id, 0 when it has none (padding is masked out either way)."""
     return config.pad_token_id if config.pad_token_id is not None else 0

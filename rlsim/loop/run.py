@@ -18,6 +18,7 @@ import rlsim
 from rlsim.errors import RlsimError
 from rlsim.io import atomic_write_json, atomic_write_text
 from rlsim.loop.config import RunConfig
+from rlsim.loop.conventions import resolved_conventions
 from rlsim.loop.driver import LoopSession
 from rlsim.loop.records import overall_overhead
 from rlsim.loop.report import render_markdown, write_figures
@@ -49,6 +50,8 @@ class RunOutputs:
         )
         if config.trainer.algorithm != "grpo":
             self.results.algorithm = config.trainer.algorithm
+        if config.trainer.conventions != "rlsim":  # as algorithm: a default run keeps its earlier keys
+            self.results.conventions = resolved_conventions(config)
         if resume:
             self._load_previous()
         self.flush()

@@ -16,16 +16,21 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from rlsim.algorithms.aggregation import LossAggregation
 from rlsim.algorithms.experience import AlgorithmSettings, Experience, make_experience
-from rlsim.loop.packing import Packed, micro_batches, pad_id, response_logprobs
+from rlsim.algorithms.kl_control import KlController, sequence_mean_kl
+from rlsim.loop.packing import Packed, micro_batches, mini_batch_split, pad_id, response_logprobs
 from rlsim.rollout.types import Rollout
 from rlsim.torch_setup import prepare_torch
+
+if TYPE_CHECKING:
+    from rlsim.algorithms.actor_loss import SurrogateSettings
 
 PerToken = Mapping[int, np.ndarray]
 
@@ -44,14 +49,28 @@ class TrainerSettings:
     seed: int = 0
     algorithm: AlgorithmSettings = field(default_factory=AlgorithmSettings)
     is_cap: float | None = None  # async: truncated importance weight vs the behaviour policy (algorithms.off_policy)
+    is_floor: float | None = None  # and its lower bound (None: none)
+    # The surrogate's and the aggregation's conventions (rlsim.algorithms.losses, .aggregation).
+    clip_eps_high: float | None = None  # None: clip_eps (symmetric)
+    dual_clip: float | None = None
+    log_ratio_clamp: float | None = None
+    loss_agg: LossAggregation = "token-mean"
+    loss_scale: float | None = None  # the seq-mean-token-sum-norm constant (tokens)
+    mini_batch_size: int | None = None  # rollouts per optimizer step (None: the whole batch)
 
 
 @dataclass
 class TrainStats:
     """What one update did; times in seconds. ``loss`` is the last epoch's total actor loss (for GRPO
-    without KL, the surrogate loss, as before); ``policy_loss`` its surrogate part; ``value_loss``
-    only when a critic was updated (ppo); ``kl`` the mean per-token KL of the behaviour policy to the
-    reference (None when ``kl.coef`` is 0); ``entropy`` the mean next-token entropy (nats)."""
+    without KL, the surrogate loss, as before); ``policy_loss`` its surrogate part; ``kl_loss`` the
+    aggregated KL of the policy being trained to the reference, before ``kl.coef`` (``kl.target: loss``
+    only); ``value_loss`` only when a critic was updated (ppo); ``kl`` the mean per-token KL of the
+    behaviour policy to the reference (None when ``kl.coef`` is 0); ``entropy`` the mean next-token
+    entropy (nats). ``clip_fraction``: tokens whose ratio left the trust region (rlsim's count);
+    ``pg_clip_fraction``: tokens where the clipped term is the one taken (verl's ``actor/pg_clipfrac``);
+    ``pg_clip_fraction_lower``: tokens held by the dual clip (None without it). ``reward_mean``: the
+    raw scores' mean; ``sequence_reward_mean``: the mean over sequences of the summed token-level
+    rewards, KL penalty included (verl's ``critic/rewards/mean``)."""
 
     sequences: int
     response_tokens: int
@@ -70,6 +89,14 @@ class TrainStats:
     is_weight_mean: float | None = None  # async only (rlsim.algorithms.off_policy.OffPolicyStats)
     is_truncated_fraction: float | None = None
     is_ratio_mean: float | None = None
+    pg_clip_fraction: float | None = None
+    pg_clip_fraction_lower: float | None = None
+    kl_loss: float | None = None
+    kl_coef: float | None = None  # the KL coefficient this step used (it moves with kl.controller adaptive)
+    kl_target: str | None = None  # where the KL went: reward or loss
+    sequence_reward_mean: float | None = None
+    optimizer_steps: int = 1  # epochs x mini-batches
+    step_seconds: list[float] | None = None  # each optimizer step's forward + backward + step, seconds
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -89,6 +116,20 @@ class PolicyTrainer:
         # No weight decay: a step with zero advantages must leave the policy unchanged.
         self._opt = torch.optim.AdamW(self._model.parameters(), lr=settings.lr, weight_decay=0.0)
         self._pad = pad_id(self._model.config)
+        alg = settings.algorithm
+        self._kl_control = KlController(alg.kl_coef, alg.kl_target_value, alg.kl_horizon)
+
+    @property
+    def algorithm(self) -> AlgorithmSettings:
+        """The algorithm's settings with this step's KL coefficient (it moves under an adaptive controller)."""
+        return replace(self.settings.algorithm, kl_coef=self._kl_control.value)
+
+    @property
+    def surrogate(self) -> SurrogateSettings:
+        from rlsim.algorithms.actor_loss import SurrogateSettings
+
+        s = self.settings
+        return SurrogateSettings(s.clip_eps, s.clip_eps_high, s.dual_clip, s.log_ratio_clamp, s.loss_agg, s.loss_scale)
 
     def _batches(self, rollouts: Sequence[Rollout]) -> list[Packed]:
         return micro_batches(rollouts, self.settings.micro_batch, self._pad, self._device)
@@ -120,7 +161,7 @@ class PolicyTrainer:
         if self.settings.is_cap is not None:
             from rlsim.algorithms.off_policy import correct_off_policy
 
-            exp, off = correct_off_policy(exp, rollouts, self.settings.is_cap)
+            exp, off = correct_off_policy(exp, rollouts, self.settings.is_cap, self.settings.is_floor)
         stats = self.update(rollouts, exp)
         if off is not None:
             stats.is_weight_mean, stats.is_truncated_fraction = off.is_weight_mean, off.is_truncated_fraction
@@ -145,39 +186,70 @@ class PolicyTrainer:
             raise RuntimeError(f"{len(missing)} rollouts have no reward (first uids {missing[:5]}); none may be lost")
         try:
             return make_experience(
-                self.settings.algorithm, rollouts, rewards, self.policy_logprobs(rollouts), ref_logprobs, values
+                self.algorithm, rollouts, rewards, self.policy_logprobs(rollouts), ref_logprobs, values
             )
         except ValueError as err:
             raise RuntimeError(f"the {self.settings.algorithm.algorithm} experience is incomplete: {err}") from err
 
     def update(self, rollouts: Sequence[Rollout], exp: Experience) -> TrainStats:
-        """The actor update alone, from a complete ``Experience`` (rewards are not seen here)."""
+        """The actor update alone, from a complete ``Experience`` (rewards are not seen here): per epoch,
+        one optimizer step per mini-batch of ``mini_batch_size`` rollouts (the whole batch by default),
+        each step's loss aggregated over its own mini-batch, as verl's ``ppo_mini_batch_size`` and
+        OpenRLHF's ``train_batch_size`` split a rollout batch."""
         import torch
 
         t0 = time.perf_counter()
-        batches = self._batches(rollouts)
-        total = sum(b.tokens for b in batches)
-        for b in batches:
+        parts = [self._batches(part) for part in mini_batch_split(rollouts, self.settings.mini_batch_size)]
+        for b in (b for part in parts for b in part):
             b.extra["old"], b.extra["adv"] = b.flat(exp.old_logprobs), b.flat(exp.advantages)
             if exp.ref_logprobs is not None:
                 b.extra["ref"] = b.flat(exp.ref_logprobs)
+        step_s: list[float] = []
         for _ in range(self.settings.epochs):
-            sums = self._epoch(batches, total)
-            norm = torch.nn.utils.clip_grad_norm_(self._model.parameters(), self.settings.max_grad_norm)
-            self._opt.step()
-            self._opt.zero_grad(set_to_none=True)
+            sums: dict[str, float] = {}
+            norms = []
+            for part in parts:
+                t_step = time.perf_counter()
+                for k, v in self._epoch(part, sum(b.tokens for b in part)).items():
+                    sums[k] = sums.get(k, 0.0) + v
+                norm = torch.nn.utils.clip_grad_norm_(self._model.parameters(), self.settings.max_grad_norm)
+                norms.append(float(norm))
+                self._opt.step()
+                self._opt.zero_grad(set_to_none=True)
+                step_s.append(time.perf_counter() - t_step)
+        stats = self._stats(rollouts, exp, sums, len(parts), float(np.mean(norms)))
+        if exp.kl is not None:  # the coefficient for the next step (verl: after apply_kl_penalty)
+            self._kl_control.update(sequence_mean_kl(exp.kl.values()), len(rollouts))
+        stats.optimizer_steps, stats.step_seconds = len(step_s), [round(x, 6) for x in step_s]
+        stats.seconds = time.perf_counter() - t0
+        return stats
+
+    def _stats(
+        self, rollouts: Sequence[Rollout], exp: Experience, sums: dict[str, float], parts: int, grad_norm: float
+    ) -> TrainStats:
+        """The last epoch's figures: losses as the mean over its mini-batches, counts over all tokens."""
+        alg = self.algorithm
+        total = sum(len(r.response_ids) for r in rollouts)
+        kl_in_loss = alg.uses_reference and alg.kl_target == "loss"
+        seq_rewards = list(exp.sequence_rewards.values()) if exp.sequence_rewards else None
         return TrainStats(
             sequences=len(rollouts),
             response_tokens=total,
-            loss=sums["loss"],
-            clip_fraction=sums["clipped"] / max(total, 1),
+            loss=sums["loss"] / parts,
+            clip_fraction=sums["outside"] / max(total, 1),
+            pg_clip_fraction=sums["clipped"] / max(total, 1),
+            pg_clip_fraction_lower=sums["dual_clipped"] / max(total, 1) if self.settings.dual_clip else None,
+            kl_loss=sums["kl_loss"] / parts if kl_in_loss else None,
+            kl_coef=alg.kl_coef if alg.uses_reference else None,
+            kl_target=alg.kl_target if alg.uses_reference else None,
+            sequence_reward_mean=float(np.mean(seq_rewards)) if seq_rewards else None,
             approx_kl=sums["approx_kl"] / max(total, 1),
-            grad_norm=float(norm),
+            grad_norm=grad_norm,
             reward_mean=0.0,
             reward_std=0.0,
-            seconds=time.perf_counter() - t0,
-            algorithm=self.settings.algorithm.algorithm,
-            policy_loss=sums["policy_loss"],
+            seconds=0.0,
+            algorithm=alg.algorithm,
+            policy_loss=sums["policy_loss"] / parts,
             kl=exp.kl_mean(),
             entropy=sums["entropy"] / max(total, 1),
         )
@@ -186,27 +258,34 @@ class PolicyTrainer:
         """Forward + backward over every micro-batch; sums of the losses and per-token statistics."""
         import torch
 
-        from rlsim.algorithms.kl import kl_per_token
-        from rlsim.algorithms.losses import clipped_policy_loss
+        from rlsim.algorithms.actor_loss import actor_loss
 
-        alg = self.settings.algorithm
-        kl_in_loss = alg.uses_reference and alg.kl_target == "loss"
-        sums = dict.fromkeys(("loss", "policy_loss", "clipped", "approx_kl", "entropy"), 0.0)
+        batch = (sum(len(b.uids) for b in batches), total)
+        keys = ("loss", "policy_loss", "kl_loss", "outside", "clipped", "dual_clipped", "approx_kl", "entropy")
+        sums = dict.fromkeys(keys, 0.0)
         for b in batches:
             new, entropy = response_logprobs(self._model, b, with_entropy=True)
             assert entropy is not None  # asked for with_entropy
-            per_token, clipped = clipped_policy_loss(new, b.extra["old"], b.extra["adv"], self.settings.clip_eps)
-            # Dividing by the whole batch's token count makes the accumulated gradient that of one
-            # full-batch loss, whatever the micro-batch size.
-            policy_loss = per_token.sum() / total
-            loss = policy_loss
-            if kl_in_loss:
-                loss = loss + alg.kl_coef * kl_per_token(new, b.extra["ref"], alg.kl_estimator).sum() / total
-            loss.backward()
+            # Aggregated over the whole batch's tokens (or sequences), so the accumulated gradient is
+            # that of one full-batch loss, whatever the micro-batch size.
+            out = actor_loss(
+                new,
+                b.extra["old"],
+                b.extra["adv"],
+                b.lengths,
+                batch,
+                self.surrogate,
+                self.algorithm,
+                b.extra.get("ref"),
+            )
+            out.loss.backward()
             with torch.no_grad():
-                sums["loss"] += float(loss)
-                sums["policy_loss"] += float(policy_loss)
-                sums["clipped"] += float(clipped.sum())
+                sums["loss"] += float(out.loss)
+                sums["policy_loss"] += float(out.policy_loss)
+                sums["kl_loss"] += float(out.kl_loss) if out.kl_loss is not None else 0.0
+                sums["outside"] += float(out.terms.outside.sum())
+                sums["clipped"] += float(out.terms.clipped.sum())
+                sums["dual_clipped"] += float(out.terms.dual_clipped.sum())
                 sums["approx_kl"] += float((b.extra["old"] - new).sum())
                 sums["entropy"] += float(entropy.sum())
         return sums

@@ -7,10 +7,31 @@ metrics (``actor/pg_loss``, ``actor/pg_clipfrac``, ``actor/ppo_kl``, ``actor/gra
 ``perf/mfu/actor``). Only names whose meaning rlsim measures are written; a step record without the
 figure leaves the name out rather than writing a zero.
 
+Each name carries verl's number, not a neighbour of it (rlsim's own figures stay in the step record's
+``train`` under rlsim's names: ``loss``, ``clip_fraction``, ``reward_mean``):
+
+- ``actor/pg_loss``: the surrogate alone (``train.policy_loss``); with ``kl.target: loss`` the KL term
+  goes under ``actor/kl_loss`` (the aggregated KL before ``kl.coef``) and ``actor/kl_coef``, as
+  ``verl/workers/actor/dp_actor.py`` ``update_policy`` logs them. ``train.loss`` holds their sum.
+  With ``kl.target: reward`` the coefficient is ``actor/reward_kl_penalty_coeff``
+  (``verl/trainer/ppo/ray_trainer.py`` ``apply_kl_penalty``).
+- ``actor/pg_clipfrac``: tokens where the clipped term is the one taken (``torch.gt(pg_losses2,
+  pg_losses1)`` in ``verl/trainer/ppo/core_algos.py`` ``compute_policy_loss_vanilla``), from
+  ``train.pg_clip_fraction``; rlsim's ``clip_fraction`` counts every token whose ratio left the trust
+  region, in either direction (ratio 1.5 with advantage -1: 1 for rlsim, 0 for verl).
+  ``actor/pg_clipfrac_lower``: tokens held by the dual clip.
+- ``critic/rewards/mean``: the mean over sequences of the summed token-level rewards, the KL penalty
+  included when ``kl.target: reward`` (``verl/trainer/ppo/metric_utils.py`` ``compute_data_metrics``
+  sums ``token_level_rewards``); ``critic/score/mean`` the raw scores' mean (``token_level_scores``).
+
+A record written before these fields existed gets ``actor/pg_loss`` from ``train.loss`` and
+``critic/rewards/mean`` from ``train.reward_mean`` only when it has no KL (then they coincide);
+otherwise the name is left out.
+
 Differences a reader should know: phase times are the union of the phase's events (the
 ``overlapped`` schedule runs phases at once; verl's timers are sequential sections).
-``perf/throughput`` divides by the number of GPUs as verl does, with 1 on a CPU-only run. GRPO has
-no critic and no KL reward penalty here, so ``critic/score/mean`` equals ``critic/rewards/mean``.
+``perf/throughput`` divides by the number of GPUs as verl does, with 1 on a CPU-only run. verl's
+clip fraction is a mean of micro-batch means; here it is over all the batch's tokens at once.
 """
 
 from __future__ import annotations
@@ -35,8 +56,10 @@ EXPERIENCE_TIMING = {
     "update_critic": "update_critic",
 }
 ACTOR = {
-    "loss": "actor/pg_loss",
-    "clip_fraction": "actor/pg_clipfrac",
+    "policy_loss": "actor/pg_loss",
+    "pg_clip_fraction": "actor/pg_clipfrac",
+    "pg_clip_fraction_lower": "actor/pg_clipfrac_lower",
+    "kl_loss": "actor/kl_loss",
     "approx_kl": "actor/ppo_kl",
     "grad_norm": "actor/grad_norm",
 }
@@ -167,12 +190,22 @@ def _stale_rollouts(record: StepRecord) -> int:
 
 
 def _train_metrics(train: Mapping[str, Any], flops: UpdateFlops | None, tokens: int) -> dict[str, float]:
-    out = {name: float(train[key]) for key, name in ACTOR.items() if key in train}
+    out = {name: float(train[key]) for key, name in ACTOR.items() if train.get(key) is not None}
+    no_kl = train.get("kl") is None  # then the loss is the surrogate and the rewards are the scores
+    if "actor/pg_loss" not in out and no_kl and train.get("loss") is not None:
+        out["actor/pg_loss"] = float(train["loss"])  # a record from before policy_loss was written
+    if train.get("kl_coef") is not None:  # verl's name depends on where the KL went
+        where = "actor/reward_kl_penalty_coeff" if train.get("kl_target") == "reward" else "actor/kl_coef"
+        out[where] = float(train["kl_coef"])
     for key, name in (("value_loss", "critic/vf_loss"), ("entropy", "actor/entropy")):
         if train.get(key) is not None:
             out[name] = float(train[key])
-    if "reward_mean" in train:
-        out["critic/rewards/mean"] = out["critic/score/mean"] = float(train["reward_mean"])
+    if train.get("reward_mean") is not None:
+        out["critic/score/mean"] = float(train["reward_mean"])
+    if train.get("sequence_reward_mean") is not None:
+        out["critic/rewards/mean"] = float(train["sequence_reward_mean"])
+    elif no_kl and train.get("reward_mean") is not None:
+        out["critic/rewards/mean"] = float(train["reward_mean"])
     seconds = float(train.get("seconds") or 0.0)
     if flops is not None and seconds > 0 and flops.peak_flops > 0:
         # MFU of the update alone (the trainer's own timer), as verl's perf/mfu/actor is.

@@ -72,3 +72,24 @@ def test_kl_in_the_reward_lowers_ppo_returns_token_by_token() -> None:
 def test_missing_or_misshapen_inputs_are_named(settings, kwargs, match) -> None:
     with pytest.raises(ValueError, match=match):
         make_experience(settings, ROLLOUTS, REWARDS, OLD, **kwargs)
+
+
+def test_sequence_rewards_carry_the_kl_penalty_as_verls_critic_rewards_mean() -> None:
+    # Score 1, k1 = 0.5 on the one token, coef 0.1: the summed token-level reward is 1 - 0.05 = 0.95 (verl's
+    # critic/rewards/mean); with the KL in the loss instead it is the score, 1.
+    one = [Rollout(0, 0, [1], [5]), Rollout(1, 0, [1], [6])]
+    old = {0: np.array([-1.0], np.float32), 1: np.array([-1.0], np.float32)}
+    ref = {0: np.array([-1.5], np.float32), 1: np.array([-1.0], np.float32)}
+    rewards = {0: 1.0, 1: 1.0}
+    s = AlgorithmSettings("grpo", kl_coef=0.1, kl_estimator="k1", kl_target="reward")
+    exp = make_experience(s, one, rewards, old, ref)
+    assert exp.sequence_rewards == pytest.approx({0: 0.95, 1: 1.0})
+    in_loss = make_experience(AlgorithmSettings("grpo", kl_coef=0.1, kl_target="loss"), one, rewards, old, ref)
+    assert in_loss.sequence_rewards == {0: 1.0, 1: 1.0}
+
+
+def test_the_grpo_std_settings_reach_the_advantages() -> None:
+    # Group 0: rewards 1, 3; unbiased std sqrt(2) -> advantages -1/sqrt(2), +1/sqrt(2) (population: -1, +1).
+    s = AlgorithmSettings("grpo", std_ddof=1, std_eps=0.0)
+    exp = make_experience(s, ROLLOUTS, REWARDS, OLD)
+    assert float(exp.advantages[1][0]) == pytest.approx(1 / np.sqrt(2), rel=1e-6)

@@ -68,3 +68,14 @@ def test_in_the_update_a_uniform_weight_of_two_doubles_the_loss(tiny_policy) -> 
         r.behaviour_logprobs = proximal[r.uid].tolist()
     same = make(tiny_policy, is_cap=4.0).train_step(batch, rewards)
     assert same.loss == pytest.approx(plain.loss, rel=1e-5) and same.is_weight_mean == pytest.approx(1.0, rel=1e-6)
+
+
+def test_a_floor_bounds_the_weights_from_below_as_openrlhf_tis() -> None:
+    # pi_prox / mu = 0.5/0.5 = 1; 0.1/0.5 = 0.2 -> floored at 0.5; 0.9/0.1 = 9 -> capped at 5.
+    w = truncated_is_weights(logs(0.5, 0.1, 0.9), logs(0.5, 0.5, 0.1), cap=5.0, floor=0.5)
+    np.testing.assert_allclose(w, [1.0, 0.5, 5.0], rtol=1e-6)
+    r = Rollout(0, 0, [1], [5, 6, 7], behaviour_logprobs=logs(0.5, 0.5, 0.1).tolist())
+    exp = Experience(old_logprobs={0: logs(0.5, 0.1, 0.9)}, advantages={0: np.ones(3, np.float32)})
+    corrected, stats = correct_off_policy(exp, [r], cap=5.0, floor=0.5)
+    np.testing.assert_allclose(corrected.advantages[0], [1.0, 0.5, 5.0], rtol=1e-6)
+    assert stats.is_truncated_fraction == pytest.approx(2 / 3)  # both bounds count

@@ -38,7 +38,7 @@ def test_ppo_yaml_loads_without_a_problem() -> None:
 def test_every_algorithm_field_error_is_listed_at_once(tmp_path: Path) -> None:
     bad = {
         "trainer": {"algorithm": "dpo", "gamma": 1.5, "lam": -0.1, "value_clip": 0, "critic_lr": 0},
-        "kl": {"coef": -0.1, "estimator": "k2", "target": "value"},
+        "kl": {"coef": -0.1, "estimator": "k4", "target": "value"},
         "reference": {"runtime": "compile"},
     }
     path = tmp_path / "c.yaml"

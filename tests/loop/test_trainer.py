@@ -9,7 +9,7 @@ import torch
 
 from rlsim.algorithms.experience import AlgorithmSettings
 from rlsim.loop.critic import CriticModel, CriticSettings
-from rlsim.loop.packing import pack
+from rlsim.loop.packing import mini_batch_split, pack
 from rlsim.loop.reference import EagerReference, ReferenceSettings
 from rlsim.loop.trainer import PolicyTrainer, TrainerSettings
 from rlsim.rollout.types import Rollout
@@ -121,7 +121,9 @@ def test_rloo_step_uses_the_leave_one_out_baseline(tiny_policy) -> None:
 def test_kl_in_the_loss_is_added_to_the_policy_loss(tiny_policy) -> None:
     batch = rollouts()
     ref = {r.uid: np.full(len(r.response_ids), -5.0, dtype=np.float32) for r in batch}  # far from the policy
-    t = make(tiny_policy, algorithm=AlgorithmSettings("grpo", kl_coef=0.5, kl_estimator="k1", kl_target="loss"))
+    # An adaptive coefficient (target 1, horizon 6 sequences) only moves after the step.
+    alg = AlgorithmSettings("grpo", kl_coef=0.5, kl_estimator="k1", kl_target="loss", kl_target_value=1.0, kl_horizon=6)
+    t = make(tiny_policy, algorithm=alg)
     own = t.policy_logprobs(batch)
     stats = t.train_step(batch, {r.uid: 0.5 for r in batch}, ref_logprobs=ref)
     # Equal rewards: the surrogate is 0; the loss is 0.5 x the token-mean k1 = 0.5 * mean(log p + 5).
@@ -129,6 +131,12 @@ def test_kl_in_the_loss_is_added_to_the_policy_loss(tiny_policy) -> None:
     assert stats.policy_loss == 0.0
     assert stats.kl == pytest.approx(expected_kl, rel=1e-4)
     assert stats.loss == pytest.approx(0.5 * expected_kl, rel=1e-4)
+    # verl's split: the KL before its coefficient on its own (actor/kl_loss), the surrogate alone (pg_loss).
+    assert stats.kl_loss == pytest.approx(expected_kl, rel=1e-4) and stats.kl_coef == 0.5
+    assert stats.sequence_reward_mean == stats.reward_mean == 0.5  # the KL is not in the reward
+    # k1 = log p + 5 is about -5 (log p of a random 30k vocabulary is about -10): KL / target - 1 is below
+    # -0.2, clipped there; 6 sequences over horizon 6: the coefficient becomes 0.5 x (1 - 0.2) = 0.4.
+    assert expected_kl < 0 and t.algorithm.kl_coef == pytest.approx(0.4)
 
 
 def test_a_ppo_step_updates_actor_and_critic_against_the_frozen_reference(tiny_policy) -> None:
@@ -144,6 +152,8 @@ def test_a_ppo_step_updates_actor_and_critic_against_the_frozen_reference(tiny_p
     assert stats.algorithm == "ppo" and stats.value_loss is not None and stats.value_loss > 0
     # Policy and reference start from the same weights: the behaviour KL is ~0 before the step.
     assert stats.kl == pytest.approx(0.0, abs=1e-5)
+    assert stats.sequence_reward_mean == pytest.approx(stats.reward_mean, abs=1e-4)  # reward - 0.1 x ~0 KL
+    assert stats.kl_loss is None and stats.pg_clip_fraction == 0.0  # one epoch from the old policy: ratio 1
     assert stats.grad_norm > 0 and stats.response_tokens == sum(len(r.response_ids) for r in batch)
     after = critic.values(batch)
     assert any(not np.allclose(after[u], values[u]) for u in values)
@@ -158,3 +168,23 @@ def test_ppo_without_values_is_refused_naming_the_critic(tiny_policy) -> None:
     t = make(tiny_policy, algorithm=AlgorithmSettings("ppo"))
     with pytest.raises(RuntimeError, match="critic values"):
         t.train_step(rollouts(), {uid: 1.0 for uid in range(6)})
+
+
+def test_mini_batches_are_separate_optimizer_steps_each_timed(tiny_policy) -> None:
+    # Six rollouts in mini-batches of 3, two epochs: four AdamW steps, each on its own mini-batch's loss,
+    # so the weights end where four plain updates (rollouts 0-2, 3-5, 0-2, 3-5) leave them.
+    batch = rollouts()
+    rewards = {r.uid: float(r.uid % 3) for r in batch}
+    split = make(tiny_policy, lr=1e-4, mini_batch_size=3, epochs=2)
+    exp = split.experience(batch, rewards)
+    stats = split.update(batch, exp)
+    assert stats.optimizer_steps == 4 and stats.step_seconds is not None and len(stats.step_seconds) == 4
+    assert all(s > 0 for s in stats.step_seconds) and stats.sequences == 6
+    plain = make(tiny_policy, lr=1e-4)
+    for part in (batch[:3], batch[3:], batch[:3], batch[3:]):
+        assert plain.update(part, exp).optimizer_steps == 1
+    a, b = params(split), params(plain)
+    assert all(torch.allclose(a[k], b[k], atol=1e-7) for k in a)
+    assert [len(p) for p in mini_batch_split(batch, 2)] == [2, 2, 2] and len(mini_batch_split(batch, None)) == 1
+    with pytest.raises(ValueError, match="does not divide the batch of 6"):
+        mini_batch_split(batch, 4)

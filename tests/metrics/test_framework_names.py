@@ -166,3 +166,33 @@ def test_partial_rollouts_map_to_verls_partial_keys() -> None:
     assert m["fully_async/partial/total_partial_num"] == 3
     assert m["fully_async/partial/partial_ratio"] == pytest.approx(3 / 8)
     assert m["fully_async/partial/max_partial_span"] == 2
+
+
+def test_the_actor_and_reward_names_carry_verls_numbers_not_rlsims() -> None:
+    # A GRPO step with the KL in the loss: train.loss (0.0368) includes coef x KL, the surrogate is 0; the
+    # ratio-outside count (rlsim) is 1.0 where the taken-clip count (verl) is 0.
+    train = {
+        **RECORD["train"],
+        "loss": 0.0368,
+        "policy_loss": 0.0,
+        "kl_loss": 0.368,
+        "kl_coef": 0.1,
+        "kl_target": "loss",
+        "kl": 0.5,
+        "clip_fraction": 1.0,
+        "pg_clip_fraction": 0.0,
+        "reward_mean": 1.0,
+        "sequence_reward_mean": 0.95,
+    }
+    m = verl_metrics({**RECORD, "train": train})
+    assert m["actor/pg_loss"] == 0.0 and m["actor/kl_loss"] == 0.368 and m["actor/kl_coef"] == 0.1
+    assert m["actor/pg_clipfrac"] == 0.0
+    assert m["critic/rewards/mean"] == 0.95 and m["critic/score/mean"] == 1.0
+    assert "actor/pg_clipfrac_lower" not in m  # no dual clip: left out
+    in_reward = verl_metrics({**RECORD, "train": {**train, "kl_target": "reward"}})
+    assert in_reward["actor/reward_kl_penalty_coeff"] == 0.1 and "actor/kl_coef" not in in_reward
+    # A record from before these fields, with a KL: the names whose meaning it cannot give are left out.
+    old = {k: v for k, v in train.items() if k not in ("policy_loss", "pg_clip_fraction", "sequence_reward_mean")}
+    m = verl_metrics({**RECORD, "train": old})
+    assert "actor/pg_loss" not in m and "critic/rewards/mean" not in m and "actor/pg_clipfrac" not in m
+    assert m["critic/score/mean"] == 1.0

@@ -1,0 +1,178 @@
+"""trainer.conventions: each preset's values, key-by-key overrides, the record in results.json, bad input
+as config errors, and each preset reproducing a small example worked by hand from its framework's formula."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+import yaml
+
+from rlsim.algorithms.actor_loss import SurrogateSettings, actor_loss
+from rlsim.algorithms.advantages import group_advantages
+from rlsim.algorithms.kl import kl_per_token
+from rlsim.errors import ConfigError
+from rlsim.loop.algorithm_config import algorithm_settings
+from rlsim.loop.build import loss_scale
+from rlsim.loop.config import RunConfig, load_run_config
+from rlsim.loop.conventions import CONVENTION_KEYS, TABLE, resolved_conventions
+from rlsim.loop.run import RunOutputs
+
+
+def config(**sections: dict) -> RunConfig:
+    return RunConfig.model_validate(sections)
+
+
+def value(c: RunConfig, path: str) -> object:
+    section, key = path.split(".")
+    return c.model_dump(by_alias=True)[section][key]
+
+
+def test_the_rlsim_preset_is_the_config_defaults() -> None:
+    c = RunConfig()
+    assert c.trainer.conventions == "rlsim"
+    for path in CONVENTION_KEYS:
+        assert value(c, path) == TABLE["rlsim"][path].value, path
+    record = resolved_conventions(c)
+    assert record["preset"] == "rlsim" and "override" not in json.dumps(record)
+
+
+def test_each_framework_preset_sets_its_defaults() -> None:
+    verl = config(trainer={"conventions": "verl"})
+    assert (verl.trainer.dual_clip, verl.trainer.log_ratio_clamp, verl.trainer.std_ddof) == (3.0, 20.0, 1)
+    assert (verl.trainer.group_of_one, verl.trainer.lam, verl.trainer.value_clip) == ("reward", 1.0, 0.5)
+    assert (verl.kl.estimator, verl.kl.clamp, verl.kl.log_ratio_clamp) == ("k3", 10.0, 20.0)  # the loss's k3
+    orl = config(trainer={"conventions": "openrlhf"})
+    assert (orl.trainer.dual_clip, orl.trainer.std_eps, orl.kl.estimator, orl.kl.clamp) == (None, 1e-9, "k1", 10.0)
+    assert (orl.kl.log_ratio_clamp, orl.async_.is_cap, orl.async_.is_floor) == (None, 5.0, 0.5)
+    trl = config(trainer={"conventions": "trl"})
+    assert (trl.trainer.std_ddof, trl.trainer.std_eps, trl.kl.estimator, trl.kl.clamp) == (1, 1e-4, "k3", None)
+    assert (trl.kl.log_ratio_clamp, trl.async_.is_cap, trl.trainer.value_clip) == (None, 3.0, 0.2)
+
+
+def test_per_target_rules_follow_the_kl_target_and_estimator() -> None:
+    # verl: k1 for the KL in the reward (algorithm.kl_penalty: kl) and no clamp on it; k3 clamped in the loss.
+    reward = config(trainer={"conventions": "verl"}, kl={"target": "reward"})
+    assert (reward.kl.estimator, reward.kl.clamp) == ("k1", None)
+    chosen = config(trainer={"conventions": "verl"}, kl={"target": "reward", "estimator": "k3"})
+    assert (chosen.kl.estimator, chosen.kl.clamp) == ("k3", 10.0)  # verl clamps every k3
+
+
+def test_a_preset_is_overridden_key_by_key_and_results_json_records_it(tmp_path: Path) -> None:
+    path = tmp_path / "c.yaml"
+    path.write_text(yaml.safe_dump({"trainer": {"conventions": "verl", "dual_clip": None}}))
+    c = load_run_config(path, ["kl.clamp=5", "trainer.std_eps=0.001"])
+    assert (c.trainer.dual_clip, c.kl.clamp, c.trainer.std_eps, c.trainer.std_ddof) == (None, 5.0, 0.001, 1)
+    RunOutputs(tmp_path / "out", c)
+    saved = json.loads((tmp_path / "out" / "results.json").read_text())
+    values = saved["conventions"]["values"]
+    assert saved["conventions"]["preset"] == "verl" and saved["config"]["trainer"]["dual_clip"] is None
+    assert values["trainer.dual_clip"] == {"value": None, "source": "override"}
+    assert values["kl.clamp"]["source"] == "override" and values["trainer.std_eps"]["value"] == 0.001
+    assert values["trainer.std_ddof"] == {
+        "value": 1,
+        "source": "volcengine/verl@b178a3c: verl/trainer/ppo/core_algos.py compute_grpo_outcome_advantage (torch.std)",
+    }
+    assert RunConfig.model_validate(saved["config"]) == c  # the recorded config reloads to the same run
+
+
+def test_bad_convention_values_are_config_errors_listed_together(tmp_path: Path) -> None:
+    bad = {
+        "trainer": {"conventions": "deepspeed", "std_ddof": 2, "dual_clip": 0.5, "loss_agg": "sum", "std_eps": -1},
+        "kl": {"clamp": -10, "log_ratio_clamp": 0, "estimator": "k4"},
+    }
+    path = tmp_path / "c.yaml"
+    path.write_text(yaml.safe_dump(bad))
+    with pytest.raises(ConfigError) as err:
+        load_run_config(path)
+    text = "\n".join(err.value.errors)
+    assert "'rlsim', 'verl', 'openrlhf' or 'trl'" in text  # the valid presets are named
+    where = {e.split(":")[0] for e in err.value.errors}
+    assert where == {
+        "trainer.conventions",
+        "trainer.std_ddof",
+        "trainer.dual_clip",
+        "trainer.loss_agg",
+        "trainer.std_eps",
+        "kl.clamp",
+        "kl.log_ratio_clamp",
+        "kl.estimator",
+    }
+    # The default batch is 8 prompts x 4 samples = 32 rollouts: 5 does not divide it.
+    path.write_text(yaml.safe_dump({"trainer": {"loss_scale": 512, "mini_batch_size": 5}, "async": {"is_floor": 2.0}}))
+    with pytest.raises(ConfigError) as err:
+        load_run_config(path)
+    assert {e.split(":")[0] for e in err.value.errors} == {
+        "trainer.loss_scale",
+        "trainer.mini_batch_size",
+        "async.is_floor",
+    }
+    assert any("do not divide the batch of 32" in e for e in err.value.errors)
+    assert load_run_config(_write(path, {"trainer": {"mini_batch_size": 8}})).trainer.mini_batch_size == 8
+    with pytest.raises(ConfigError, match="adaptive needs kl.target_kl"):
+        load_run_config(_write(path, {"kl": {"coef": 0.1, "controller": "adaptive"}}))
+    verl = load_run_config(
+        _write(path, {"trainer": {"conventions": "verl"}, "kl": {"coef": 0.1, "controller": "adaptive"}})
+    )
+    assert algorithm_settings(verl).kl_target_value == 0.1  # verl's kl_ctrl.target_kl
+
+
+def _write(path: Path, data: dict) -> Path:
+    path.write_text(yaml.safe_dump(data))
+    return path
+
+
+def test_the_dr_grpo_scale_defaults_to_the_longest_response() -> None:
+    c = config(trainer={"loss_agg": "seq-mean-token-sum-norm"})
+    assert loss_scale(c) == 192.0  # the default workload's response maximum
+    assert loss_scale(config(trainer={"loss_agg": "seq-mean-token-sum-norm", "loss_scale": 64})) == 64.0
+    assert loss_scale(RunConfig()) is None
+
+
+# Each preset on three worked examples, from its framework's formula:
+# - GRPO group 0, 0, 0, 1: the last sample's advantage 0.75 / (std + eps), std population sqrt(0.1875) or
+#   unbiased 0.5;
+# - the KL tail in the loss, logp -9 against ref -0.5: k3 = e^8.5 - 9.5 = 4905.3 unclamped, k1 = -8.5;
+# - one token with ratio 5 and advantage -1: PPO's loss max(5, 0.8) = 5, verl's dual clip min(5, 3) = 3.
+HAND = {
+    "rlsim": (0.75 / (math.sqrt(0.1875) + 1e-6), math.exp(8.5) - 9.5, 5.0),
+    "verl": (0.75 / (0.5 + 1e-6), 10.0, 3.0),  # low_var_kl clamped to [-10, 10]; clip_ratio_c 3
+    "openrlhf": (0.75 / (0.5 + 1e-9), -8.5, 5.0),  # k1, within its [-10, 10] clamp
+    "trl": (0.75 / (0.5 + 1e-4), math.exp(8.5) - 9.5, 5.0),
+}
+
+
+@pytest.mark.parametrize("preset", sorted(HAND))
+def test_each_preset_reproduces_its_frameworks_worked_example(preset: str) -> None:
+    c = config(trainer={"conventions": preset}, kl={"coef": 0.1, "target": "loss"})
+    alg = algorithm_settings(c)
+    adv, kl_tail, loss = HAND[preset]
+    got = group_advantages([0] * 4, [0.0, 0.0, 0.0, 1.0], alg.normalize_std, alg.std_eps, alg.std_ddof)
+    assert float(got[3]) == pytest.approx(adv, rel=1e-5)
+    k = kl_per_token(
+        torch.tensor([-9.0], dtype=torch.float64),
+        torch.tensor([-0.5], dtype=torch.float64),
+        alg.kl_estimator,
+        alg.kl_log_ratio_clamp,
+        alg.kl_clamp,
+    )
+    assert float(k) == pytest.approx(kl_tail, rel=1e-9)
+    t = c.trainer
+    s = SurrogateSettings(t.clip_eps, t.clip_eps_high, t.dual_clip, t.log_ratio_clamp, t.loss_agg, loss_scale(c))
+    z = torch.zeros(1)
+    out = actor_loss(torch.log(torch.tensor([5.0])), z, -torch.ones(1), [1], (1, 1), s, alg, z)
+    assert float(out.policy_loss) == pytest.approx(loss, rel=1e-6)
+    assert np.isfinite(float(out.loss))
+
+
+def test_the_docs_table_names_every_key_and_every_source() -> None:
+    text = (Path(__file__).resolve().parents[2] / "docs" / "conventions.md").read_text()
+    rows = {line.split("|")[1].strip(" `") for line in text.splitlines() if line.startswith("| `")}
+    assert set(CONVENTION_KEYS) <= rows
+    for preset in ("verl", "openrlhf", "trl"):
+        for path, entry in TABLE[preset].items():
+            assert f"- `{path}`: {entry.source}" in text, (preset, path)
