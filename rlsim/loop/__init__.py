@@ -4,7 +4,8 @@ Entry point: ``rlsim.loop.run.run_loop(config, out)``; ``rlsim run CONFIG`` on t
 what they do:
 
 - Config: ``config`` (the ``rlsim run`` YAML as typed models, every error at once), ``algorithm_config`` (``kl``,
-  ``reference``, ``critic``), ``async_config`` (the ``async`` section and its rules).
+  ``reference``, ``critic``), ``async_config`` (the ``async`` section and its rules), ``conventions`` (the
+  ``trainer.conventions`` presets: the step as rlsim, verl, OpenRLHF or TRL computes it).
 - Driving: ``run`` (``run_loop``: a session with a progress bar, outputs rewritten after each step), ``driver``
   (``LoopSession``: start Ray or join a cluster, place the actors, run steps), ``sync`` (real weight reload or a
   configured cost), ``deadline`` (a stalled phase fails the step naming it).
