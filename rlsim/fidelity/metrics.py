@@ -18,7 +18,7 @@ from itertools import combinations
 
 import numpy as np
 
-from rlsim.loop.advantages import group_advantages
+from rlsim.algorithms.advantages import group_advantages
 
 
 def ranks(x: np.ndarray) -> np.ndarray:

@@ -18,5 +18,4 @@ what they do:
   ``packing`` (rollouts as padded tensors), ``build`` (picklable factories that build each role in its actor).
 - Outputs: ``records`` (per-step records from the event timeline), ``report`` (``report.md`` and its figures),
   ``async_records`` (what an async run adds to both).
-- ``advantages``: kept so old imports work; the advantages live in ``rlsim.algorithms``.
 """

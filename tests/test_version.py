@@ -9,7 +9,7 @@ import pytest
 
 import rlsim
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def test_version_is_pyprojects() -> None:

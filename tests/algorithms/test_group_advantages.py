@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from rlsim.loop.advantages import group_advantages
+from rlsim.algorithms.advantages import group_advantages
 
 
 def test_each_group_is_centred_and_scaled_on_its_own() -> None:

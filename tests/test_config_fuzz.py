@@ -23,7 +23,7 @@ from rlsim.errors import ConfigError, RlsimError
 from rlsim.io import read_user_text
 from rlsim.loop.config import load_run_config
 
-DEFAULT = Path(__file__).resolve().parents[2] / "configs" / "default.yaml"
+DEFAULT = Path(__file__).resolve().parents[1] / "configs" / "default.yaml"
 
 # (dotted key, bad value, text the error must contain)
 BREAKAGES = [
