@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from rlsim.errors import RlsimError
-from rlsim.planner.profile.fitting import EXPONENT_GRID, SLOW_OUTLIER, fit_stats, nonneg_lstsq
+from rlsim.planner.profile.fitting import EXPONENT_GRID, SLOW_OUTLIER, fit_scaled, fit_stats, nonneg_lstsq
 from rlsim.planner.profile.schema import (
     ContentionEntry,
     ContentionModel,
@@ -197,27 +197,15 @@ def fit_scaled_trimmed(
     """
     keep = np.ones(len(y), dtype=bool)
     for _ in range(2):
-        coef, exponent = _fit_scaled(scaled[keep], fixed[keep], y[keep], units[keep], ref, len(set(units.tolist())) > 1)
+        search = len(set(units.tolist())) > 1
+        fixed_first, exponent, _ = fit_scaled(fixed[keep], scaled[keep], y[keep], units[keep], ref, search)
+        coef = np.concatenate([fixed_first[fixed.shape[1] :], fixed_first[: fixed.shape[1]]])  # p then q
         predicted = (scaled @ coef[: scaled.shape[1]]) * (ref / units) ** exponent + fixed @ coef[scaled.shape[1] :]
         slow = y / np.maximum(predicted, 1e-12) - 1.0 > SLOW_OUTLIER
         if not slow.any() or (~slow).sum() < scaled.shape[1] + fixed.shape[1] + 1:
             break
         keep = ~slow
     return coef, exponent, keep
-
-
-def _fit_scaled(
-    scaled: np.ndarray, fixed: np.ndarray, y: np.ndarray, units: np.ndarray, ref: float, search: bool
-) -> tuple[np.ndarray, float]:
-    best = None
-    for exponent in EXPONENT_GRID if search else np.array([1.0]):
-        design = np.column_stack([scaled * ((ref / units) ** exponent)[:, None], fixed]) / y[:, None]
-        coef = nonneg_lstsq(design, np.ones_like(y))
-        err = float(np.sum((design @ coef - 1.0) ** 2))
-        if best is None or err < best[0] - 1e-15:
-            best = (err, coef, float(exponent))
-    assert best is not None
-    return best[1], best[2]
 
 
 def fit_trainer(runs: list[CalibrationRun]) -> TrainerModel:

@@ -68,16 +68,23 @@ def _reference_units(units: np.ndarray) -> float:
     return float(max(counts, key=lambda u: (counts[u], u)))
 
 
-def _fit_scaled(
-    fixed: np.ndarray, scaled: np.ndarray, target: np.ndarray, units: np.ndarray, ref: float
+def fit_scaled(
+    fixed: np.ndarray,
+    scaled: np.ndarray,
+    target: np.ndarray,
+    units: np.ndarray,
+    ref: float,
+    search: bool | None = None,
 ) -> tuple[np.ndarray, float, bool]:
-    """Fit ``target = fixed @ p + (scaled @ q) * (ref/units)**alpha`` with relative weights.
+    """Fit ``target = fixed @ p + (scaled @ q) * (ref/units)**alpha`` with relative weights (p, q >= 0): the one
+    scaled fit behind the scorer, generation, trainer and loop fits.
 
-    ``fixed`` (n, kf) columns do not scale with units, ``scaled`` (n, ks) do. Returns the
-    coefficients (kf + ks,), alpha, and whether alpha was measured (more than one unit count).
+    ``fixed`` (n, kf) columns do not scale with units, ``scaled`` (n, ks) do. ``search``: whether to search alpha
+    over ``EXPONENT_GRID`` (default: when ``units`` holds more than one count; else alpha is 1). Returns the
+    coefficients (kf + ks,), alpha, and whether alpha was searched.
     """
     weights = 1.0 / target
-    measured = len(np.unique(units)) > 1
+    measured = len(np.unique(units)) > 1 if search is None else search
     grid = EXPONENT_GRID if measured else np.array([1.0])
     best: tuple[float, np.ndarray, float] | None = None
     for alpha in grid:
@@ -121,7 +128,7 @@ def fit_latency_model(
     ref = _reference_units(units)
     keep = np.ones(len(samples), dtype=bool)
     for _ in range(2):  # fit, then refit without the calls far slower than the fit (other work ran)
-        coef, alpha, measured = _fit_scaled(
+        coef, alpha, measured = fit_scaled(
             np.ones((keep.sum(), 1)), np.column_stack([batch, padded])[keep], latency[keep], units[keep], ref
         )
         predicted = coef[0] + (coef[1] * batch + coef[2] * padded) * (ref / units) ** alpha
@@ -168,7 +175,7 @@ def fit_generation_model(
             "needs two or more (run the loop with different prompts_per_step or max_num_seqs)"
         )
     ref = _reference_units(units)
-    coef, alpha, measured = _fit_scaled(
+    coef, alpha, measured = fit_scaled(
         np.zeros((len(points), 0)), np.column_stack([np.ones_like(running), running]), step, units, ref
     )
     model = GenerationModel(
