@@ -13,7 +13,6 @@ from rlsim.errors import RlsimError
 from rlsim.loop.config import RunConfig
 from rlsim.planner.calibrate.loop_fits import (
     CalibrationRun,
-    _engine_features,
     fit_contention,
     fit_generation,
     fit_score_factors,
@@ -23,6 +22,7 @@ from rlsim.planner.calibrate.loop_fits import (
 from rlsim.planner.profile.schema import ContentionEntry, ContentionModel, GenerationModel, Profile, TrainerModel
 from rlsim.planner.runs.loop_results import LoopSteps
 from rlsim.planner.runs.predict import loop_trace, predict_trace
+from rlsim.planner.sim.generation import generation_features
 
 BASE, PER_SEQ, PREFILL, ALPHA = 0.004, 0.0002, 0.00005, 0.8
 
@@ -40,7 +40,7 @@ def gen_seconds(trace: list[tuple[list[int], list[int]]], units: float, base_exp
     """The engine model with the constants above, at ``units`` cores (reference 2)."""
     out = []
     for prompts, responses in trace:
-        i, s, p = _engine_features(prompts, responses, 256)
+        i, s, p = generation_features(np.asarray(prompts), np.asarray(responses), 1, 256)
         out.append(BASE * i * (2 / units) ** base_exp + PER_SEQ * s * (2 / units) ** ALPHA + PREFILL * p)
     return np.array(out)
 
@@ -73,9 +73,9 @@ def run_of(
 def test_engine_features_count_iterations_sequence_iterations_and_prompt_tokens() -> None:
     # Three sequences of 2, 5 and 3 tokens admitted at once: 5 iterations; 10 sequence-iterations
     # (every token is one sequence in one iteration); prompts 4 + 4 + 6 tokens.
-    assert _engine_features([4, 4, 6], [2, 5, 3], 256) == pytest.approx((5.0, 10.0, 14.0))
+    assert generation_features(np.array([4, 4, 6]), np.array([2, 5, 3]), 1, 256) == pytest.approx((5.0, 10.0, 14.0))
     # One slot: the sequences run one after another, 10 iterations of one sequence each.
-    assert _engine_features([4, 4, 6], [2, 5, 3], 1) == pytest.approx((10.0, 10.0, 14.0))
+    assert generation_features(np.array([4, 4, 6]), np.array([2, 5, 3]), 1, 1) == pytest.approx((10.0, 10.0, 14.0))
 
 
 def test_generation_fit_recovers_the_engine_model_and_its_core_exponent() -> None:

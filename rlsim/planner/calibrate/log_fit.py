@@ -48,7 +48,7 @@ from rlsim.planner.profile.schema import (
     ScorerLatencyModel,
     TrainerModel,
 )
-from rlsim.planner.sim.generation import completion_work_s, deal
+from rlsim.planner.sim.generation import generation_features
 
 RUNTIME = "logged"
 _NO_TRUNCATION = 1_000_000  # the reward phase is fitted on whole sequences
@@ -81,27 +81,6 @@ def step_trace(step: LoggedStep) -> tuple[list[int], list[int]]:
     q, r = divmod(rest, n - 1) if n > 1 else (0, 0)
     responses = [longest] + [q + 1] * r + [q] * (n - 1 - r)
     return [round(step.prompt_mean)] * n, responses[:n]
-
-
-def _gen_features(trace: tuple[list[int], list[int]], engines: int, max_running: int) -> tuple[float, float, float]:
-    """``(I, S, P)`` of the slowest engine: unit-cost generation models simulated on the trace."""
-    batch = deal(np.asarray(trace[0]), np.asarray(trace[1]), engines)
-    out = []
-    for base, per_seq, prefill in ((1.0, 0.0, 0.0), (0.0, 1.0, 0.0), (0.0, 0.0, 1.0)):
-        unit = GenerationModel(
-            device="cuda",
-            units=1.0,
-            base_s=base,
-            per_seq_s=per_seq,
-            prefill_s_per_token=prefill,
-            max_running=max_running,
-            fit=_NO_FIT,
-        )
-        out.append(float(completion_work_s(batch, unit, 1.0, max_running)[0].max()))
-    # Engine 0 holds the longest rollout and at least as many rollouts and tokens as any other (the
-    # trace puts the longest first and deal() gives the first engines the remainder), so it is the
-    # slowest under any non-negative coefficients.
-    return out[0], out[1], out[2]
 
 
 _NO_FIT = FitStats(n_samples=0, r2=0.0, residual_rel_std=0.0, residual_rel_max=0.0)
@@ -179,7 +158,10 @@ def generation_design(steps: list[LoggedStep], layout: LogLayout, max_running: i
 @functools.lru_cache(maxsize=65536)
 def _step_features(step: LoggedStep, engines: int, max_running: int) -> tuple[float, float, float]:
     # Cached: the fit, its warnings and the held-out fit all need them (a 10 MB log has ~2,500 steps).
-    return _gen_features(step_trace(step), engines, max_running)
+    # Engine 0 holds the longest rollout and at least as many rollouts and tokens as any other (the trace puts the
+    # longest first and deal() gives the first engines the remainder), so it is the slowest under any coefficients.
+    prompts, responses = step_trace(step)
+    return generation_features(np.asarray(prompts), np.asarray(responses), engines, max_running)
 
 
 def _fit_generation(

@@ -44,7 +44,7 @@ from rlsim.planner.profile.schema import (
     TrainerModel,
 )
 from rlsim.planner.runs.loop_results import LoopSteps, drop_disturbed, parse_loop_steps, read_json
-from rlsim.planner.sim.generation import completion_work_s, deal
+from rlsim.planner.sim.generation import generation_features
 
 if TYPE_CHECKING:
     from rlsim.loop.config import RunConfig
@@ -108,30 +108,12 @@ def read_calibration_run(path: Path, skip_first: int = 1, disturbed_above: float
     return CalibrationRun(path, config, steps, float(cores["rollout"]), float(cores["trainer"]), trace)
 
 
-def _engine_features(prompts: list[int], responses: list[int], max_running: int) -> tuple[float, float, float]:
-    """``(I, S, P)`` of one step on one engine: decode iterations, sequence-iterations, prompt tokens."""
-    batch = deal(np.asarray(prompts), np.asarray(responses), 1)
-    out = []
-    for base, per_seq, prefill in ((1.0, 0.0, 0.0), (0.0, 1.0, 0.0), (0.0, 0.0, 1.0)):
-        unit = GenerationModel(
-            device="cpu",
-            units=1.0,
-            base_s=base,
-            per_seq_s=per_seq,
-            prefill_s_per_token=prefill,
-            max_running=max_running,
-            fit={"n_samples": 0, "r2": 0, "residual_rel_std": 0, "residual_rel_max": 0},
-        )
-        out.append(float(completion_work_s(batch, unit, 1.0, max_running).max()))
-    return out[0], out[1], out[2]
-
-
 def fit_generation(runs: list[CalibrationRun], device: Device, max_running: int) -> GenerationModel:
     """Fit the engine model to every measured step of the uncontended ``runs`` (see the module doc)."""
     rows, target, units, points = [], [], [], []
     for run in (r for r in runs if not r.contended):
         for (prompts, responses), gen_s in zip(run.trace, run.steps.time_s["generate"], strict=True):
-            rows.append(_engine_features(prompts, responses, max_running))
+            rows.append(generation_features(np.asarray(prompts), np.asarray(responses), 1, max_running))
             target.append(float(gen_s))
             units.append(run.rollout_units)
         points.append(

@@ -100,3 +100,26 @@ def completion_work_s(
     times = np.empty_like(at_event)
     np.put_along_axis(times, order, at_event, axis=1)
     return np.where(batch.valid, times[:, per:], 0.0)
+
+
+def generation_features(
+    prompts: np.ndarray, responses: np.ndarray, engines: int, max_running: int
+) -> tuple[float, float, float]:
+    """``(I, S, P)`` of a step's slowest engine: its decode iterations, sequence-iterations and prompt tokens, the
+    work of unit-cost generation models, so a step's generation time is ``base_s*I + per_seq_s*S +
+    prefill_s_per_token*P``. The one feature function behind the loop fits and the log fits.
+    """
+    batch = deal(np.asarray(prompts), np.asarray(responses), engines)
+    out = []
+    for base, per_seq, prefill in ((1.0, 0.0, 0.0), (0.0, 1.0, 0.0), (0.0, 0.0, 1.0)):
+        unit = GenerationModel(
+            device="cpu",  # the work does not depend on it
+            units=1.0,
+            base_s=base,
+            per_seq_s=per_seq,
+            prefill_s_per_token=prefill,
+            max_running=max_running,
+            fit={"n_samples": 0, "r2": 0, "residual_rel_std": 0, "residual_rel_max": 0},
+        )
+        out.append(float(completion_work_s(batch, unit, 1.0, max_running).max()))
+    return out[0], out[1], out[2]
