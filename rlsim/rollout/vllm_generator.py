@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from rlsim.errors import RlsimError
+from rlsim.rollout.engine_errors import engine_failure, is_engine_failure
 from rlsim.rollout.generator import GeneratorInfo, GeneratorSettings, SwapPoint, SyncResult, register_generator
 from rlsim.rollout.prompts import encode_prompt
 from rlsim.rollout.types import Rollout, RolloutRequest
@@ -88,7 +89,13 @@ class VllmGenerator:
         if settings.device == "cuda":
             args["gpu_memory_utilization"] = settings.gpu_memory_fraction
         args.update(settings.extra_engine_args)
-        self._llm = LLM(**args)
+        try:
+            self._llm = LLM(**args)
+        except Exception as err:
+            if is_engine_failure(err):
+                raise engine_failure(err, "starting", policy_dir) from None
+            raise
+        self._policy_dir = policy_dir
         self._engine = self._llm.llm_engine
         self._tokenizer = self._llm.get_tokenizer()
         self._next_id = 0
@@ -114,7 +121,7 @@ class VllmGenerator:
                 elif not self._engine.has_unfinished_requests():
                     raise RuntimeError(f"vLLM finished with {len(pending)} requests unanswered; this is a bug")
                 else:
-                    for out in self._engine.step():
+                    for out in self._step():
                         flight = pending.get(out.request_id)
                         if flight is None:
                             continue
@@ -129,6 +136,14 @@ class VllmGenerator:
         finally:
             if pending:  # the consumer stopped early: do not leave requests running in the engine
                 self._engine.abort_request(list(pending))
+
+    def _step(self) -> list[Any]:
+        try:
+            return self._engine.step()
+        except Exception as err:
+            if is_engine_failure(err):
+                raise engine_failure(err, "generating", self._policy_dir) from None
+            raise
 
     def _swap_weights(
         self, pending: dict[str, _InFlight], folder: Path, version: int, swap: SwapPoint
