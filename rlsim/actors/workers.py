@@ -253,7 +253,9 @@ class ScoringWorker(_Worker):
         t0 = time.time()
         with server_fault(self.stage.scorer, fault):
             rewards = self.stage.score(rollouts)
-        return rewards, [self._event("score", batch, t0, time.time(), len(rollouts))]
+        event = self._event("score", batch, t0, time.time(), len(rollouts))
+        event.outcomes = dict(getattr(self.stage, "last_outcomes", {}))  # a test double's stage may lack it
+        return rewards, [event]
 
     def server_pid(self) -> int | None:
         """Pid of the scoring server behind an ``http`` runtime (None for in-process runtimes)."""

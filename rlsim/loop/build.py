@@ -54,6 +54,7 @@ def reward_settings(config: RunConfig, placement: ResolvedPlacement) -> RewardSt
         imports=tuple(r.imports),
         http_protocol=r.http_protocol,
         url=r.url,
+        options=r.options(),
     )
 
 

@@ -24,6 +24,7 @@ from rlsim.loop.async_config import AsyncConfig, async_problems
 from rlsim.loop.conventions import TrainerConventions, apply_preset, convention_problems
 from rlsim.loop.deadline import PhaseTimeouts
 from rlsim.placement import ALL_ROLES, ActorPlacement, PlacementConfig, resolve_placement
+from rlsim.rewards.options import OPTIONS, FunctionOptions, SandboxOptions
 from rlsim.workloads import LognormalLengths, WorkloadSpec
 
 
@@ -63,7 +64,9 @@ class RewardConfig(_Strict):
     For ``http`` each scoring actor starts an ``rlsim serve`` process on loopback wrapping ``server_runtime``,
     or, with ``url``, scores with the reward server there; ``http_protocol`` is what that server speaks
     (``rlsim``, ``openrlhf`` or ``vllm-classify``, see ``rlsim.scoring.http_protocols``);
-    ``http_deadline_s``: the longest one batch may take over HTTP, retries included (seconds)."""
+    ``http_deadline_s``: the longest one batch may take over HTTP, retries included (seconds).
+    ``function`` / ``sandbox``: the settings of those runtimes (rewards that are no model: a Python verifier in
+    a worker pool, code run in a sandbox; rlsim.rewards.options); ``model`` is then not used."""
 
     imports: list[str] = Field(default_factory=list)  # first: validators run in field order
     model: str = "minilm-rm"
@@ -79,6 +82,8 @@ class RewardConfig(_Strict):
     http_deadline_s: float = Field(60.0, gt=0)
     http_protocol: Literal["rlsim", "openrlhf", "vllm-classify"] = "rlsim"
     url: str | None = Field(None, min_length=1, description="http: a running reward server (e.g. http://host:8000)")
+    function: FunctionOptions = Field(default_factory=FunctionOptions)
+    sandbox: SandboxOptions = Field(default_factory=SandboxOptions)
 
     @field_validator("url")
     @classmethod
@@ -141,6 +146,21 @@ class RewardConfig(_Strict):
         if v not in valid:
             raise ValueError(f"the http runtime's server wraps an in-process runtime; valid names: {', '.join(valid)}")
         return v
+
+    def options(self) -> dict[str, Any]:
+        """The settings section of this runtime (``function``, ``sandbox``) as a plain dict; empty for a model."""
+        if self.runtime not in OPTIONS:
+            return {}
+        section: BaseModel = getattr(self, self.runtime)  # the field named like the runtime
+        return section.model_dump()
+
+    def section_problems(self) -> list[str]:
+        """A runtime's section set while another runtime scores (it would be ignored without a word)."""
+        return [
+            f"reward.{name}: applies to reward.runtime: {name} (it is {self.runtime})"
+            for name in OPTIONS
+            if name in self.model_fields_set and self.runtime != name
+        ]
 
     def sizing_problems(self) -> list[str]:
         """The setting the batcher's registry entry says it is sized by, if missing (a cross-field rule)."""
@@ -286,6 +306,7 @@ def cross_field_problems(config: RunConfig) -> list[str]:
             f"({config.policy.max_model_len}); lower the length maxima or raise max_model_len"
         )
     problems += config.reward.sizing_problems()
+    problems += config.reward.section_problems()
     if config.placement.rollout.gpu > 0 and config.policy.device != "cuda":
         problems.append("placement.rollout.gpu: a GPU share needs policy.device: cuda")
     if config.placement.scorer.gpu > 0 and config.reward.device != "cuda":

@@ -8,6 +8,7 @@ That is the orchestration overhead; ``overhead_fraction`` = idle / step time.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -111,7 +112,17 @@ def step_record(
         busiest_actor_gap_fraction=round(busiest_actor_gap(outcome.events, outcome.start, outcome.end), 6),
         sync={"method": outcome.sync.method, "seconds": round(outcome.sync.seconds, 6), "detail": outcome.sync.detail},
         train=outcome.train,
+        reward_outcomes=reward_outcomes(outcome.events),
     )
+
+
+def reward_outcomes(events: Sequence[Event]) -> dict[str, int] | None:
+    """The step's scoring calls that ended otherwise than scored, summed over score events (None: none counted)."""
+    total: Counter[str] = Counter()
+    for e in events:
+        if e.phase == "score":
+            total.update(e.outcomes)
+    return dict(sorted(total.items())) if total else None
 
 
 def overall_overhead(steps: Sequence[StepRecord]) -> float:

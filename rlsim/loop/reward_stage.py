@@ -16,14 +16,14 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from rlsim.errors import RlsimError
 from rlsim.rollout.types import Rollout
-from rlsim.scoring.base import ServerScorer
+from rlsim.scoring.base import CountingScorer, PairScorer, ServerScorer
 
 if TYPE_CHECKING:
     from rlsim.scoring.base import Scorer
@@ -37,7 +37,8 @@ class RewardStageSettings:
     """``runtime``: scorer registry name; ``batcher``/``batch_size``/``token_budget``: see ``rlsim.batching``.
     ``server_runtime``: for ``http``, the runtime its server wraps; ``http_deadline_s``: for ``http``, the
     longest one batch may take including the client's retries (seconds). ``imports``: modules that register
-    plug-in runtimes, imported before the scorer is built (this may be a fresh Ray worker process)."""
+    plug-in runtimes, imported before the scorer is built (this may be a fresh Ray worker process).
+    ``options``: the settings of a reward that is no model (``function``, ``sandbox``)."""
 
     runtime: str = "eager"
     model: str = "minilm-rm"
@@ -54,6 +55,7 @@ class RewardStageSettings:
     imports: tuple[str, ...] = ()
     http_protocol: str = "rlsim"
     url: str | None = None
+    options: dict[str, Any] = field(default_factory=dict)
 
 
 class RewardStage:
@@ -83,6 +85,7 @@ class RewardStage:
                 http_deadline_s=settings.http_deadline_s,
                 http_protocol=settings.http_protocol,  # type: ignore[arg-type]
                 url=settings.url,
+                options=dict(settings.options),
             )
             self._make_scorer = partial(
                 make_scorer, settings.runtime, resolve_reward_model(settings.model), scorer_settings
@@ -90,6 +93,7 @@ class RewardStage:
             scorer = self._make_scorer()
         self.scorer: Scorer = scorer
         self.server_restarts = 0
+        self.last_outcomes: dict[str, int] = {}  # what the last ``score`` call counted (a CountingScorer's)
 
     def texts(self, rollouts: Sequence[Rollout]) -> list[str]:
         """Prompt + response of each rollout as text (policy tokenizer, special tokens dropped)."""
@@ -101,8 +105,11 @@ class RewardStage:
         """Reward per rollout uid; each rollout is scored exactly once (see the module doc for http)."""
         from rlsim.batching import score_texts
 
+        self.last_outcomes = {}
         if not rollouts:
             return {}
+        if isinstance(self.scorer, PairScorer):
+            return self._score_pairs(rollouts)
         texts = self.texts(rollouts)
         t0 = time.monotonic()
         try:
@@ -113,6 +120,19 @@ class RewardStage:
             self._restart_scorer(err)
             rewards, _ = score_texts(self.scorer, texts, self._batcher)
         return {r.uid: float(x) for r, x in zip(rollouts, rewards, strict=True)}
+
+    def _score_pairs(self, rollouts: Sequence[Rollout]) -> dict[int, float]:
+        """A verifier or sandbox: prompts and responses decoded apart, batched by response length."""
+        assert isinstance(self.scorer, PairScorer)
+        decode = partial(self._policy_tokenizer.batch_decode, skip_special_tokens=True)
+        prompts, responses = decode([r.prompt_ids for r in rollouts]), decode([r.response_ids for r in rollouts])
+        rewards: dict[int, float] = {}
+        for batch in self._batcher.plan(self.scorer.token_lengths(responses)):
+            out = self.scorer.score_pairs([prompts[i] for i in batch], [responses[i] for i in batch])
+            rewards.update({rollouts[i].uid: float(x) for i, x in zip(batch, out, strict=True)})
+        if isinstance(self.scorer, CountingScorer):
+            self.last_outcomes = self.scorer.take_outcomes()
+        return rewards
 
     def _server_died(self) -> bool:
         return self._make_scorer is not None and isinstance(self.scorer, ServerScorer) and self.scorer.server_exited()

@@ -70,6 +70,7 @@ class Event:
     cores: list[int] = field(default_factory=list)
     gpu: float = 0.0
     items: int = 0
+    outcomes: dict[str, int] = field(default_factory=dict)  # score: calls that timed out, failed, stood in for
 
     @property
     def duration(self) -> float:

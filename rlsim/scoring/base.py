@@ -16,10 +16,10 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 
 import numpy as np
 
@@ -40,6 +40,7 @@ class ScorerSettings:
     ``truncation``: ``left`` keeps the end of a text (the response, which the reward is about).
     ``compile_buckets``: sequence lengths ``compile`` pads to, so it compiles once per bucket.
     ``server_runtime`` / ``url``: for ``http``: the runtime the server wraps, or an existing server.
+    ``options``: the settings of a reward that is no model (``function``, ``sandbox``: rlsim.rewards.options).
     ``http_deadline_s``: for ``http``: the longest one batch may take, the client's retries included (seconds).
     ``http_protocol``: for ``http``: ``rlsim`` (``/score``), ``openrlhf`` (``/get_reward``) or ``vllm-classify``
     (``/classify``), see ``rlsim.scoring.http_protocols``; checked when the settings are made.
@@ -57,6 +58,7 @@ class ScorerSettings:
     ort_path: str | None = None
     http_deadline_s: float = 60.0
     http_protocol: Literal["rlsim", "openrlhf", "vllm-classify"] = "rlsim"
+    options: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         from rlsim.scoring.http_protocols import check_protocol
@@ -124,6 +126,25 @@ class ServerScorer(Scorer, Protocol):
         ...
 
 
+@runtime_checkable
+class PairScorer(Scorer, Protocol):
+    """A reward that reads the prompt and the response apart (a verifier, a sandbox): the loop calls this
+    instead of ``score_batch`` (which scores each text as a response to an empty prompt)."""
+
+    def score_pairs(self, prompts: Sequence[str], responses: Sequence[str]) -> np.ndarray:
+        """float32 rewards ``(len(prompts),)``; one call may run its items in parallel."""
+        ...
+
+
+@runtime_checkable
+class CountingScorer(Scorer, Protocol):
+    """A reward some of whose calls end otherwise than scored (timed out, failed, stood in for): it counts them."""
+
+    def take_outcomes(self) -> dict[str, int]:
+        """Counts since the last call (e.g. ``{"timeouts": 2}``), then starts again from zero."""
+        ...
+
+
 @dataclass(frozen=True)
 class RuntimeInfo:
     """What a runtime needs and computes in.
@@ -138,6 +159,9 @@ class RuntimeInfo:
     without them torch emulates the format slower than fp32, so the runtime is refused.
     ``variant``: a precision variant of another runtime (``eager-bf16``, ``ort-int8-static``): named by
     ``variants`` rather than ``all``, so the default sets stay what they were.
+    ``kind``: ``model`` (a reward model: verify and the fidelity rules compare it with fp32 eager), or a reward
+    that is no model (``function``: a Python verifier, ``sandbox``: code execution, rlsim.rewards), named only
+    explicitly and never compared with a model.
     """
 
     needs: tuple[tuple[str, str], ...] = ()
@@ -148,6 +172,7 @@ class RuntimeInfo:
     devices: tuple[str, ...] = ("cpu", "cuda")
     cpu_flags: tuple[str, ...] = ()
     variant: bool = False
+    kind: Literal["model", "function", "sandbox"] = "model"
 
     @property
     def reduced_precision(self) -> bool:
@@ -197,13 +222,14 @@ BUILTIN_RUNTIME_MODULES = tuple(
     f"rlsim.scoring.{m}"
     for m in ("torch_scorers", "ort_scorer", "native_scorer", "http_scorer", "half_precision_scorers",
               "int8_static_scorers")
-)  # fmt: skip
+) + ("rlsim.rewards.function_reward", "rlsim.rewards.sandbox_reward")  # fmt: skip
 SCORERS: Registry[type, RuntimeInfo] = Registry("scoring runtime", RuntimeInfo, builtins=BUILTIN_RUNTIME_MODULES)
 register_scorer = SCORERS.register
 
 
 def runtime_names(builtin_only: bool = True, variants: bool = False, device: str | None = None) -> list[str]:
-    """Registered runtimes in registration order; by default only rlsim's own core ones (what ``all`` means).
+    """Registered reward-model runtimes in registration order; by default only rlsim's own core ones (what ``all``
+    means; rewards that are no model, ``function`` and ``sandbox``, are never in it).
 
     ``variants``: the precision variants instead. ``device``: only those this machine's hardware can run there.
     """
@@ -211,6 +237,7 @@ def runtime_names(builtin_only: bool = True, variants: bool = False, device: str
         e.name
         for e in SCORERS.entries()
         if (e.builtin or not builtin_only)
+        and e.info.kind == "model"
         and e.info.variant == variants
         and (device is None or e.info.hardware_reason(e.name, device) is None)
     ]

@@ -1,0 +1,11 @@
+"""Rewards that are no reward model: a Python verifier in a worker pool, and code run in a sandbox.
+
+Each is a scoring runtime (``rlsim.scoring.SCORERS``, ``kind`` ``function`` or ``sandbox``), so the loop, every
+schedule, ``rlsim bench scoring`` and ``rlsim score`` take it like any runtime:
+
+- ``function_reward``: runtime ``function``, ``module:function(prompt, response)`` in a ``call_pool``
+  (``call_worker`` is one worker process) with a per-call deadline; ``math_check`` is the built-in verifier.
+- ``sandbox_reward``: runtime ``sandbox``, each response's program run by ``sandbox`` (namespaces, read-only
+  filesystem, limits; ``sandbox_init`` is the set-up inside), from the ``program_bank`` of installed doctests.
+- ``text_reward``: what both share (lengths in characters, the outcome counts); ``options``: their settings.
+"""

@@ -1,0 +1,60 @@
+"""The real loop with rewards that are no model: Ray + HF generation, scored by ``sandbox`` (bank programs run
+in real namespaces) and by ``function`` (a stdlib function in a worker pool that fails on purpose: each failure
+counted)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from rlsim.loop.config import RunConfig
+
+pytestmark = pytest.mark.slow
+ray = pytest.importorskip("ray")
+
+CONFIG = {
+    "steps": 2,
+    "micro_batch": 2,
+    "schedule": "overlapped",
+    "policy": {"model": "tiny-llama", "backend": "hf"},
+    "workload": {
+        "prompts_per_step": 2,
+        "group_size": 2,
+        "spec": {
+            "seed": 1,
+            "prompt": {"kind": "fixed", "tokens": 8},
+            "response": {"kind": "uniform", "min": 4, "max": 16},
+        },  # fmt: skip
+    },
+    "reward": {"runtime": "sandbox", "batch_size": 4, "sandbox": {"workers": 2}},
+    "trainer": {"micro_batch": 4, "sync": "simulated", "simulated_sync_s": 0},
+    "placement": {
+        "preset": "shared",
+        "strategy": "PACK",
+        "rollout": {"num_cpus": 0.25},
+        "scorer": {"num_cpus": 0.25},
+        "trainer": {"num_cpus": 0.25},
+    },  # fmt: skip
+}
+
+
+@pytest.mark.parametrize(
+    "reward, counted",
+    [
+        ({"runtime": "sandbox", "sandbox": {"workers": 2}}, {"bank_programs": 4, "programs_run": 4}),
+        # operator.pow(prompt, response) raises TypeError on every call: each is an error given the default reward
+        ({"runtime": "function", "function": {"target": "operator:pow", "on_error": "default"}}, {"errors": 4}),
+    ],
+)
+def test_rewards_that_are_no_model_score_every_rollout_in_the_loop(ray_cluster, tmp_path: Path, reward, counted):
+    from rlsim.loop.run import run_loop
+
+    config = RunConfig.model_validate({**CONFIG, "reward": {**CONFIG["reward"], **reward}})
+    run_loop(config, tmp_path, show_progress=False)
+    saved = json.loads((tmp_path / "results.json").read_text())
+    assert saved["complete"] is True and len(saved["steps"]) == 2
+    for step in saved["steps"]:
+        assert step["rollouts"] == {"generated": 4, "scored": 4, "trained": 4}
+        assert {k: step["reward_outcomes"][k] for k in counted} == counted
