@@ -12,8 +12,6 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from rlsim.errors import ConfigError
-
 OnTimeout = Literal["default", "fail"]
 
 
@@ -72,10 +70,6 @@ OPTIONS: dict[str, type[_Strict]] = {"function": FunctionOptions, "sandbox": San
 
 def parse_options(runtime: str, values: dict[str, Any]) -> Any:
     """The typed options of ``runtime`` from a plain dict (a scorer's ``ScorerSettings.options``)."""
-    from pydantic import ValidationError
+    from rlsim.config_loader import validate
 
-    try:
-        return OPTIONS[runtime].model_validate(values)
-    except ValidationError as err:
-        problems = [f"{runtime}.{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in err.errors()]
-        raise ConfigError(problems, source=f"the {runtime} reward's options") from None
+    return validate(OPTIONS[runtime], values, source=f"reward.{runtime}")
