@@ -32,16 +32,24 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
 
+    from rlsim.errors import RlsimError
     from rlsim.fidelity.check import FidelityRules
     from rlsim.io import atomic_write_json, check_output_file
     from rlsim.models import resolve_reward_model
-    from rlsim.scoring import expand_runtimes
+    from rlsim.scoring import SCORERS, expand_runtimes
     from rlsim.scoring.verify import verify
 
     console = make_console(stderr=True)
     if args.json:
         check_output_file(args.json, "--json")  # now, not after minutes of scoring
     runtimes = expand_runtimes(args.runtimes or ("all,variants" if args.fidelity else "all"))
+    not_models = [r for r in runtimes if SCORERS.info(r).kind != "model"]
+    if not_models:
+        raise RlsimError(
+            f"--runtimes: {', '.join(not_models)} score without a reward model (kind "
+            f"{SCORERS.info(not_models[0]).kind}), so there is nothing to compare with fp32 eager; verify takes "
+            "reward-model runtimes only (see docs/rewards.md for how those rewards are tested)"
+        )
     rules = FidelityRules(args.max_pair_flip_rate, args.min_spearman) if args.fidelity else None
     spec = resolve_reward_model(args.model)
     with console.status("scoring the reference batch with eager ...") as status:

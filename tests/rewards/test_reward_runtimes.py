@@ -78,3 +78,10 @@ def test_rewards_that_are_no_model_stay_out_of_the_model_sets():
     assert SCORERS.info("function").kind == "function" and SCORERS.info("sandbox").kind == "sandbox"
     assert not {"function", "sandbox"} & set(runtime_names() + runtime_names(variants=True))
     assert "sandbox" not in expand_runtimes("all,variants") and expand_runtimes("sandbox") == ["sandbox"]
+
+
+def test_verify_refuses_rewards_that_are_no_model(capsys):
+    from rlsim.cli.main import main
+
+    assert main(["verify", "--runtimes", "eager,sandbox"]) == 2
+    assert "sandbox score without a reward model" in capsys.readouterr().err
