@@ -5,9 +5,10 @@
 
 Each report comes from one set (configs/validate_cpu.yaml, validate_cpu_extra.yaml, validate_cpu_ppo.yaml,
 run with the same profile); the summary has the median, mean and largest |error| over every configuration
-of them, and the same per algorithm (``by_algorithm``: PPO apart from GRPO). Each source's machine
-fingerprint, profile and date are kept. An interrupted report is refused. The last stdout line is one
-JSON object.
+of them, and the same per algorithm (``by_algorithm``: PPO apart from GRPO); where the reports were anchored
+(``rlsim plan validate``'s default, docs/planner.md), the anchored figures too (``anchored``) and each set's
+drift and identical-run floor. Each source's machine fingerprint, profile, date and anchor are kept. An
+interrupted report is refused. The last stdout line is one JSON object.
 """
 
 from __future__ import annotations
@@ -38,8 +39,21 @@ def main(argv: list[str] | None = None) -> int:
         f"{name} ({g['configs']}): median |error| {g['median_abs_error']:.1%}, max {g['max_abs_error']:.1%}"
         for name, g in merged["by_algorithm"].items()
     ]
+    if "anchored" in merged:
+        a = merged["anchored"]
+        lines.append(
+            f"anchored ({a['configs']}): median |error| {a['median_abs_error']:.1%}, max {a['max_abs_error']:.1%}"
+        )
+    for source in merged["sources"]:
+        anchor = source.get("anchor") or {}
+        if anchor.get("floor"):
+            lines.append(
+                f"{source['validation_set']}: host drift {anchor['drift']:+.1%}, identical-run floor "
+                f"{anchor['floor']['mean_abs_change']:.1%} over {anchor['floor']['n']} anchor pairs"
+            )
     print("\n".join(lines))
-    summary = {k: merged[k] for k in ("median_abs_error", "mean_abs_error", "max_abs_error", "by_algorithm")}
+    keys = ("median_abs_error", "mean_abs_error", "max_abs_error", "by_algorithm", "anchored")
+    summary = {k: merged[k] for k in keys if k in merged}
     print(json.dumps(summary))
     return 0
 

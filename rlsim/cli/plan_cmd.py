@@ -68,6 +68,12 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         help="validate: reuse complete runs of the same config already in OUT/runs (re-predict only)",
     )
     p.add_argument(
+        "--no-anchor",
+        dest="anchored",
+        action="store_false",
+        help="validate: do not interleave the set's anchor; raw errors only (docs/planner.md, anchored validation)",
+    )
+    p.add_argument(
         "--target-step-s",
         type=positive_float,
         default=None,
@@ -201,7 +207,7 @@ def _validate(args: argparse.Namespace) -> int:
     path = _validation_set(args)
     out = args.out or Path("runs") / "validate"
     json_path = args.json or out / "validate.json"
-    report = validate_command(path, args.overrides, args.profile, out, json_path, args.reuse)
+    report = validate_command(path, args.overrides, args.profile, out, json_path, args.reuse, anchored=args.anchored)
     console = make_console()
     console.print(validation_table(report))
     console.print(f"wrote {json_path} (loop runs in {out})")

@@ -18,7 +18,8 @@ if TYPE_CHECKING:
     from rich.console import Console
 
     from rlsim.planner.calibrate.build import Built, ProfileConfig
-    from rlsim.planner.profile.schema import Profile
+    from rlsim.planner.profile.schema import Profile, ProfileAnchor
+    from rlsim.planner.runs.loop_set import LoopCase, LoopSet
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -103,7 +104,7 @@ def run(args: argparse.Namespace) -> int:
     fill = load_profile(args.fill_from) if args.fill_from else None
     scorers_from = load_profile(args.scorers_from) if args.scorers_from else None
     console = make_console(stderr=True)
-    loop_results = _loop_runs(config, base_dir, args, console)
+    loop_results, anchor = _loop_runs(config, base_dir, args, console)
     cells = len(config.runtimes) * len(config.units) * len(config.batch_sizes) * len(config.lengths)
     if config.roles:
         cells += len(config.roles.units) * len(config.roles.batch_sizes) * len(config.roles.lengths)
@@ -126,7 +127,9 @@ def run(args: argparse.Namespace) -> int:
             scorers_from=scorers_from,
             notes=_provenance(args, scorers_from),
         )
-    profile = built.profile.model_copy(update={"machine": _machine(config, measured=not args.no_scorers)})
+    profile = built.profile.model_copy(
+        update={"machine": _machine(config, measured=not args.no_scorers), "anchor": anchor}
+    )
     save_profile(profile, args.out)
     if args.summary:
         from rlsim.io import atomic_write_json
@@ -157,20 +160,45 @@ def _check_outputs(args: argparse.Namespace) -> None:
         check_output_dir(args.runs, "--runs")
 
 
-def _loop_runs(config: ProfileConfig, base_dir: Path, args: argparse.Namespace, console: Console) -> list[Path]:
-    """Run the config's loop set (if any) and return its results.json paths."""
+def _loop_runs(
+    config: ProfileConfig, base_dir: Path, args: argparse.Namespace, console: Console
+) -> tuple[list[Path], ProfileAnchor | None]:
+    """Run the config's loop set (if any); returns its results.json paths and the anchor's record."""
     if not config.loop_set:
-        return []
+        return [], None
+    from rlsim.planner.runs.loop_results import anchor_record
     from rlsim.planner.runs.loop_runner import RealLoopRunner, run_cases
+
+    loop_set, cases = _loop_cases(config, base_dir, args)
+    runs_dir = args.runs or Path("runs") / "profile" / config.hardware_kind
+    paths = run_cases(
+        cases, RealLoopRunner(console=console, quiet=loop_set.quiet), runs_dir, reuse=args.reuse, note=console.print
+    )
+    anchor = next((c for c in cases if c.name == config.anchor), None)
+    if anchor is None:
+        return paths, None
+    results = runs_dir / anchor.name / "results.json"
+    config_json = anchor.config.model_dump(mode="json")
+    return paths, anchor_record(anchor.name, config.loop_set, config_json, results, config.skip_first)
+
+
+def _loop_cases(config: ProfileConfig, base_dir: Path, args: argparse.Namespace) -> tuple[LoopSet, list[LoopCase]]:
+    """The loop set's cases, every config validated; the anchor, if named, must be one of them."""
     from rlsim.planner.runs.loop_set import load_loop_set, resolve_cases, resolve_path
 
+    assert config.loop_set is not None
     path = resolve_path(base_dir, config.loop_set)
     loop_set, set_dir = load_loop_set(path)
     cases = resolve_cases(loop_set, set_dir, source=str(path))
-    runs_dir = args.runs or Path("runs") / "profile" / config.hardware_kind
-    return run_cases(
-        cases, RealLoopRunner(console=console, quiet=loop_set.quiet), runs_dir, reuse=args.reuse, note=console.print
-    )
+    names = [c.name for c in cases]
+    if config.anchor is not None and config.anchor not in names:
+        from rlsim.errors import RlsimError
+
+        raise RlsimError(
+            f"{args.config}: anchor {config.anchor!r} is not a configuration of the loop set {path} "
+            f"(it has: {', '.join(names)})"
+        )
+    return loop_set, cases
 
 
 def _dry_run(config: ProfileConfig, base_dir: Path, args: argparse.Namespace) -> int:
@@ -195,12 +223,13 @@ def _dry_run(config: ProfileConfig, base_dir: Path, args: argparse.Namespace) ->
             )
         )
     if config.loop_set:
-        from rlsim.planner.runs.loop_set import load_loop_set, resolve_cases, resolve_path
+        from rlsim.planner.runs.loop_set import resolve_path
 
         path = resolve_path(base_dir, config.loop_set)
-        loop_set, set_dir = load_loop_set(path)
-        cases = resolve_cases(loop_set, set_dir, source=str(path))  # every loop config validated here
+        loop_set, cases = _loop_cases(config, base_dir, args)  # every loop config validated here
         print(f"loop set {path}: {len(cases)} configs x {loop_set.steps} steps ({loop_set.warmup_steps} warm-up)")
+        if config.anchor:
+            print(f"  anchor {config.anchor}: its measured step is kept in the profile (anchored validation)")
         for case in cases:
             cfg = case.config
             print(

@@ -215,7 +215,7 @@ def test_async_configs_are_compared_on_rollouts_trained_per_hour(tmp_path: Path)
 def test_the_async_validation_set_is_async_and_unused_in_calibration() -> None:
     from rlsim.planner.validate.command import prepare_validation
 
-    cases, _, _, _ = prepare_validation(ROOT / "configs" / "validate_cpu_async.yaml", [], None)  # predicts each too
+    cases, _, _, _, _ = prepare_validation(ROOT / "configs" / "validate_cpu_async.yaml", [], None)  # predicts each too
     assert len(cases) >= 2 and all(c.config.schedule == "async" for c in cases)
     assert {(c.config.placement.preset, c.config.async_.max_staleness) for c in cases} >= {("split", 1), ("shared", 1)}
     calibration, base = load_loop_set(ROOT / "configs" / "profiles" / "calibrate_cpu.yaml")

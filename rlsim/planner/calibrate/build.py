@@ -12,7 +12,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from rlsim.errors import RlsimError
 from rlsim.planner.calibrate.loop_fits import CalibrationRun, read_calibration_run
@@ -73,6 +73,10 @@ class ProfileConfig(BaseModel):
     trainer_units: float = Field(default=2, gt=0)
     contention_results: str | None = None
     loop_set: str | None = Field(default=None, description="a loop-set YAML whose runs `rlsim profile` makes")
+    anchor: str | None = Field(
+        default=None,
+        description="a loop_set configuration whose measured step the profile keeps (anchored validation)",
+    )
     skip_first: int = Field(default=1, ge=0, description="warm-up steps of each loop run not used")
     disturbed_above: float | None = Field(
         default=0.15,
@@ -82,6 +86,12 @@ class ProfileConfig(BaseModel):
     )
     quiet: QuietGate | None = Field(default=None, description="wait for idle cores before each scorer cell")
     roles: RolesGrid | None = Field(default=None, description="time PPO's reference and critic (the roles section)")
+
+    @model_validator(mode="after")
+    def _anchor_in_a_loop_set(self) -> ProfileConfig:
+        if self.anchor is not None and self.loop_set is None:
+            raise ValueError("anchor names a configuration of loop_set, and loop_set is not given; add it")
+        return self
 
 
 @dataclass

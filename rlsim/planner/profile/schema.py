@@ -290,6 +290,19 @@ class RolesModel(_Strict):
         return self
 
 
+class ProfileAnchor(_Strict):
+    """The anchor's step as ``rlsim profile`` measured it (config ``anchor`` of the profile config), so that
+    ``rlsim plan validate`` can also scale its predictions to the profile's own hour (docs/planner.md)."""
+
+    config: str = Field(min_length=1, description="the anchor: a configuration of the calibration loop set")
+    loop_set: str = Field(description="the calibration loop set, as the profile config named it")
+    config_key: str = Field(description="sha256 of the anchor's run config (JSON, sorted keys): the same run?")
+    measured_step_s: float = Field(gt=0, description="median step over the measured steps")
+    phases_s: dict[str, float] = Field(default_factory=dict, description="median seconds per phase")
+    steps: list[int] = Field(default_factory=list, description="the loop's step numbers measured")
+    measured_at: str = Field(description="when the run finished (ISO 8601, UTC)")
+
+
 class Profile(_Strict):
     """Everything the planner needs about one hardware kind. See the module docstring."""
 
@@ -324,6 +337,7 @@ class Profile(_Strict):
     roles: RolesModel | None = Field(
         default=None, description="PPO's reference and critic costs (None: profiles without them plan GRPO only)"
     )
+    anchor: ProfileAnchor | None = Field(default=None, description="the anchor's step at the profile's hour")
 
     def runtime(self, name: str, source: str = "profile") -> ScorerLatencyModel:
         """The model for key ``name`` (``runtime`` or ``runtime@device``); else an RlsimError listing keys."""

@@ -10,8 +10,10 @@ present), as fractions (0.25 = 25 % slower). Anything a file lacks is reported, 
 
 from __future__ import annotations
 
+import hashlib
 import json
 from dataclasses import dataclass, field
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +22,7 @@ import numpy as np
 from rlsim.errors import RlsimError
 from rlsim.io import read_user_text
 from rlsim.planner.profile.fitting import fit_cost_per_token
-from rlsim.planner.profile.schema import ContentionEntry, GenerationPoint, TrainerModel
+from rlsim.planner.profile.schema import ContentionEntry, GenerationPoint, ProfileAnchor, TrainerModel
 from rlsim.run_results import RunResults, StepTimes
 
 
@@ -74,6 +76,27 @@ def parse_loop_steps(data: RunResults | dict[str, Any], source: Path, skip_first
     generated = [s.tokens.generated for s in steps if s.tokens is not None]
     tokens = np.array(generated, dtype=float) if len(generated) == len(steps) else None
     return LoopSteps(source, time_s, tokens, rollouts, [s.step for s in steps])
+
+
+def config_key(config_json: dict[str, Any]) -> str:
+    """sha256 of a run config's JSON form with sorted keys: equal keys, the same run settings."""
+    return hashlib.sha256(json.dumps(config_json, sort_keys=True).encode()).hexdigest()
+
+
+def anchor_record(
+    name: str, loop_set: str, config_json: dict[str, Any], results_path: Path, skip_first: int
+) -> ProfileAnchor:
+    """The anchor's measured step (medians over the steps after ``skip_first``) for the profile."""
+    steps = read_loop_steps(results_path, skip_first)
+    return ProfileAnchor(
+        config=name,
+        loop_set=loop_set,
+        config_key=config_key(config_json),
+        measured_step_s=float(np.median(steps.time_s["total"])),
+        phases_s={p: float(np.median(v)) for p, v in steps.time_s.items() if p != "total"},
+        steps=steps.numbers,
+        measured_at=datetime.fromtimestamp(results_path.stat().st_mtime, timezone.utc).isoformat(timespec="seconds"),
+    )
 
 
 @dataclass(frozen=True)

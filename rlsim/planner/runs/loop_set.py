@@ -63,12 +63,22 @@ class QuietGate(BaseModel):
     max_wait_s: float = Field(default=240.0, ge=0)
 
 
+class AnchorSpec(BaseModel):
+    """``rlsim plan validate``'s anchor (``validate/anchor.py``): configuration ``config`` of the profile's
+    calibration loop set ``set`` (a path relative to this YAML), run before, between and after the others."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    set: str = Field(min_length=1)
+    config: str = Field(min_length=1)
+
+
 class LoopSet(BaseModel):
     """Loop configurations to run on this machine. ``profile``: the profile predictions come from
     (``rlsim plan validate`` only). ``steps`` per configuration, the first ``warmup_steps`` not measured.
     ``quiet``: wait for idle cores before each step (see ``QuietGate``). ``disturbed_above``: a
     measured step during which other programs took more than this share of all cores' time is not
-    used (unless no step would be left); None uses every step."""
+    used (unless no step would be left); None uses every step. ``anchor``: see ``AnchorSpec``."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -79,6 +89,7 @@ class LoopSet(BaseModel):
     run: dict[str, Any] = Field(default_factory=dict)
     quiet: QuietGate | None = None
     disturbed_above: float | None = Field(default=0.15, ge=0, le=1)
+    anchor: AnchorSpec | None = None
     configs: list[LoopEntry] = Field(min_length=1)
 
     @field_validator("configs")

@@ -23,14 +23,16 @@ from rlsim.planner.profile.schema import Profile, load_profile
 from rlsim.planner.runs.loop_runner import LoopRunner
 from rlsim.planner.runs.loop_set import LoopCase, LoopSet, load_loop_set, resolve_cases, resolve_path
 from rlsim.planner.runs.predict import predict_step
+from rlsim.planner.validate.anchor import Anchor, resolve_anchor
 from rlsim.planner.validate.compare import run_validation
 from rlsim.progress import make_console
 
 
 def prepare_validation(
-    path: Path, overrides: Sequence[str], profile_path: Path | None
-) -> tuple[list[LoopCase], Profile, Path, LoopSet]:
-    """The cases, the profile and its path, and the set itself; raises RlsimError on bad input."""
+    path: Path, overrides: Sequence[str], profile_path: Path | None, anchored: bool = True
+) -> tuple[list[LoopCase], Profile, Path, LoopSet, Anchor | None]:
+    """The cases, the profile and its path, the set itself and its anchor (None: the set names none, or
+    ``anchored`` is False); raises RlsimError on bad input."""
     from rlsim.errors import RlsimError
 
     loop_set, base_dir = load_loop_set(path, overrides)
@@ -42,7 +44,11 @@ def prepare_validation(
     cases = resolve_cases(loop_set, base_dir, source=str(path))
     for case in cases:  # a config the planner cannot simulate fails here, before any loop starts
         predict_step(case.config, profile, replay=[loop_set.warmup_steps + 1])
-    return cases, profile, profile_path, loop_set
+    anchor = None
+    if anchored and loop_set.anchor is not None:
+        anchor = resolve_anchor(loop_set.anchor, base_dir, [c.name for c in cases], source=str(path))
+        predict_step(anchor.case.config, profile, replay=[anchor.warmup_steps + 1])
+    return cases, profile, profile_path, loop_set, anchor
 
 
 def validate_command(
@@ -54,10 +60,19 @@ def validate_command(
     reuse: bool,
     runner: LoopRunner | None = None,
     console: Console | None = None,
+    anchored: bool = True,
 ) -> dict[str, Any]:
-    """Run the validation set at ``path``; writes ``json_path`` after every configuration."""
+    """Run the validation set at ``path``; writes ``json_path`` after every configuration.
+
+    ``anchored`` (``--no-anchor`` turns it off): interleave the set's anchor with its configurations
+    and report anchored errors beside the raw ones (``validate/anchor.py``)."""
     console = console or make_console(stderr=True)
-    cases, profile, profile_path, loop_set = prepare_validation(path, overrides, profile_path)
+    cases, profile, profile_path, loop_set, anchor = prepare_validation(path, overrides, profile_path, anchored)
+    if anchored and anchor is None:
+        console.print(
+            f"[yellow]note:[/yellow] {path} names no anchor, so only raw errors are reported, and the host's drift "
+            "is in them; add `anchor: {set: CALIBRATION_SET.yaml, config: NAME}` (docs/planner.md)"
+        )
     if runner is None:
         from rlsim.planner.runs.loop_runner import RealLoopRunner
 
@@ -76,6 +91,7 @@ def validate_command(
         "warmup_steps": loop_set.warmup_steps,
         "quiet": loop_set.quiet.model_dump() if loop_set.quiet else None,
         "disturbed_above": loop_set.disturbed_above,
+        "anchoring": "on" if anchor else ("off (--no-anchor)" if not anchored else "off (the set names no anchor)"),
         "error_definition": (
             "per entry's metric: step_time_s: predicted_step_s / measured_step_s - 1 (medians over the measured "
             "steps); rollouts_trained_per_hour (schedule async): predicted / measured rollouts trained per hour "
@@ -98,7 +114,17 @@ def validate_command(
 
     try:
         report = run_validation(
-            cases, profile, runner, out, json_path, loop_set.warmup_steps, reuse, note, meta, loop_set.disturbed_above
+            cases,
+            profile,
+            runner,
+            out,
+            json_path,
+            loop_set.warmup_steps,
+            reuse,
+            note,
+            meta,
+            loop_set.disturbed_above,
+            anchor,
         )
     finally:
         runner.close()
@@ -123,7 +149,8 @@ def validation_table(report: dict[str, Any]) -> Table:
     """One row per configuration: predicted and measured step time and rollouts/hour, and the error."""
     groups = report.get("by_algorithm") or {}
     table = Table(
-        title=f"plan validate: median |error| {report['median_abs_error']:.1%}, max {report['max_abs_error']:.1%}",
+        title=f"plan validate: median |error| {report['median_abs_error']:.1%}, max {report['max_abs_error']:.1%}"
+        + _anchored_title(report),
         caption="; ".join(
             f"{name} ({g['configs']}): median |error| {g['median_abs_error']:.1%}, max {g['max_abs_error']:.1%}"
             for name, g in groups.items()
@@ -142,6 +169,7 @@ def validation_table(report: dict[str, Any]) -> Table:
         "predicted s",
         "measured s",
         "error",
+        "anchored",
         "all-steps error",
         "pred rollouts/h",
         "meas rollouts/h",
@@ -165,12 +193,31 @@ def validation_table(report: dict[str, Any]) -> Table:
             f"{e['predicted_step_s']:.2f}",
             f"{e['measured_step_s']:.2f}",
             f"[{colour}]{e['error']:+.1%}[/{colour}]",
+            "" if e.get("anchored_error") is None else f"{e['anchored_error']:+.1%}",
             f"{e.get('error_all_steps', e['error']):+.1%}",
             f"{e['predicted_rollouts_per_hour']:,.0f}",
             f"{e['measured_rollouts_per_hour']:,.0f}",
             _shares(e),
         )
     return table
+
+
+def _anchored_title(report: dict[str, Any]) -> str:
+    """``; anchored: median 3.1%, max 6.0%; floor 2.0% [1.1%, 2.9%]; drift +8.0%`` (empty when not anchored)."""
+    anchored, anchor = report.get("anchored"), report.get("anchor")
+    if not anchored or not anchor:
+        return ""
+    floor = anchor.get("floor") or {}
+    ci = f" [{floor['ci_low']:.1%}, {floor['ci_high']:.1%}]" if floor.get("ci_low") is not None else ""
+    text = f"; anchored on {anchor['config']}: median {anchored['median_abs_error']:.1%}"
+    text += f", max {anchored['max_abs_error']:.1%}"
+    if floor:
+        text += f"; identical-run floor {floor['mean_abs_change']:.1%}{ci}"
+        if floor.get("anchored"):
+            text += f" (anchored {floor['anchored']['mean_abs_change']:.1%})"
+    if anchor.get("drift") is not None:
+        text += f"; host drift {anchor['drift']:+.1%}"
+    return text
 
 
 def _shares(entry: dict[str, Any]) -> str:

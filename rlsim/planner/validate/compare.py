@@ -15,6 +15,7 @@ keeps what it measured: ``{"configs": [{"name", "predicted_step_s", "measured_st
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -30,6 +31,14 @@ from rlsim.planner.runs.loop_set import LoopCase
 from rlsim.planner.runs.predict import predict_step
 from rlsim.planner.sim.evaluate import Evaluation
 from rlsim.planner.sim.ppo_roles import ROLE_PHASES
+from rlsim.planner.validate.anchor import (
+    ANCHOR_RUNS,
+    Anchor,
+    anchor_run_record,
+    anchor_summary,
+    apply_anchor,
+    profile_hour_step,
+)
 from rlsim.planner.validate.async_compare import async_run_figures, async_validation_entry, with_trained_counts
 
 PHASES = ("generate", "score", "update", "sync", "idle")
@@ -80,15 +89,23 @@ def validation_entry(
 def validation_report(entries: Sequence[dict[str, Any]], **meta: Any) -> dict[str, Any]:
     """``{"configs": [...], "median_abs_error": f, "max_abs_error": f, "by_algorithm": {...}, **meta}``
     over every configuration; ``by_algorithm`` has the same figures per ``trainer.algorithm`` (PPO's
-    configurations reported apart from GRPO's)."""
+    configurations reported apart from GRPO's). Where configurations carry an ``anchored_error``
+    (``validate/anchor.py``), ``anchored`` holds the same figures over those."""
+    report = {**meta, "configs": list(entries), **_grouped_stats(entries, "error")}
+    anchored = [e for e in entries if e.get("anchored_error") is not None]
+    if anchored:
+        report["anchored"] = {"configs": len(anchored), **_grouped_stats(anchored, "anchored_error")}
+    return report
+
+
+def _grouped_stats(entries: Sequence[dict[str, Any]], key: str) -> dict[str, Any]:
+    """``_error_stats`` of ``key`` over all entries and, under ``by_algorithm``, per algorithm."""
     groups: dict[str, list[dict[str, Any]]] = {}
     for e in entries:
         groups.setdefault(e.get("algorithm", "grpo"), []).append(e)
     return {
-        **meta,
-        "configs": list(entries),
-        **_error_stats(entries),
-        "by_algorithm": {name: {"configs": len(group), **_error_stats(group)} for name, group in groups.items()},
+        **_error_stats(entries, key),
+        "by_algorithm": {name: {"configs": len(group), **_error_stats(group, key)} for name, group in groups.items()},
     }
 
 
@@ -103,13 +120,13 @@ def merged_report(reports: Sequence[tuple[str, dict[str, Any]]]) -> dict[str, An
         if not report.get("complete") or not report.get("configs"):
             raise RlsimError(f"{path} is not a complete `rlsim plan validate` report; finish that validation first")
         entries += [{**e, "validation_set": report.get("validation_set")} for e in report["configs"]]
-        sources.append({k: report.get(k) for k in ("validation_set", "date", "profile", "machine", "wall_s")})
+        sources.append({k: report.get(k) for k in ("validation_set", "date", "profile", "machine", "wall_s", "anchor")})
     return validation_report(entries, sources=sources, merged_from=[path for path, _ in reports])
 
 
-def _error_stats(entries: Sequence[dict[str, Any]]) -> dict[str, float | None]:
-    """Median, mean and largest |error| of ``entries`` (None without any)."""
-    errors = np.abs([e["error"] for e in entries]) if entries else np.zeros(0)
+def _error_stats(entries: Sequence[dict[str, Any]], key: str = "error") -> dict[str, float | None]:
+    """Median, mean and largest |``key``| of ``entries`` (None without any)."""
+    errors = np.abs([e[key] for e in entries]) if entries else np.zeros(0)
     return {
         "median_abs_error": float(np.median(errors)) if errors.size else None,
         "mean_abs_error": float(np.mean(errors)) if errors.size else None,
@@ -133,52 +150,49 @@ def run_validation(
     note: Note | None = None,
     meta: dict[str, Any] | None = None,
     disturbed_above: float | None = None,
+    anchor: Anchor | None = None,
 ) -> dict[str, Any]:
     """Predict, run and compare every case in order; returns (and keeps writing) the report.
 
     Every prediction is made before its run starts. ``reuse``: a case whose complete results are
     already in ``runs_dir/NAME`` (same config) is not run again. ``disturbed_above``: measured steps
     during which other programs took more of the cores are left out (see ``drop_disturbed``); the
-    entry keeps the error over every step too. ``note(message, entry)`` reports progress.
+    entry keeps the error over every step too. ``anchor``: run it before, between and after the cases
+    (``runs_dir/anchor-runs/NN``) and add each case's anchored error (``validate/anchor.py``).
+    ``note(message, entry)`` reports progress.
     """
     tell = note or (lambda _msg, _entry: None)
     entries: list[dict[str, Any]] = []
+    anchor_runs: list[dict[str, Any]] = []
     meta = dict(meta or {})
+    t0 = time.perf_counter()
+
+    def report(complete: bool) -> dict[str, Any]:
+        extra = {"anchor": anchor_summary(anchor, anchor_runs, profile.anchor)} if anchor and anchor_runs else {}
+        result = validation_report(entries, **meta, **extra, complete=complete)
+        if json_path is not None:
+            atomic_write_json(json_path, result)
+        return result
+
+    def run_anchor() -> None:
+        assert anchor is not None
+        index = len(anchor_runs) + 1
+        steps = list(range(anchor.warmup_steps + 1, anchor.case.config.steps + 1))
+        out = runs_dir / ANCHOR_RUNS / f"{index:02d}"
+        tell(f"anchor {index}/{len(cases) + 1}: {anchor.name}", None)
+        entry = _compare_case(anchor.case, profile, runner, out, steps, anchor.warmup_steps, reuse, disturbed_above)
+        anchor_runs.append(anchor_run_record(index, entry, time.perf_counter() - t0))
+        if entries:
+            apply_anchor(entries[-1], anchor_runs[-2], anchor_runs[-1], profile_hour_step(anchor, profile.anchor)[0])
+        tell(f"anchor {index}: measured {entry['measured_step_s']:.2f} s (x{anchor_runs[-1]['ratio']:.3f})", None)
+        report(complete=False)
+
+    if anchor is not None:
+        run_anchor()
     for case in cases:
         steps = list(range(warmup_steps + 1, case.config.steps + 1))
-        predicted = predict_step(case.config, profile, replay=steps)
         out = runs_dir / case.name
-        results = reusable_results(out, case) if reuse else None
-        reused = results is not None
-        tell(
-            f"{case.name}: {'reusing ' + str(out) if results else 'running'} "
-            f"(predicted {np.median([s.time_s['total'] for s in predicted.steps]):.2f} s/step)",
-            None,
-        )
-        if results is None:
-            results = runner.run(case, out)
-        every = parse_loop_steps(results, out / "results.json", skip_first=warmup_steps)
-        compare, numbers = validation_entry, steps
-        if case.config.schedule == "async":  # throughput, over the whole predicted run's steps 1, 2, ...
-            compare, numbers = async_validation_entry, list(range(1, len(predicted.steps) + 1))
-            every = with_trained_counts(every, results)
-        loads = step_loads(out)
-        measured, dropped = drop_disturbed(every, loads, disturbed_above)
-        entry = compare(case.name, predicted, measured, numbers)
-        entry.update(
-            note=case.note,
-            algorithm=case.config.trainer.algorithm,
-            schedule=case.config.schedule,
-            placement=_placement_label(case.config.placement),
-            runtime=case.config.reward.runtime,
-            reused=reused,
-            run_dir=str(out),
-            foreign_cpu_share={str(n): round(loads[n], 3) for n in every.numbers if n in loads},
-            dropped_steps=dropped,
-            error_all_steps=compare(case.name, predicted, every, numbers)["error"],
-        )
-        if case.config.schedule == "async":
-            entry.update(async_run_figures(predicted, results))
+        entry = _compare_case(case, profile, runner, out, steps, warmup_steps, reuse, disturbed_above, tell)
         entries.append(entry)
         measured_as = (
             f"{entry['measured_rollouts_per_hour']:,.0f} rollouts trained/h"
@@ -186,7 +200,55 @@ def run_validation(
             else f"{entry['measured_step_s']:.2f} s"
         )
         tell(f"{case.name}: measured {measured_as}, error {entry['error']:+.1%}", entry)
-        report = validation_report(entries, **meta, complete=len(entries) == len(cases))
-        if json_path is not None:
-            atomic_write_json(json_path, report)
-    return validation_report(entries, **meta, complete=True)
+        report(complete=anchor is None and len(entries) == len(cases))
+        if anchor is not None:
+            run_anchor()
+    return report(complete=True)
+
+
+def _compare_case(
+    case: LoopCase,
+    profile: Profile,
+    runner: LoopRunner,
+    out: Path,
+    steps: list[int],
+    warmup_steps: int,
+    reuse: bool,
+    disturbed_above: float | None,
+    tell: Note | None = None,
+) -> dict[str, Any]:
+    """Predict ``case`` for its measured ``steps``, run it into ``out`` (or reuse a run there), compare."""
+    predicted = predict_step(case.config, profile, replay=steps)
+    results = reusable_results(out, case) if reuse else None
+    reused = results is not None
+    if tell is not None:
+        tell(
+            f"{case.name}: {'reusing ' + str(out) if results else 'running'} "
+            f"(predicted {np.median([s.time_s['total'] for s in predicted.steps]):.2f} s/step)",
+            None,
+        )
+    if results is None:
+        results = runner.run(case, out)
+    every = parse_loop_steps(results, out / "results.json", skip_first=warmup_steps)
+    compare, numbers = validation_entry, steps
+    if case.config.schedule == "async":  # throughput, over the whole predicted run's steps 1, 2, ...
+        compare, numbers = async_validation_entry, list(range(1, len(predicted.steps) + 1))
+        every = with_trained_counts(every, results)
+    loads = step_loads(out)
+    measured, dropped = drop_disturbed(every, loads, disturbed_above)
+    entry = compare(case.name, predicted, measured, numbers)
+    entry.update(
+        note=case.note,
+        algorithm=case.config.trainer.algorithm,
+        schedule=case.config.schedule,
+        placement=_placement_label(case.config.placement),
+        runtime=case.config.reward.runtime,
+        reused=reused,
+        run_dir=str(out),
+        foreign_cpu_share={str(n): round(loads[n], 3) for n in every.numbers if n in loads},
+        dropped_steps=dropped,
+        error_all_steps=compare(case.name, predicted, every, numbers)["error"],
+    )
+    if case.config.schedule == "async":
+        entry.update(async_run_figures(predicted, results))
+    return entry
