@@ -181,7 +181,7 @@ def test_no_anchor_restores_raw_validation_and_a_set_without_one_says_so(tmp_pat
     assert build_parser().parse_args(["plan", "validate", "x.yaml"]).anchored is True
     console = Console(file=io.StringIO(), width=300)
     plain = validate(tmp_path, write_sets(tmp_path, None), DriftingHost(0.0), console)
-    assert plain["anchoring"] == "off (the set names no anchor)"
+    assert plain["anchoring"] == "off (neither the set nor the profile names an anchor)"
     assert "names no anchor" in console.file.getvalue()
 
 
@@ -259,3 +259,20 @@ def test_the_profile_config_anchor_must_be_a_configuration_of_its_loop_set(tmp_p
             timeout=120,
         )
         assert out.returncode == code and message in out.stdout + out.stderr, out.stdout + out.stderr
+
+
+def test_a_set_without_an_anchor_uses_the_one_the_profile_kept(tmp_path: Path) -> None:
+    path = write_sets(tmp_path, None)
+    cal = next(c for c in resolve_cases(*load_loop_set(tmp_path / "cal.yaml")) if c.name == "cal-a")
+    results = tmp_path / "profile-runs" / "cal-a" / "results.json"
+    DriftingHost(0.0).run(cal, results.parent)
+    kept = anchor_record("cal-a", "cal.yaml", cal.config.model_dump(mode="json"), results, skip_first=1)
+    save_profile(profile().model_copy(update={"anchor": kept}), tmp_path / "profile.json")
+    host = DriftingHost(0.03)
+    report = validate(tmp_path, path, host)
+    assert host.ran == ["cal-a", "v1", "cal-a", "v2", "cal-a", "v3", "cal-a"] and report["anchoring"] == "on"
+    assert report["anchored"]["max_abs_error"] < 1e-3 < report["max_abs_error"]
+    assert report["anchor"]["drift_since_profile"] == pytest.approx(0.0, abs=1e-9)
+    host = DriftingHost(0.03)
+    validate(tmp_path, path, host, anchored=False)
+    assert host.ran == ["v1", "v2", "v3"]

@@ -301,6 +301,10 @@ class ProfileAnchor(_Strict):
     phases_s: dict[str, float] = Field(default_factory=dict, description="median seconds per phase")
     steps: list[int] = Field(default_factory=list, description="the loop's step numbers measured")
     measured_at: str = Field(description="when the run finished (ISO 8601, UTC)")
+    warmup_steps: int = Field(default=1, ge=0, description="warm-up steps of the run, not measured")
+    run_config: dict[str, Any] | None = Field(
+        default=None, description="the anchor's `rlsim run` config, so a validation set may leave the anchor out"
+    )
 
 
 class Profile(_Strict):

@@ -96,6 +96,8 @@ def anchor_record(
         phases_s={p: float(np.median(v)) for p, v in steps.time_s.items() if p != "total"},
         steps=steps.numbers,
         measured_at=datetime.fromtimestamp(results_path.stat().st_mtime, timezone.utc).isoformat(timespec="seconds"),
+        warmup_steps=skip_first,
+        run_config=config_json,
     )
 
 

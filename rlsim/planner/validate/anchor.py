@@ -95,6 +95,18 @@ def resolve_anchor(spec: AnchorSpec, base_dir: Path, validation_names: Sequence[
     return Anchor(case, calibration.warmup_steps, set_path)
 
 
+def anchor_from_profile(recorded: ProfileAnchor, validation_names: Sequence[str], source: str) -> Anchor:
+    """The anchor the profile kept (``rlsim profile`` with ``anchor:``), for a validation set that names none."""
+    from rlsim.loop.config import RunConfig
+
+    if recorded.run_config is None:
+        raise RlsimError(f"{source}: the profile's anchor {recorded.config} keeps no run config; name the anchor")
+    if ANCHOR_RUNS in validation_names:
+        raise RlsimError(f"{source}: a configuration is named {ANCHOR_RUNS!r}, the anchor runs' folder; rename it")
+    case = LoopCase(recorded.config, "the profile's anchor", RunConfig.model_validate(recorded.run_config))
+    return Anchor(case, recorded.warmup_steps, Path(recorded.loop_set))
+
+
 def anchor_run_record(index: int, entry: dict[str, Any], elapsed_s: float) -> dict[str, Any]:
     """What one anchor run measured (from its validation entry), with the host ratios it gives."""
     phases = {

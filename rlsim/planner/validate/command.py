@@ -23,7 +23,7 @@ from rlsim.planner.profile.schema import Profile, load_profile
 from rlsim.planner.runs.loop_runner import LoopRunner
 from rlsim.planner.runs.loop_set import LoopCase, LoopSet, load_loop_set, resolve_cases, resolve_path
 from rlsim.planner.runs.predict import predict_step
-from rlsim.planner.validate.anchor import Anchor, resolve_anchor
+from rlsim.planner.validate.anchor import Anchor, anchor_from_profile, resolve_anchor
 from rlsim.planner.validate.compare import run_validation
 from rlsim.progress import make_console
 
@@ -45,8 +45,12 @@ def prepare_validation(
     for case in cases:  # a config the planner cannot simulate fails here, before any loop starts
         predict_step(case.config, profile, replay=[loop_set.warmup_steps + 1])
     anchor = None
+    names = [c.name for c in cases]
     if anchored and loop_set.anchor is not None:
-        anchor = resolve_anchor(loop_set.anchor, base_dir, [c.name for c in cases], source=str(path))
+        anchor = resolve_anchor(loop_set.anchor, base_dir, names, source=str(path))
+    elif anchored and profile.anchor is not None and profile.anchor.run_config is not None:
+        anchor = anchor_from_profile(profile.anchor, names, source=str(path))
+    if anchor is not None:
         predict_step(anchor.case.config, profile, replay=[anchor.warmup_steps + 1])
     return cases, profile, profile_path, loop_set, anchor
 
@@ -70,8 +74,9 @@ def validate_command(
     cases, profile, profile_path, loop_set, anchor = prepare_validation(path, overrides, profile_path, anchored)
     if anchored and anchor is None:
         console.print(
-            f"[yellow]note:[/yellow] {path} names no anchor, so only raw errors are reported, and the host's drift "
-            "is in them; add `anchor: {set: CALIBRATION_SET.yaml, config: NAME}` (docs/planner.md)"
+            f"[yellow]note:[/yellow] {path} names no anchor and the profile keeps none, so only raw errors are "
+            "reported, and the host's drift is in them; add `anchor: {set: CALIBRATION_SET.yaml, config: NAME}` "
+            "(docs/planner.md)"
         )
     if runner is None:
         from rlsim.planner.runs.loop_runner import RealLoopRunner
@@ -91,7 +96,7 @@ def validate_command(
         "warmup_steps": loop_set.warmup_steps,
         "quiet": loop_set.quiet.model_dump() if loop_set.quiet else None,
         "disturbed_above": loop_set.disturbed_above,
-        "anchoring": "on" if anchor else ("off (--no-anchor)" if not anchored else "off (the set names no anchor)"),
+        "anchoring": _anchoring(anchor, anchored),
         "error_definition": (
             "per entry's metric: step_time_s: predicted_step_s / measured_step_s - 1 (medians over the measured "
             "steps); rollouts_trained_per_hour (schedule async): predicted / measured rollouts trained per hour "
@@ -134,6 +139,13 @@ def validate_command(
 
     atomic_write_json(json_path, report)
     return report
+
+
+def _anchoring(anchor: Anchor | None, anchored: bool) -> str:
+    """What the report says of anchoring: on, or off and why."""
+    if anchor is not None:
+        return "on"
+    return "off (--no-anchor)" if not anchored else "off (neither the set nor the profile names an anchor)"
 
 
 def _gemm_like(profile: Profile) -> dict[str, float]:
