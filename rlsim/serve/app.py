@@ -25,6 +25,7 @@ from rlsim.errors import RlsimError
 from rlsim.serve.backend import ScoreJob, ScoringBackend
 from rlsim.serve.metrics import CONTENT_TYPE, ServerMetrics
 from rlsim.serve.middleware import BodyLimit, RequestAccounting
+from rlsim.serve.openapi_limits import with_limits
 from rlsim.serve.protocols import ServedModel, protocol_router
 from rlsim.serve.schemas import (
     HealthBody,
@@ -158,7 +159,20 @@ def create_app(
 
     # The frameworks' protocols share /score's path through the batcher, limits and metrics.
     app.include_router(protocol_router(lambda request: score_request(state, request), state.served_model))
+    _publish_limits(app, state)
     return app
+
+
+def _publish_limits(app: FastAPI, state: ServerState) -> None:
+    """``/openapi.json`` states this server's limits and, once loaded, its vocabulary (``openapi_limits.py``)."""
+    plain = app.openapi  # FastAPI's generator, which caches the document it builds
+
+    def openapi() -> dict[str, Any]:
+        backend = state.backend if state.status == "ready" else None
+        vocab = backend.vocab_size if backend is not None else None
+        return with_limits(plain(), state.settings, vocab, loaded=backend is not None)
+
+    app.openapi = openapi  # type: ignore[method-assign]
 
 
 async def score_request(state: ServerState, request: ScoreRequest) -> ScoreResponse:

@@ -18,9 +18,9 @@ import time
 import uuid
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, StrictStr, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictStr, field_validator, model_validator
 
-from rlsim.serve.schemas import check_encodable
+from rlsim.serve.schemas import TokenId, check_encodable
 
 
 class RewardRequest(BaseModel):
@@ -61,7 +61,7 @@ class ClassifyRequest(BaseModel):
     model_config = ConfigDict(extra="allow")
 
     model: StrictStr | None = Field(default=None, description="the served model's id (GET /v1/models); default: it")
-    input: StrictStr | list[StrictStr] | list[StrictInt] | list[list[StrictInt]] = Field(
+    input: StrictStr | list[StrictStr] | list[TokenId] | list[list[TokenId]] = Field(
         description="one text, a list of texts, one row of reward-model token ids, or a list of rows"
     )
     use_activation: StrictBool | None = Field(

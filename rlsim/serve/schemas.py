@@ -7,9 +7,18 @@ Types are checked here (a wrong type is a 422); limits that depend on the server
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    StrictInt,
+    StrictStr,
+    field_validator,
+    model_validator,
+)
 from pydantic.config import JsonDict
 
 # "Exactly one of texts or token_ids, not null" in the published schema, so a client generated from
@@ -20,6 +29,18 @@ EXACTLY_ONE_INPUT: JsonDict = {
         {"required": ["token_ids"], "properties": {"token_ids": {"type": "array"}}},
     ]
 }
+
+
+def _integral(value: Any) -> Any:
+    """JSON Schema's ``integer`` takes 5.0 (a number with no fraction), so the server does too; True does not."""
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value
+
+
+# A reward-model token id: an integer >= 0 (the vocabulary's upper bound is the loaded model's, checked by
+# the app and published in /openapi.json once known, see openapi_limits.py).
+TokenId = Annotated[StrictInt, BeforeValidator(_integral), Field(ge=0)]
 
 
 def check_encodable(texts: list[str] | None, field: str = "text") -> list[str] | None:
@@ -40,7 +61,7 @@ class ScoreRequest(BaseModel):
     model_config = ConfigDict(extra="forbid", json_schema_extra=EXACTLY_ONE_INPUT)
 
     texts: list[StrictStr] | None = Field(default=None, description="texts to score, one reward each")
-    token_ids: list[list[StrictInt]] | None = Field(
+    token_ids: list[list[TokenId]] | None = Field(
         default=None, description="pre-tokenized rows in the reward model's vocabulary, special tokens included"
     )
 

@@ -7,11 +7,19 @@ from __future__ import annotations
 import jsonschema
 import pytest
 from hypothesis import HealthCheck, given, settings
+from tiny_scorer import TextOnlyScorer, tiny_spec
+
+from rlsim.scoring.base import ScorerSettings
 
 schemathesis = pytest.importorskip("schemathesis")
 from schemathesis import GenerationMode  # noqa: E402
 from schemathesis import checks as st_checks  # noqa: E402
+from schemathesis.config import SchemathesisConfig  # noqa: E402
 
+# A request over a limit the schema states is refused with 413 (Content Too Large), a rejection like a 422.
+REJECTIONS = SchemathesisConfig.from_dict(
+    {"checks": {"negative_data_rejection": {"expected-statuses": ["400", "404", "413", "422"]}}}
+)
 ENDPOINTS = {
     ("/score", "post"),
     ("/get_reward", "post"),
@@ -95,7 +103,7 @@ def test_schemathesis_finds_no_disagreement(served) -> None:
     """Schema-valid and schema-invalid requests against every operation: no 5xx, every status, content
     type, header and body as documented, and every schema-invalid request refused."""
     srv, _ = served
-    schema = schemathesis.openapi.from_url(f"{srv.url}/openapi.json")
+    schema = schemathesis.openapi.from_url(f"{srv.url}/openapi.json", config=REJECTIONS)
     selected = [
         st_checks.not_a_server_error,
         st_checks.status_code_conformance,
@@ -116,3 +124,78 @@ def test_schemathesis_finds_no_disagreement(served) -> None:
                 c.call_and_validate(checks=selected)
 
             case()
+
+
+def request_validator(doc: dict, path: str) -> jsonschema.Draft202012Validator:
+    request = doc["paths"][path]["post"]["requestBody"]["content"]["application/json"]["schema"]
+    return validator(doc, request["$ref"].rsplit("/", 1)[1])
+
+
+def test_the_schema_states_the_limits_the_server_enforces(served) -> None:
+    """The fuzzer's three finds, the request limits and the vocabulary: schema-valid exactly when accepted."""
+    srv, doc = served
+    vocab = srv.state.backend.vocab_size
+    cases = {
+        "/score": [
+            {"token_ids": [[vocab - 1, 0]]},
+            {"token_ids": [[vocab]]},  # outside the vocabulary (the fuzzer's third find)
+            {"token_ids": [[-1]]},
+            {"token_ids": [[]]},
+            {"token_ids": [[1] * 256]},
+            {"token_ids": [[1] * 257]},  # max_row_tokens
+            {"texts": ["a"] * 8},
+            {"texts": ["a"] * 9},  # max_texts
+            {"texts": ["a" * 2000]},
+            {"texts": ["a" * 2001]},  # max_text_chars
+        ],
+        "/classify": [
+            {"input": [[]]},  # an empty token row (the fuzzer's first find)
+            {"input": []},
+            {"input": [1, 2]},
+            {"input": [[1], [2]]},
+            {"input": [vocab]},
+            {"input": "a" * 2001},
+            {"input": ["a"] * 9},
+            {"input": "a", "model": "tiny-test"},
+            {"input": "a", "model": "another"},
+        ],
+        "/get_reward": [{"query": ["a"] * 9}, {"query": ["a"], "prompts": ["p"] * 9}, {"query": ["a"] * 8}],
+    }
+    with srv.client() as client:
+        for path, bodies in cases.items():
+            check = request_validator(doc, path)
+            for body in bodies:
+                status = client.post(path, json=body).status_code
+                assert check.is_valid(body) == (status == 200), (path, str(body)[:80], status)
+    # What JSON Schema cannot state is in the description: prompts and labels come one per query.
+    props = doc["components"]["schemas"]["RewardRequest"]["properties"]
+    assert all("exactly as many entries as query" in props[k]["description"] for k in ("prompts", "labels"))
+    assert f"[0, {vocab})" in doc["components"]["schemas"]["ScoreRequest"]["properties"]["token_ids"]["description"]
+
+
+def test_a_text_only_runtime_publishes_no_token_input(start_server) -> None:
+    srv = start_server(scorer=TextOnlyScorer(tiny_spec(), ScorerSettings()), max_texts=8)
+    with srv.client() as client:
+        doc = client.get("/openapi.json").json()
+        assert client.post("/score", json={"token_ids": [[1]]}).status_code == 422
+    assert not request_validator(doc, "/score").is_valid({"token_ids": [[1]]})
+    assert not request_validator(doc, "/classify").is_valid({"input": [1]})
+    assert request_validator(doc, "/classify").is_valid({"input": ["a"]})
+
+
+def test_schemathesis_positive_requests_to_score_and_classify_are_accepted(served) -> None:
+    """Every request the schema calls valid gets a 2xx (``/get_reward``'s one-per-query rule is not one JSON
+    Schema can state, so it is left to the test above)."""
+    srv, _ = served
+    schema = schemathesis.openapi.from_url(f"{srv.url}/openapi.json")
+    for result in schema.get_all_operations():
+        operation = result.ok()
+        if operation.path not in ("/score", "/classify"):
+            continue
+
+        @settings(max_examples=40, deadline=None, database=None, suppress_health_check=list(HealthCheck))
+        @given(operation.as_strategy(generation_mode=GenerationMode.POSITIVE))
+        def case(c) -> None:
+            c.call_and_validate(checks=[st_checks.not_a_server_error, st_checks.positive_data_acceptance])
+
+        case()
