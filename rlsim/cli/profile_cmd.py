@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     from rich.console import Console
 
     from rlsim.planner.calibrate.build import Built, ProfileConfig
-    from rlsim.planner.profile.schema import Profile, ProfileAnchor
+    from rlsim.planner.profile.schema import Profile
     from rlsim.planner.runs.loop_set import LoopCase, LoopSet
 
 
@@ -104,7 +104,7 @@ def run(args: argparse.Namespace) -> int:
     fill = load_profile(args.fill_from) if args.fill_from else None
     scorers_from = load_profile(args.scorers_from) if args.scorers_from else None
     console = make_console(stderr=True)
-    loop_results, anchor = _loop_runs(config, base_dir, args, console)
+    loop_results, records = _loop_runs(config, base_dir, args, console)
     cells = len(config.runtimes) * len(config.units) * len(config.batch_sizes) * len(config.lengths)
     if config.roles:
         cells += len(config.roles.units) * len(config.roles.batch_sizes) * len(config.roles.lengths)
@@ -127,9 +127,7 @@ def run(args: argparse.Namespace) -> int:
             scorers_from=scorers_from,
             notes=_provenance(args, scorers_from),
         )
-    profile = built.profile.model_copy(
-        update={"machine": _machine(config, measured=not args.no_scorers), "anchor": anchor}
-    )
+    profile = built.profile.model_copy(update={"machine": _machine(config, measured=not args.no_scorers), **records})
     save_profile(profile, args.out)
     if args.summary:
         from rlsim.io import atomic_write_json
@@ -162,24 +160,37 @@ def _check_outputs(args: argparse.Namespace) -> None:
 
 def _loop_runs(
     config: ProfileConfig, base_dir: Path, args: argparse.Namespace, console: Console
-) -> tuple[list[Path], ProfileAnchor | None]:
-    """Run the config's loop set (if any); returns its results.json paths and the anchor's record."""
+) -> tuple[list[Path], dict[str, Any]]:
+    """Run the config's loop set (if any); returns its results.json paths and the profile's ``calibration``
+    and ``anchor`` records (what anchored validation checks and scales with)."""
     if not config.loop_set:
-        return [], None
+        return [], {}
+    from rlsim.planner.profile.schema import CalibrationSet
     from rlsim.planner.runs.loop_results import anchor_record
-    from rlsim.planner.runs.loop_runner import RealLoopRunner, run_cases
+    from rlsim.planner.runs.loop_runner import RealLoopRunner, run_cases, step_loads
 
     loop_set, cases = _loop_cases(config, base_dir, args)
     runs_dir = args.runs or Path("runs") / "profile" / config.hardware_kind
     paths = run_cases(
         cases, RealLoopRunner(console=console, quiet=loop_set.quiet), runs_dir, reuse=args.reuse, note=console.print
     )
+    calibration = CalibrationSet(
+        loop_set=config.loop_set, configs={c.name: c.config.model_dump(mode="json") for c in cases}
+    )
     anchor = next((c for c in cases if c.name == config.anchor), None)
     if anchor is None:
-        return paths, None
-    results = runs_dir / anchor.name / "results.json"
-    config_json = anchor.config.model_dump(mode="json")
-    return paths, anchor_record(anchor.name, config.loop_set, config_json, results, config.skip_first)
+        return paths, {"calibration": calibration}
+    out = runs_dir / anchor.name
+    record = anchor_record(
+        anchor.name,
+        config.loop_set,
+        anchor.config.model_dump(mode="json"),
+        out / "results.json",
+        loop_set.warmup_steps,
+        step_loads(out),
+        loop_set.disturbed_above,
+    )
+    return paths, {"calibration": calibration, "anchor": record}
 
 
 def _loop_cases(config: ProfileConfig, base_dir: Path, args: argparse.Namespace) -> tuple[LoopSet, list[LoopCase]]:
@@ -197,6 +208,13 @@ def _loop_cases(config: ProfileConfig, base_dir: Path, args: argparse.Namespace)
         raise RlsimError(
             f"{args.config}: anchor {config.anchor!r} is not a configuration of the loop set {path} "
             f"(it has: {', '.join(names)})"
+        )
+    if config.anchor is not None and next(c for c in cases if c.name == config.anchor).config.schedule == "async":
+        from rlsim.errors import RlsimError
+
+        raise RlsimError(
+            f"{args.config}: anchor {config.anchor!r} runs the async schedule, which is compared on throughput; "
+            "name a sequential or overlapped configuration"
         )
     return loop_set, cases
 

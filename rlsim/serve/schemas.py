@@ -38,9 +38,9 @@ def _integral(value: Any) -> Any:
     return value
 
 
-# A reward-model token id: an integer >= 0 (the vocabulary's upper bound is the loaded model's, checked by
-# the app and published in /openapi.json once known, see openapi_limits.py).
-TokenId = Annotated[StrictInt, BeforeValidator(_integral), Field(ge=0)]
+# A reward-model token id: an integer in [0, vocab_size). The schema says >= 0 (and, once the model is loaded,
+# the upper bound: openapi_limits.py); the app checks both, naming the row and the vocabulary.
+TokenId = Annotated[StrictInt, BeforeValidator(_integral), Field(json_schema_extra={"minimum": 0})]
 
 
 def check_encodable(texts: list[str] | None, field: str = "text") -> list[str] | None:

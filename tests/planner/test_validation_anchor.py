@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import io
 import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -21,11 +22,11 @@ from rich.console import Console
 
 from rlsim.cli.main import build_parser
 from rlsim.errors import RlsimError
-from rlsim.planner.profile.schema import save_profile
+from rlsim.planner.profile.schema import CalibrationSet, save_profile
 from rlsim.planner.runs.loop_results import anchor_record, config_key
 from rlsim.planner.runs.loop_set import LoopCase, load_loop_set, resolve_cases
 from rlsim.planner.runs.predict import predict_step
-from rlsim.planner.validate.anchor import identical_run_floor
+from rlsim.planner.validate.anchor import apply_anchor, identical_run_floor
 from rlsim.planner.validate.command import validate_command, validation_table
 from rlsim.rollout.prompts import make_step_requests
 
@@ -76,13 +77,13 @@ class DriftingHost:
     """Each run takes the planner's prediction of its steps, times ``1 + drift * k`` for the k-th run started
     (k = 0, 1, ...); ``only`` limits the slowdown to those phases (the step grows by their extra time)."""
 
-    def __init__(self, drift: float, only: tuple[str, ...] = PHASES) -> None:
-        self.drift, self.only = drift, only
+    def __init__(self, drift: float, only: tuple[str, ...] = PHASES, off: dict[str, float] | None = None) -> None:
+        self.drift, self.only, self.off = drift, only, off or {}
         self.ran: list[str] = []
         self.closed = False
 
     def run(self, case: LoopCase, out: Path) -> dict[str, Any]:
-        slow = 1 + self.drift * len(self.ran)
+        slow = (1 + self.drift * len(self.ran)) * self.off.get(case.name, 1.0)  # off: the model's miss on it
         self.ran.append(case.name)
         predicted = predict_step(case.config, profile(), replay=list(range(1, case.config.steps + 1)))
         w = case.config.workload
@@ -111,10 +112,10 @@ class DriftingHost:
 
 
 def validate(
-    tmp_path: Path, path: Path, host: DriftingHost, console: Console | None = None, **kw: Any
+    tmp_path: Path, path: Path, host: DriftingHost, console: Console | None = None, reuse: bool = False, **kw: Any
 ) -> dict[str, Any]:
     console = console or Console(file=io.StringIO(), width=300)
-    return validate_command(path, [], None, tmp_path / "runs", tmp_path / "v.json", False, host, console, **kw)
+    return validate_command(path, [], None, tmp_path / "runs", tmp_path / "v.json", reuse, host, console, **kw)
 
 
 def test_the_raw_error_carries_the_hosts_drift_and_the_anchored_error_does_not(tmp_path: Path) -> None:
@@ -137,7 +138,11 @@ def test_the_raw_error_carries_the_hosts_drift_and_the_anchored_error_does_not(t
     # The steady drift moves consecutive runs apart but not a run from its neighbours' geometric mean.
     assert anchor["floor"]["anchored"]["n"] == 2 and anchor["floor"]["anchored"]["mean_abs_change"] < 3e-3
     on_disk = json.loads((tmp_path / "v.json").read_text())
-    assert on_disk["complete"] and on_disk["anchoring"] == "on" and on_disk["anchor"]["config"] == "cal-a"
+    assert (
+        on_disk["complete"]
+        and on_disk["anchoring"] == "on (the set's anchor)"
+        and on_disk["anchor"]["config"] == "cal-a"
+    )
     title = str(validation_table(report).title)
     assert "anchored on cal-a: median 0.0%" in title and "host drift +18.0%" in title
 
@@ -147,7 +152,7 @@ def test_a_drift_in_generation_only_leaves_a_residual_the_report_names(tmp_path:
     report = validate(tmp_path, write_sets(tmp_path, {"set": "cal.yaml", "config": "cal-a"}), host)
     anchor = report["anchor"]
     assert anchor["phase_drift"]["generate"] == pytest.approx(0.30, rel=1e-6)
-    assert "uneven across phases, most in generate (generate +30.0%" in anchor["uneven"]
+    assert "uneven across phases, most in generate (anchor run 4 against run 1: generate +30.0%" in anchor["uneven"]
     assert "phase mix" in anchor["uneven"]
     # Generation's share differs between the configurations, so scaling the step as a whole leaves some of the
     # drift, while each phase scaled by the anchor's own phase ratio comes out right.
@@ -226,11 +231,22 @@ def test_a_profile_that_kept_its_anchor_step_gives_the_drift_since_its_own_hour(
         assert e["profile_hour_error"] == pytest.approx(e["anchored_error"], abs=1e-9)
         assert abs(e["profile_hour_error"]) < 2e-3 < abs(e["error"])
     # Another run config under the same name is no anchor of this set: no profile-hour error, and why.
-    other = kept.model_copy(update={"config_key": config_key({"other": 1})})
-    save_profile(profile().model_copy(update={"anchor": other}), tmp_path / "profile.json")
-    report = validate(tmp_path, path, DriftingHost(0.04))
-    assert "ran with other settings" in report["anchor"]["profile_anchor"]
-    assert report["anchor"]["drift_since_profile"] is None and "profile_hour_error" not in report["configs"][0]
+    assert kept.run_config is not None
+    for other in (
+        kept.model_copy(update={"run_config": {**kept.run_config, "seed": 99}}),
+        kept.model_copy(update={"run_config": None, "config_key": config_key({"other": 1})}),  # an older profile
+    ):
+        save_profile(profile().model_copy(update={"anchor": other}), tmp_path / "profile.json")
+        report = validate(tmp_path, path, DriftingHost(0.04))
+        assert "ran with other settings" in report["anchor"]["profile_anchor"]
+        assert report["anchor"]["drift_since_profile"] is None and "profile_hour_error" not in report["configs"][0]
+    # A setting the loop gained since, absent from the stored config at its default, is the same run.
+    trimmed = {k: v for k, v in kept.run_config.items() if k != "faults"}
+    save_profile(
+        profile().model_copy(update={"anchor": kept.model_copy(update={"run_config": trimmed})}),
+        tmp_path / "profile.json",
+    )
+    assert validate(tmp_path, path, DriftingHost(0.0))["anchor"]["drift_since_profile"] == pytest.approx(0.0)
 
 
 def test_the_profile_config_anchor_must_be_a_configuration_of_its_loop_set(tmp_path: Path) -> None:
@@ -270,9 +286,71 @@ def test_a_set_without_an_anchor_uses_the_one_the_profile_kept(tmp_path: Path) -
     save_profile(profile().model_copy(update={"anchor": kept}), tmp_path / "profile.json")
     host = DriftingHost(0.03)
     report = validate(tmp_path, path, host)
-    assert host.ran == ["cal-a", "v1", "cal-a", "v2", "cal-a", "v3", "cal-a"] and report["anchoring"] == "on"
+    assert (
+        host.ran == ["cal-a", "v1", "cal-a", "v2", "cal-a", "v3", "cal-a"]
+        and report["anchoring"] == "on (the profile's anchor)"
+    )
     assert report["anchored"]["max_abs_error"] < 1e-3 < report["max_abs_error"]
     assert report["anchor"]["drift_since_profile"] == pytest.approx(0.0, abs=1e-9)
     host = DriftingHost(0.03)
     validate(tmp_path, path, host, anchored=False)
     assert host.ran == ["v1", "v2", "v3"]
+
+
+def keep_profile_anchor(tmp_path: Path, host: DriftingHost, calibrated: bool = False) -> None:
+    """Save the test profile with cal-a's step as ``host`` runs it now (and the calibration set, if asked)."""
+    cal = {c.name: c for c in resolve_cases(*load_loop_set(tmp_path / "cal.yaml"))}
+    results = tmp_path / "profile-runs" / "cal-a" / "results.json"
+    host.run(cal["cal-a"], results.parent)
+    kept = anchor_record("cal-a", "cal.yaml", cal["cal-a"].config.model_dump(mode="json"), results, skip_first=1)
+    update: dict[str, Any] = {"anchor": kept}
+    if calibrated:
+        configs = {name: c.config.model_dump(mode="json") for name, c in cal.items()}
+        update["calibration"] = CalibrationSet(loop_set="cal.yaml", configs=configs)
+    save_profile(profile().model_copy(update=update), tmp_path / "profile.json")
+
+
+def test_the_anchored_error_is_relative_to_the_models_miss_on_the_anchor_and_the_profile_hour_error_is_not(
+    tmp_path: Path,
+) -> None:
+    path = write_sets(tmp_path, {"set": "cal.yaml", "config": "cal-a"})
+    keep_profile_anchor(tmp_path, DriftingHost(0.0, off={"cal-a": 1.05}))  # the model is 5% fast on the anchor
+    report = validate(tmp_path, path, DriftingHost(0.02, off={"cal-a": 1.05}))
+    assert report["anchor"]["model_error"] == pytest.approx(1 / 1.05 - 1)
+    for e in report["configs"]:  # the model is exact on every validation configuration
+        assert e["anchored_error"] == pytest.approx(0.05, abs=2e-3)
+        assert e["profile_hour_error"] == pytest.approx(0.0, abs=2e-3)
+
+
+def test_reuse_keeps_an_anchor_run_only_where_both_its_neighbours_are_reused(tmp_path: Path) -> None:
+    path = write_sets(tmp_path, {"set": "cal.yaml", "config": "cal-a"})
+    validate(tmp_path, path, DriftingHost(0.0))
+    shutil.rmtree(tmp_path / "runs" / "v2")  # as if the first session died before v2
+    host = DriftingHost(0.1)
+    report = validate(tmp_path, path, host, reuse=True)
+    assert host.ran == ["cal-a", "v2", "cal-a"]  # anchors 2 and 3, beside v2, are run again with it
+    assert [r["reused"] for r in report["anchor"]["runs"]] == [True, False, False, True]
+    assert all(r["finished_at"] for r in report["anchor"]["runs"])
+    v2 = report["configs"][1]
+    assert v2["anchor_runs"] == [2, 3] and abs(v2["anchored_error"]) < 2e-2 < abs(v2["error"])
+
+
+def test_a_profile_that_records_its_calibration_refuses_an_anchor_from_elsewhere(tmp_path: Path) -> None:
+    write_sets(tmp_path, None)
+    keep_profile_anchor(tmp_path, DriftingHost(0.0), calibrated=True)
+    host = DriftingHost(0.0)
+    elsewhere = write_sets(tmp_path, {"set": "validate.yaml", "config": "v1"})  # in a set, not calibrated on
+    keep_profile_anchor(tmp_path, DriftingHost(0.0), calibrated=True)
+    with pytest.raises(RlsimError, match=r"'v1' of .*validate.yaml is not one of the configurations the profile"):
+        validate(tmp_path, elsewhere, host)
+    assert host.ran == []
+    report = validate(tmp_path, write_sets(tmp_path, {"set": "cal.yaml", "config": "cal-a"}), host)
+    assert report["anchored"]["configs"] == 3
+
+
+def test_a_throughput_entry_is_anchored_the_other_way() -> None:
+    runs = [{"index": i, "ratio": r, "measured_step_s": r, "phases_s": {}} for i, r in ((1, 1.1), (2, 1.1))]
+    entry = {"metric": "rollouts_trained_per_hour", "error": 0.1, "phases_s": {}}
+    apply_anchor(entry, runs[0], runs[1], profile_step_s=1.0)
+    # A host 10% slow trains 10% fewer rollouts per hour than predicted: the anchored prediction is divided.
+    assert entry["anchored_error"] == pytest.approx(0.0) and entry["profile_hour_error"] == pytest.approx(0.0)

@@ -147,6 +147,8 @@ def test_the_schema_states_the_limits_the_server_enforces(served) -> None:
             {"texts": ["a"] * 9},  # max_texts
             {"texts": ["a" * 2000]},
             {"texts": ["a" * 2001]},  # max_text_chars
+            {"token_ids": [[5.0, 7]]},  # JSON Schema's integer takes 5.0, so the server does
+            {"token_ids": [[True]]},
         ],
         "/classify": [
             {"input": [[]]},  # an empty token row (the fuzzer's first find)

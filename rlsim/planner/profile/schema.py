@@ -307,6 +307,13 @@ class ProfileAnchor(_Strict):
     )
 
 
+class CalibrationSet(_Strict):
+    """The loop configurations ``rlsim profile`` calibrated on, by name: what an anchor must be one of."""
+
+    loop_set: str = Field(description="the calibration loop set, as the profile config named it")
+    configs: dict[str, dict[str, Any]] = Field(description="each configuration's `rlsim run` config (JSON)")
+
+
 class Profile(_Strict):
     """Everything the planner needs about one hardware kind. See the module docstring."""
 
@@ -342,6 +349,9 @@ class Profile(_Strict):
         default=None, description="PPO's reference and critic costs (None: profiles without them plan GRPO only)"
     )
     anchor: ProfileAnchor | None = Field(default=None, description="the anchor's step at the profile's hour")
+    calibration: CalibrationSet | None = Field(
+        default=None, description="the loop configurations calibrated on (None: profiles before rlsim kept them)"
+    )
 
     def runtime(self, name: str, source: str = "profile") -> ScorerLatencyModel:
         """The model for key ``name`` (``runtime`` or ``runtime@device``); else an RlsimError listing keys."""

@@ -84,10 +84,17 @@ def config_key(config_json: dict[str, Any]) -> str:
 
 
 def anchor_record(
-    name: str, loop_set: str, config_json: dict[str, Any], results_path: Path, skip_first: int
+    name: str,
+    loop_set: str,
+    config_json: dict[str, Any],
+    results_path: Path,
+    skip_first: int,
+    loads: dict[int, float] | None = None,
+    disturbed_above: float | None = None,
 ) -> ProfileAnchor:
-    """The anchor's measured step (medians over the steps after ``skip_first``) for the profile."""
-    steps = read_loop_steps(results_path, skip_first)
+    """The anchor's measured step for the profile: medians over the steps after ``skip_first`` (the loop set's
+    warm-up), less those other programs disturbed (``loads``, ``disturbed_above``: as validation drops them)."""
+    steps, _ = drop_disturbed(read_loop_steps(results_path, skip_first), loads or {}, disturbed_above)
     return ProfileAnchor(
         config=name,
         loop_set=loop_set,

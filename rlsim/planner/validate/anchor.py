@@ -5,23 +5,26 @@ A shared host drifts: identical runs, token for token the same work, moved 6-22 
 a configuration of the profile's own calibration set, before, between and after the validation
 configurations (A V1 A V2 ... Vn A), and predicts it like the others.
 
-- Each anchor run gives the host's speed at that moment as ``ratio = measured / predicted`` step time
-  (the model's own error on a calibration configuration is in it too, and cancels the same way).
+- Each anchor run gives the host's speed at that moment as ``ratio = measured / predicted`` step time.
 - A configuration's **anchored error** scales its prediction by the ratio of the anchor runs just before
   and just after it, combined as their geometric mean (a linear drift in log-time, read at the midpoint):
   ``anchored = (1 + error) * ratio - 1`` for step time, ``(1 + error) / ratio - 1`` for rollouts per hour.
-  Phase by phase the same is done with the anchor's per-phase ratios (``anchored_phase_errors``).
+  That is ``(1 + m_V) / (1 + m_A) - 1`` with ``m`` the model's error at the profile's hour: the host's
+  speed cancels, and the error is read relative to the model's own error on the anchor ``m_A`` (small, the
+  anchor being a calibration configuration, but in every anchored error; ``anchor.model_error`` where the
+  profile kept the anchor's step). Phase by phase the same is done with the
+  anchor's per-phase ratios (``anchored_phase_errors``, for phases of at least 5 % of the anchor's step).
 - Where the profile kept the anchor's step from its own hour (``rlsim profile`` with ``anchor:``, the same run
   config), ``profile_hour_error`` scales the prediction by the anchor's measured step now over then instead:
-  the host's change since the profile alone, without the model's error on the anchor.
+  the host's change since the profile alone, so ``m_V`` itself (as far as the profile's anchor run was typical).
 - The **drift** is the anchor's last measured step over its first, minus 1; the **identical-run floor**
   is the |change| between consecutive anchor runs (mean with a t-interval, and median): the error an
   identical configuration would show, below which no validation error means anything.
 
 What anchoring cannot correct: a drift that hits one phase and not another (memory bandwidth taken by a
 neighbour slows decoding more than the update) scales the anchor's step by its own phase mix, so a
-configuration with another mix keeps part of it. ``uneven`` names the phases whose drift parted from
-the step's by more than the floor (at least 3 %).
+configuration with another mix keeps part of it. ``uneven`` names the phase that moved most when, in any
+anchor run, the phases' changes since the first run spread by more than the anchored floor (at least 3 %).
 """
 
 from __future__ import annotations
@@ -29,16 +32,20 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from rlsim.errors import RlsimError
 from rlsim.metrics.stats import mean_ci
-from rlsim.planner.profile.schema import ProfileAnchor
+from rlsim.planner.profile.schema import CalibrationSet, ProfileAnchor
 from rlsim.planner.runs.loop_results import config_key
 from rlsim.planner.runs.loop_set import AnchorSpec, LoopCase, load_loop_set, resolve_cases, resolve_path
+
+if TYPE_CHECKING:
+    from rlsim.loop.config import RunConfig
 
 ANCHOR_RUNS = "anchor-runs"  # folder under the runs folder holding the anchor's runs 01, 02, ...
 COMBINE = (
@@ -50,7 +57,7 @@ ANCHORED_FLOOR = (
     "|anchored error| of the anchor itself: each inner anchor run against the geometric mean of its neighbours; "
     "mean with a 95% t-interval, median"
 )
-UNEVEN_AT_LEAST = 0.03  # a phase's drift must part from the step's by this much (or the floor) to be named
+UNEVEN_AT_LEAST = 0.03  # the phases' drifts must spread by this much (or the anchored floor) to be named
 PHASE_SHARE_AT_LEAST = 0.05  # phases under this share of the anchor's step are too small to read a drift from
 
 
@@ -67,12 +74,20 @@ class Anchor:
         return self.case.name
 
 
-def resolve_anchor(spec: AnchorSpec, base_dir: Path, validation_names: Sequence[str], source: str) -> Anchor:
-    """The anchor named by ``spec``: a configuration of the calibration set ``spec.set``, exactly as that
-    set runs it (the validation set's own settings and ``--set`` overrides do not reach it).
+def resolve_anchor(
+    spec: AnchorSpec,
+    base_dir: Path,
+    validation_names: Sequence[str],
+    source: str,
+    calibrated: CalibrationSet | None = None,
+) -> Anchor:
+    """The anchor named by ``spec``: a configuration of the calibration set ``spec.set`` with the run config
+    that set gives it (the validation set's own settings and ``--set`` overrides do not reach it).
 
     Raises RlsimError when the set has no such configuration, when it is an async one (compared on
-    throughput, so its step time is no clock), or when a validation configuration takes its folder name."""
+    throughput, so its step time is no clock), when ``calibrated`` (the profile's record of what it was
+    fitted on) holds no configuration with that run config, or when a validation configuration takes its
+    folder name. Profiles made before rlsim kept that record (None) are checked against the set file only."""
     set_path = resolve_path(base_dir, spec.set)
     if not set_path.is_file():
         raise RlsimError(f"{source}: anchor.set {spec.set} is not a file; name the profile's calibration loop set")
@@ -90,12 +105,33 @@ def resolve_anchor(spec: AnchorSpec, base_dir: Path, validation_names: Sequence[
             f"{source}: anchor.config {spec.config!r} runs the async schedule, which is compared on throughput; "
             "anchor on a sequential or overlapped configuration (its step time is the host's clock)"
         )
+    if calibrated is not None and not any(same_run_config(c, case.config) for c in calibrated.configs.values()):
+        raise RlsimError(
+            f"{source}: anchor {spec.config!r} of {set_path} is not one of the configurations the profile was "
+            f"calibrated on ({', '.join(calibrated.configs)} of {calibrated.loop_set}, with their settings then); "
+            "name one of those, or re-profile with this set"
+        )
     if ANCHOR_RUNS in validation_names:
         raise RlsimError(f"{source}: a configuration is named {ANCHOR_RUNS!r}, the anchor runs' folder; rename it")
     return Anchor(case, calibration.warmup_steps, set_path)
 
 
-def anchor_from_profile(recorded: ProfileAnchor, validation_names: Sequence[str], source: str) -> Anchor:
+def same_run_config(stored: dict[str, Any], config: RunConfig) -> bool:
+    """Whether a run config stored as JSON (by an earlier rlsim, say) reads today as ``config``: settings
+    added since, at their defaults, make no difference (as ``--reuse`` decides)."""
+    from pydantic import ValidationError
+
+    from rlsim.loop.config import RunConfig
+
+    try:
+        return RunConfig.model_validate(stored).model_dump(mode="json") == config.model_dump(mode="json")
+    except ValidationError:
+        return False
+
+
+def anchor_from_profile(
+    recorded: ProfileAnchor, profile_path: Path, validation_names: Sequence[str], source: str
+) -> Anchor:
     """The anchor the profile kept (``rlsim profile`` with ``anchor:``), for a validation set that names none."""
     from rlsim.loop.config import RunConfig
 
@@ -104,10 +140,12 @@ def anchor_from_profile(recorded: ProfileAnchor, validation_names: Sequence[str]
     if ANCHOR_RUNS in validation_names:
         raise RlsimError(f"{source}: a configuration is named {ANCHOR_RUNS!r}, the anchor runs' folder; rename it")
     case = LoopCase(recorded.config, "the profile's anchor", RunConfig.model_validate(recorded.run_config))
-    return Anchor(case, recorded.warmup_steps, Path(recorded.loop_set))
+    if case.config.schedule == "async":
+        raise RlsimError(f"{profile_path}: the profile's anchor {recorded.config} runs async; name a sync anchor")
+    return Anchor(case, recorded.warmup_steps, Path(f"{recorded.loop_set} (kept in {profile_path})"))
 
 
-def anchor_run_record(index: int, entry: dict[str, Any], elapsed_s: float) -> dict[str, Any]:
+def anchor_run_record(index: int, entry: dict[str, Any]) -> dict[str, Any]:
     """What one anchor run measured (from its validation entry), with the host ratios it gives."""
     phases = {
         p: {**v, "ratio": v["measured"] / v["predicted"]}
@@ -118,7 +156,7 @@ def anchor_run_record(index: int, entry: dict[str, Any], elapsed_s: float) -> di
         "index": index,
         "run_dir": entry["run_dir"],
         "reused": entry["reused"],
-        "finished_after_s": round(elapsed_s, 1),
+        "finished_at": _finished_at(Path(entry["run_dir"]) / "results.json"),
         "predicted_step_s": entry["predicted_step_s"],
         "measured_step_s": entry["measured_step_s"],
         "ratio": entry["measured_step_s"] / entry["predicted_step_s"],
@@ -135,7 +173,12 @@ def profile_hour_step(anchor: Anchor, recorded: ProfileAnchor | None) -> tuple[f
         return None, "the profile keeps no anchor step (`anchor:` in its `rlsim profile` config)"
     if recorded.config != anchor.name:
         return None, f"the profile's anchor is {recorded.config}, not {anchor.name}"
-    if recorded.config_key != config_key(anchor.case.config.model_dump(mode="json")):
+    same = (
+        same_run_config(recorded.run_config, anchor.case.config)
+        if recorded.run_config is not None
+        else recorded.config_key == config_key(anchor.case.config.model_dump(mode="json"))
+    )
+    if not same:
         return None, f"the profile's {recorded.config} ran with other settings than {anchor.set_path} gives it now"
     said = f"{recorded.config} measured {recorded.measured_step_s:.2f} s at {recorded.measured_at}"
     return recorded.measured_step_s, said
@@ -146,6 +189,14 @@ def _scaled(entry: dict[str, Any], ratio: float) -> float:
     if entry.get("metric") == "rollouts_trained_per_hour":
         return float((1 + entry["error"]) / ratio - 1)
     return float((1 + entry["error"]) * ratio - 1)
+
+
+def _finished_at(results: Path) -> str | None:
+    """When the run's results were last written (ISO 8601, UTC): also right for a reused run."""
+    try:
+        return datetime.fromtimestamp(results.stat().st_mtime, timezone.utc).isoformat(timespec="seconds")
+    except OSError:
+        return None
 
 
 def apply_anchor(
@@ -161,8 +212,9 @@ def apply_anchor(
         now = math.sqrt(before["measured_step_s"] * after["measured_step_s"])
         entry["profile_hour_error"] = _scaled(entry, now / profile_step_s)
     phases = {}
+    readable = set(_readable_phases(before)) & set(_readable_phases(after))
     for p, v in (entry.get("phases_s") or {}).items():
-        if p in before["phases_s"] and p in after["phases_s"] and v["predicted"] > 0 and v["measured"] > 0:
+        if p in readable and v["predicted"] > 0 and v["measured"] > 0:
             r = math.sqrt(before["phases_s"][p]["ratio"] * after["phases_s"][p]["ratio"])
             phases[p] = v["predicted"] * r / v["measured"] - 1
     entry["anchored_phase_errors"] = phases
@@ -172,21 +224,24 @@ def anchor_summary(
     anchor: Anchor, runs: Sequence[dict[str, Any]], recorded: ProfileAnchor | None = None
 ) -> dict[str, Any]:
     """The anchor section of the report: its runs, the host's drift over them and the identical-run floor, and
-    (``recorded``: the profile's anchor step) the drift since the profile."""
+    (``recorded``: the profile's anchor step) the drift since the profile and the model's error on the anchor."""
     measured = [r["measured_step_s"] for r in runs]
     then, said = profile_hour_step(anchor, recorded)
+    changes = _phase_changes(runs)
     summary: dict[str, Any] = {
         "config": anchor.name,
         "set": str(anchor.set_path),
         "combine": COMBINE,
         "runs": list(runs),
+        "raw_errors": [r["predicted_step_s"] / r["measured_step_s"] - 1 for r in runs],
         "drift": measured[-1] / measured[0] - 1 if len(measured) > 1 else None,
-        "phase_drift": _phase_drift(runs),
+        "phase_drift": changes[-1] if changes else {},
         "floor": identical_run_floor(measured),
         "profile_anchor": said,
         "drift_since_profile": measured[0] / then - 1 if then is not None and measured else None,
+        "model_error": runs[0]["predicted_step_s"] / then - 1 if then is not None and runs else None,
     }
-    summary["uneven"] = uneven_drift(summary["drift"], summary["phase_drift"], summary["floor"], anchor.name)
+    summary["uneven"] = uneven_drift(changes, summary["floor"], anchor.name)
     return summary
 
 
@@ -221,32 +276,40 @@ def _abs_spread(changes: np.ndarray) -> dict[str, Any]:
     return out
 
 
-def _phase_drift(runs: Sequence[dict[str, Any]]) -> dict[str, float]:
-    """Per phase big enough to read (``PHASE_SHARE_AT_LEAST`` of the step), the anchor's last over first run - 1."""
+def _readable_phases(run: dict[str, Any]) -> list[str]:
+    """The phases of an anchor run big enough to read a ratio from (``PHASE_SHARE_AT_LEAST`` of its step)."""
+    return [
+        p
+        for p, v in run["phases_s"].items()
+        if p != "total" and v["measured"] >= PHASE_SHARE_AT_LEAST * run["measured_step_s"]
+    ]
+
+
+def _phase_changes(runs: Sequence[dict[str, Any]]) -> list[dict[str, float]]:
+    """For each anchor run after the first, each readable phase's measured time over the first run's - 1."""
     if len(runs) < 2:
-        return {}
-    first, last = runs[0], runs[-1]
-    return {
-        p: last["phases_s"][p]["measured"] / v["measured"] - 1
-        for p, v in first["phases_s"].items()
-        if p in last["phases_s"] and p != "total" and v["measured"] >= PHASE_SHARE_AT_LEAST * first["measured_step_s"]
-    }
+        return []
+    first = runs[0]
+    phases = [p for p in _readable_phases(first) if all(p in r["phases_s"] for r in runs)]
+    return [{p: r["phases_s"][p]["measured"] / first["phases_s"][p]["measured"] - 1 for p in phases} for r in runs[1:]]
 
 
-def uneven_drift(
-    drift: float | None, phase_drift: dict[str, float], floor: dict[str, Any] | None, name: str
-) -> str | None:
-    """A sentence naming the phase that moved most when the phases' drifts spread by more than the floor (at
-    least ``UNEVEN_AT_LEAST``), or None when they moved together."""
-    if drift is None or len(phase_drift) < 2:
+def uneven_drift(changes: Sequence[dict[str, float]], floor: dict[str, Any] | None, name: str) -> str | None:
+    """A sentence naming the phase that moved most in the anchor run where the phases' changes since the first
+    run spread the most, when that spread exceeds the anchored floor (at least ``UNEVEN_AT_LEAST``); else None."""
+    spreads = [max(c.values()) - min(c.values()) if len(c) > 1 else 0.0 for c in changes]
+    if not spreads:
         return None
-    limit = max(UNEVEN_AT_LEAST, floor["mean_abs_change"] if floor else 0.0)
-    if max(phase_drift.values()) - min(phase_drift.values()) <= limit:
+    worst = int(np.argmax(spreads))
+    floor_here = (floor.get("anchored") or floor) if floor else None
+    limit = max(UNEVEN_AT_LEAST, floor_here["mean_abs_change"] if floor_here else 0.0)
+    if spreads[worst] <= limit:
         return None
-    ordered = sorted(phase_drift.items(), key=lambda kv: -abs(kv[1]))
+    ordered = sorted(changes[worst].items(), key=lambda kv: -abs(kv[1]))
     moved = ", ".join(f"{p} {d:+.1%}" for p, d in ordered)
     return (
-        f"the host's drift was uneven across phases, most in {ordered[0][0]} ({moved}; the step {drift:+.1%}; a "
-        f"spread over {limit:.1%}). Anchoring scales a prediction by {name}'s step as a whole, so a configuration "
-        "whose phase mix differs from the anchor's keeps part of that drift; read its anchored_phase_errors"
+        f"the host's drift was uneven across phases, most in {ordered[0][0]} (anchor run {worst + 2} against run 1: "
+        f"{moved}; a spread over {limit:.1%}). Anchoring scales a prediction by {name}'s step as a whole, so a "
+        "configuration whose phase mix differs from the anchor's keeps part of that drift; read its "
+        "anchored_phase_errors"
     )

@@ -47,9 +47,9 @@ def prepare_validation(
     anchor = None
     names = [c.name for c in cases]
     if anchored and loop_set.anchor is not None:
-        anchor = resolve_anchor(loop_set.anchor, base_dir, names, source=str(path))
+        anchor = resolve_anchor(loop_set.anchor, base_dir, names, str(path), profile.calibration)
     elif anchored and profile.anchor is not None and profile.anchor.run_config is not None:
-        anchor = anchor_from_profile(profile.anchor, names, source=str(path))
+        anchor = anchor_from_profile(profile.anchor, profile_path, names, source=str(path))
     if anchor is not None:
         predict_step(anchor.case.config, profile, replay=[anchor.warmup_steps + 1])
     return cases, profile, profile_path, loop_set, anchor
@@ -74,9 +74,9 @@ def validate_command(
     cases, profile, profile_path, loop_set, anchor = prepare_validation(path, overrides, profile_path, anchored)
     if anchored and anchor is None:
         console.print(
-            f"[yellow]note:[/yellow] {path} names no anchor and the profile keeps none, so only raw errors are "
-            "reported, and the host's drift is in them; add `anchor: {set: CALIBRATION_SET.yaml, config: NAME}` "
-            "(docs/planner.md)"
+            f"[yellow]note:[/yellow] {path} names no anchor and the profile keeps no anchor run config, so only raw "
+            "errors are reported, and the host's drift is in them; add `anchor: {set: CALIBRATION_SET.yaml, "
+            "config: NAME}` (docs/planner.md)"
         )
     if runner is None:
         from rlsim.planner.runs.loop_runner import RealLoopRunner
@@ -96,7 +96,7 @@ def validate_command(
         "warmup_steps": loop_set.warmup_steps,
         "quiet": loop_set.quiet.model_dump() if loop_set.quiet else None,
         "disturbed_above": loop_set.disturbed_above,
-        "anchoring": _anchoring(anchor, anchored),
+        "anchoring": _anchoring(anchor, anchored, from_set=loop_set.anchor is not None),
         "error_definition": (
             "per entry's metric: step_time_s: predicted_step_s / measured_step_s - 1 (medians over the measured "
             "steps); rollouts_trained_per_hour (schedule async): predicted / measured rollouts trained per hour "
@@ -141,10 +141,10 @@ def validate_command(
     return report
 
 
-def _anchoring(anchor: Anchor | None, anchored: bool) -> str:
-    """What the report says of anchoring: on, or off and why."""
+def _anchoring(anchor: Anchor | None, anchored: bool, from_set: bool) -> str:
+    """What the report says of anchoring: on (whose anchor), or off and why."""
     if anchor is not None:
-        return "on"
+        return "on (the set's anchor)" if from_set else "on (the profile's anchor)"
     return "off (--no-anchor)" if not anchored else "off (neither the set nor the profile names an anchor)"
 
 
@@ -163,12 +163,7 @@ def validation_table(report: dict[str, Any]) -> Table:
     table = Table(
         title=f"plan validate: median |error| {report['median_abs_error']:.1%}, max {report['max_abs_error']:.1%}"
         + _anchored_title(report),
-        caption="; ".join(
-            f"{name} ({g['configs']}): median |error| {g['median_abs_error']:.1%}, max {g['max_abs_error']:.1%}"
-            for name, g in groups.items()
-        )
-        if len(groups) > 1 or "grpo" not in groups
-        else None,
+        caption=_caption(report, groups),
     )
     for col in (
         "config",
@@ -212,6 +207,20 @@ def validation_table(report: dict[str, Any]) -> Table:
             _shares(e),
         )
     return table
+
+
+def _caption(report: dict[str, Any], groups: dict[str, Any]) -> str | None:
+    """Per algorithm (when there is more than GRPO), and what the anchor says about uneven drift."""
+    parts = []
+    if len(groups) > 1 or "grpo" not in groups:
+        parts += [
+            f"{name} ({g['configs']}): median |error| {g['median_abs_error']:.1%}, max {g['max_abs_error']:.1%}"
+            for name, g in groups.items()
+        ]
+    uneven = (report.get("anchor") or {}).get("uneven")
+    if uneven:
+        parts.append(f"note: {uneven}")
+    return "; ".join(parts) or None
 
 
 def _anchored_title(report: dict[str, Any]) -> str:

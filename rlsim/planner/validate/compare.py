@@ -15,7 +15,6 @@ keeps what it measured: ``{"configs": [{"name", "predicted_step_s", "measured_st
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -158,14 +157,15 @@ def run_validation(
     already in ``runs_dir/NAME`` (same config) is not run again. ``disturbed_above``: measured steps
     during which other programs took more of the cores are left out (see ``drop_disturbed``); the
     entry keeps the error over every step too. ``anchor``: run it before, between and after the cases
-    (``runs_dir/anchor-runs/NN``) and add each case's anchored error (``validate/anchor.py``).
-    ``note(message, entry)`` reports progress.
+    (``runs_dir/anchor-runs/NN``) and add each case's anchored error (``validate/anchor.py``); with
+    ``reuse``, an earlier anchor run is kept only where the cases on both sides of it are reused too, so a
+    case run now is always anchored by runs made now. ``note(message, entry)`` reports progress.
     """
     tell = note or (lambda _msg, _entry: None)
     entries: list[dict[str, Any]] = []
     anchor_runs: list[dict[str, Any]] = []
     meta = dict(meta or {})
-    t0 = time.perf_counter()
+    reused = [reuse and reusable_results(runs_dir / c.name, c) is not None for c in cases]
 
     def report(complete: bool) -> dict[str, Any]:
         extra = {"anchor": anchor_summary(anchor, anchor_runs, profile.anchor)} if anchor and anchor_runs else {}
@@ -179,9 +179,10 @@ def run_validation(
         index = len(anchor_runs) + 1
         steps = list(range(anchor.warmup_steps + 1, anchor.case.config.steps + 1))
         out = runs_dir / ANCHOR_RUNS / f"{index:02d}"
+        keep = all(reused[j] for j in (index - 2, index - 1) if 0 <= j < len(cases))  # its neighbours
         tell(f"anchor {index}/{len(cases) + 1}: {anchor.name}", None)
-        entry = _compare_case(anchor.case, profile, runner, out, steps, anchor.warmup_steps, reuse, disturbed_above)
-        anchor_runs.append(anchor_run_record(index, entry, time.perf_counter() - t0))
+        entry = _compare_case(anchor.case, profile, runner, out, steps, anchor.warmup_steps, keep, disturbed_above)
+        anchor_runs.append(anchor_run_record(index, entry))
         if entries:
             apply_anchor(entries[-1], anchor_runs[-2], anchor_runs[-1], profile_hour_step(anchor, profile.anchor)[0])
         tell(f"anchor {index}: measured {entry['measured_step_s']:.2f} s (x{anchor_runs[-1]['ratio']:.3f})", None)
