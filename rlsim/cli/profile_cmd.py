@@ -201,21 +201,17 @@ def _loop_cases(config: ProfileConfig, base_dir: Path, args: argparse.Namespace)
     path = resolve_path(base_dir, config.loop_set)
     loop_set, set_dir = load_loop_set(path)
     cases = resolve_cases(loop_set, set_dir, source=str(path))
-    names = [c.name for c in cases]
-    if config.anchor is not None and config.anchor not in names:
+    if config.anchor is not None:
         from rlsim.errors import RlsimError
+        from rlsim.planner.validate.anchor import check_anchor_case
 
-        raise RlsimError(
-            f"{args.config}: anchor {config.anchor!r} is not a configuration of the loop set {path} "
-            f"(it has: {', '.join(names)})"
-        )
-    if config.anchor is not None and next(c for c in cases if c.name == config.anchor).config.schedule == "async":
-        from rlsim.errors import RlsimError
-
-        raise RlsimError(
-            f"{args.config}: anchor {config.anchor!r} runs the async schedule, which is compared on throughput; "
-            "name a sequential or overlapped configuration"
-        )
+        anchor = next((c for c in cases if c.name == config.anchor), None)
+        if anchor is None:
+            raise RlsimError(
+                f"{args.config}: anchor {config.anchor!r} is not a configuration of the loop set {path} "
+                f"(it has: {', '.join(c.name for c in cases)})"
+            )
+        check_anchor_case(anchor, str(args.config))
     return loop_set, cases
 
 

@@ -21,9 +21,9 @@ from planner_cases import make_profile
 from rich.console import Console
 
 from rlsim.cli.main import build_parser
-from rlsim.errors import RlsimError
+from rlsim.errors import ConfigError, RlsimError
 from rlsim.planner.profile.schema import CalibrationSet, save_profile
-from rlsim.planner.runs.loop_results import anchor_record, config_key
+from rlsim.planner.runs.loop_results import anchor_record
 from rlsim.planner.runs.loop_set import LoopCase, load_loop_set, resolve_cases
 from rlsim.planner.runs.predict import predict_step
 from rlsim.planner.validate.anchor import apply_anchor, identical_run_floor
@@ -231,15 +231,11 @@ def test_a_profile_that_kept_its_anchor_step_gives_the_drift_since_its_own_hour(
         assert e["profile_hour_error"] == pytest.approx(e["anchored_error"], abs=1e-9)
         assert abs(e["profile_hour_error"]) < 2e-3 < abs(e["error"])
     # Another run config under the same name is no anchor of this set: no profile-hour error, and why.
-    assert kept.run_config is not None
-    for other in (
-        kept.model_copy(update={"run_config": {**kept.run_config, "seed": 99}}),
-        kept.model_copy(update={"run_config": None, "config_key": config_key({"other": 1})}),  # an older profile
-    ):
-        save_profile(profile().model_copy(update={"anchor": other}), tmp_path / "profile.json")
-        report = validate(tmp_path, path, DriftingHost(0.04))
-        assert "ran with other settings" in report["anchor"]["profile_anchor"]
-        assert report["anchor"]["drift_since_profile"] is None and "profile_hour_error" not in report["configs"][0]
+    other = kept.model_copy(update={"run_config": {**kept.run_config, "seed": 99}})
+    save_profile(profile().model_copy(update={"anchor": other}), tmp_path / "profile.json")
+    report = validate(tmp_path, path, DriftingHost(0.04))
+    assert "ran with other settings" in report["anchor"]["profile_anchor"]
+    assert report["anchor"]["drift_since_profile"] is None and "profile_hour_error" not in report["configs"][0]
     # A setting the loop gained since, absent from the stored config at its default, is the same run.
     trimmed = {k: v for k, v in kept.run_config.items() if k != "faults"}
     save_profile(
@@ -354,3 +350,24 @@ def test_a_throughput_entry_is_anchored_the_other_way() -> None:
     apply_anchor(entry, runs[0], runs[1], profile_step_s=1.0)
     # A host 10% slow trains 10% fewer rollouts per hour than predicted: the anchored prediction is divided.
     assert entry["anchored_error"] == pytest.approx(0.0) and entry["profile_hour_error"] == pytest.approx(0.0)
+
+
+def test_a_profile_anchor_with_bad_values_is_refused_naming_the_field(tmp_path: Path) -> None:
+    path = write_sets(tmp_path, None)
+    keep_profile_anchor(tmp_path, DriftingHost(0.0))
+    doc = json.loads((tmp_path / "profile.json").read_text())
+    for field, value, named in (
+        ("measured_step_s", float("inf"), "anchor.measured_step_s"),
+        ("measured_step_s", -1.0, "anchor.measured_step_s"),
+        ("phases_s", {"generate": float("nan")}, "anchor.phases_s"),
+    ):
+        bad = {**doc, "anchor": {**doc["anchor"], field: value}}
+        (tmp_path / "profile.json").write_text(json.dumps(bad))
+        with pytest.raises(ConfigError, match=named):
+            validate(tmp_path, path, DriftingHost(0.0))
+    unreadable = {**doc, "anchor": {**doc["anchor"], "run_config": {"steps": -3}}}
+    (tmp_path / "profile.json").write_text(json.dumps(unreadable))
+    host = DriftingHost(0.0)
+    with pytest.raises(ConfigError, match="anchor.run_config"):
+        validate(tmp_path, path, host)
+    assert host.ran == []

@@ -294,16 +294,17 @@ class ProfileAnchor(_Strict):
     """The anchor's step as ``rlsim profile`` measured it (config ``anchor`` of the profile config), so that
     ``rlsim plan validate`` can also scale its predictions to the profile's own hour (docs/planner.md)."""
 
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
+
     config: str = Field(min_length=1, description="the anchor: a configuration of the calibration loop set")
     loop_set: str = Field(description="the calibration loop set, as the profile config named it")
-    config_key: str = Field(description="sha256 of the anchor's run config (JSON, sorted keys): the same run?")
     measured_step_s: float = Field(gt=0, description="median step over the measured steps")
     phases_s: dict[str, float] = Field(default_factory=dict, description="median seconds per phase")
     steps: list[int] = Field(default_factory=list, description="the loop's step numbers measured")
     measured_at: str = Field(description="when the run finished (ISO 8601, UTC)")
     warmup_steps: int = Field(default=1, ge=0, description="warm-up steps of the run, not measured")
-    run_config: dict[str, Any] | None = Field(
-        default=None, description="the anchor's `rlsim run` config, so a validation set may leave the anchor out"
+    run_config: dict[str, Any] = Field(
+        description="the anchor's `rlsim run` config (JSON): the same run? and what a set without an anchor runs"
     )
 
 

@@ -10,7 +10,6 @@ present), as fractions (0.25 = 25 % slower). Anything a file lacks is reported, 
 
 from __future__ import annotations
 
-import hashlib
 import json
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -78,9 +77,12 @@ def parse_loop_steps(data: RunResults | dict[str, Any], source: Path, skip_first
     return LoopSteps(source, time_s, tokens, rollouts, [s.step for s in steps])
 
 
-def config_key(config_json: dict[str, Any]) -> str:
-    """sha256 of a run config's JSON form with sorted keys: equal keys, the same run settings."""
-    return hashlib.sha256(json.dumps(config_json, sort_keys=True).encode()).hexdigest()
+def finished_at(results: Path) -> str | None:
+    """When a run's results file was last written (ISO 8601, UTC), None if it cannot be read."""
+    try:
+        return datetime.fromtimestamp(results.stat().st_mtime, timezone.utc).isoformat(timespec="seconds")
+    except OSError:
+        return None
 
 
 def anchor_record(
@@ -98,11 +100,10 @@ def anchor_record(
     return ProfileAnchor(
         config=name,
         loop_set=loop_set,
-        config_key=config_key(config_json),
         measured_step_s=float(np.median(steps.time_s["total"])),
         phases_s={p: float(np.median(v)) for p, v in steps.time_s.items() if p != "total"},
         steps=steps.numbers,
-        measured_at=datetime.fromtimestamp(results_path.stat().st_mtime, timezone.utc).isoformat(timespec="seconds"),
+        measured_at=finished_at(results_path) or "unknown",
         warmup_steps=skip_first,
         run_config=config_json,
     )

@@ -32,7 +32,6 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -41,7 +40,7 @@ import numpy as np
 from rlsim.errors import RlsimError
 from rlsim.metrics.stats import mean_ci
 from rlsim.planner.profile.schema import CalibrationSet, ProfileAnchor
-from rlsim.planner.runs.loop_results import config_key
+from rlsim.planner.runs.loop_results import finished_at
 from rlsim.planner.runs.loop_set import AnchorSpec, LoopCase, load_loop_set, resolve_cases, resolve_path
 
 if TYPE_CHECKING:
@@ -100,20 +99,26 @@ def resolve_anchor(
             "between its runs is the host, not the model"
         )
     case = next(c for c in resolve_cases(calibration, cal_dir, source=str(set_path)) if c.name == spec.config)
-    if case.config.schedule == "async":
-        raise RlsimError(
-            f"{source}: anchor.config {spec.config!r} runs the async schedule, which is compared on throughput; "
-            "anchor on a sequential or overlapped configuration (its step time is the host's clock)"
-        )
+    check_anchor_case(case, source, validation_names)
     if calibrated is not None and not any(same_run_config(c, case.config) for c in calibrated.configs.values()):
         raise RlsimError(
             f"{source}: anchor {spec.config!r} of {set_path} is not one of the configurations the profile was "
             f"calibrated on ({', '.join(calibrated.configs)} of {calibrated.loop_set}, with their settings then); "
             "name one of those, or re-profile with this set"
         )
+    return Anchor(case, calibration.warmup_steps, set_path)
+
+
+def check_anchor_case(case: LoopCase, source: str, validation_names: Sequence[str] = ()) -> None:
+    """Raise RlsimError when ``case`` cannot anchor: an async schedule (compared on throughput, so its step
+    time is no clock), or a validation configuration named like the anchor runs' folder."""
+    if case.config.schedule == "async":
+        raise RlsimError(
+            f"{source}: anchor {case.name!r} runs the async schedule, which is compared on throughput; "
+            "anchor on a sequential or overlapped configuration (its step time is the host's clock)"
+        )
     if ANCHOR_RUNS in validation_names:
         raise RlsimError(f"{source}: a configuration is named {ANCHOR_RUNS!r}, the anchor runs' folder; rename it")
-    return Anchor(case, calibration.warmup_steps, set_path)
 
 
 def same_run_config(stored: dict[str, Any], config: RunConfig) -> bool:
@@ -132,16 +137,14 @@ def same_run_config(stored: dict[str, Any], config: RunConfig) -> bool:
 def anchor_from_profile(
     recorded: ProfileAnchor, profile_path: Path, validation_names: Sequence[str], source: str
 ) -> Anchor:
-    """The anchor the profile kept (``rlsim profile`` with ``anchor:``), for a validation set that names none."""
+    """The anchor the profile kept (``rlsim profile`` with ``anchor:``), for a validation set that names none.
+    A stored config today's rlsim cannot read is a ConfigError naming the profile."""
+    from rlsim.config_loader import validate
     from rlsim.loop.config import RunConfig
 
-    if recorded.run_config is None:
-        raise RlsimError(f"{source}: the profile's anchor {recorded.config} keeps no run config; name the anchor")
-    if ANCHOR_RUNS in validation_names:
-        raise RlsimError(f"{source}: a configuration is named {ANCHOR_RUNS!r}, the anchor runs' folder; rename it")
-    case = LoopCase(recorded.config, "the profile's anchor", RunConfig.model_validate(recorded.run_config))
-    if case.config.schedule == "async":
-        raise RlsimError(f"{profile_path}: the profile's anchor {recorded.config} runs async; name a sync anchor")
+    config = validate(RunConfig, recorded.run_config, source=f"profile {profile_path}: anchor.run_config")
+    case = LoopCase(recorded.config, "the profile's anchor", config)
+    check_anchor_case(case, f"{source} (the anchor kept in {profile_path})", validation_names)
     return Anchor(case, recorded.warmup_steps, Path(f"{recorded.loop_set} (kept in {profile_path})"))
 
 
@@ -156,7 +159,7 @@ def anchor_run_record(index: int, entry: dict[str, Any]) -> dict[str, Any]:
         "index": index,
         "run_dir": entry["run_dir"],
         "reused": entry["reused"],
-        "finished_at": _finished_at(Path(entry["run_dir"]) / "results.json"),
+        "finished_at": finished_at(Path(entry["run_dir"]) / "results.json"),
         "predicted_step_s": entry["predicted_step_s"],
         "measured_step_s": entry["measured_step_s"],
         "ratio": entry["measured_step_s"] / entry["predicted_step_s"],
@@ -173,12 +176,7 @@ def profile_hour_step(anchor: Anchor, recorded: ProfileAnchor | None) -> tuple[f
         return None, "the profile keeps no anchor step (`anchor:` in its `rlsim profile` config)"
     if recorded.config != anchor.name:
         return None, f"the profile's anchor is {recorded.config}, not {anchor.name}"
-    same = (
-        same_run_config(recorded.run_config, anchor.case.config)
-        if recorded.run_config is not None
-        else recorded.config_key == config_key(anchor.case.config.model_dump(mode="json"))
-    )
-    if not same:
+    if not same_run_config(recorded.run_config, anchor.case.config):
         return None, f"the profile's {recorded.config} ran with other settings than {anchor.set_path} gives it now"
     said = f"{recorded.config} measured {recorded.measured_step_s:.2f} s at {recorded.measured_at}"
     return recorded.measured_step_s, said
@@ -189,14 +187,6 @@ def _scaled(entry: dict[str, Any], ratio: float) -> float:
     if entry.get("metric") == "rollouts_trained_per_hour":
         return float((1 + entry["error"]) / ratio - 1)
     return float((1 + entry["error"]) * ratio - 1)
-
-
-def _finished_at(results: Path) -> str | None:
-    """When the run's results were last written (ISO 8601, UTC): also right for a reused run."""
-    try:
-        return datetime.fromtimestamp(results.stat().st_mtime, timezone.utc).isoformat(timespec="seconds")
-    except OSError:
-        return None
 
 
 def apply_anchor(
@@ -221,12 +211,12 @@ def apply_anchor(
 
 
 def anchor_summary(
-    anchor: Anchor, runs: Sequence[dict[str, Any]], recorded: ProfileAnchor | None = None
+    anchor: Anchor, runs: Sequence[dict[str, Any]], hour: tuple[float | None, str] = (None, "")
 ) -> dict[str, Any]:
     """The anchor section of the report: its runs, the host's drift over them and the identical-run floor, and
-    (``recorded``: the profile's anchor step) the drift since the profile and the model's error on the anchor."""
+    (``hour``: ``profile_hour_step``'s answer) the drift since the profile and the model's error on the anchor."""
     measured = [r["measured_step_s"] for r in runs]
-    then, said = profile_hour_step(anchor, recorded)
+    then, said = hour
     changes = _phase_changes(runs)
     summary: dict[str, Any] = {
         "config": anchor.name,

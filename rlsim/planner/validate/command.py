@@ -48,7 +48,7 @@ def prepare_validation(
     names = [c.name for c in cases]
     if anchored and loop_set.anchor is not None:
         anchor = resolve_anchor(loop_set.anchor, base_dir, names, str(path), profile.calibration)
-    elif anchored and profile.anchor is not None and profile.anchor.run_config is not None:
+    elif anchored and profile.anchor is not None:
         anchor = anchor_from_profile(profile.anchor, profile_path, names, source=str(path))
     if anchor is not None:
         predict_step(anchor.case.config, profile, replay=[anchor.warmup_steps + 1])
@@ -74,7 +74,7 @@ def validate_command(
     cases, profile, profile_path, loop_set, anchor = prepare_validation(path, overrides, profile_path, anchored)
     if anchored and anchor is None:
         console.print(
-            f"[yellow]note:[/yellow] {path} names no anchor and the profile keeps no anchor run config, so only raw "
+            f"[yellow]note:[/yellow] {path} names no anchor and the profile keeps none, so only raw "
             "errors are reported, and the host's drift is in them; add `anchor: {set: CALIBRATION_SET.yaml, "
             "config: NAME}` (docs/planner.md)"
         )

@@ -166,9 +166,10 @@ def run_validation(
     anchor_runs: list[dict[str, Any]] = []
     meta = dict(meta or {})
     reused = [reuse and reusable_results(runs_dir / c.name, c) is not None for c in cases]
+    hour = profile_hour_step(anchor, profile.anchor) if anchor is not None else (None, "")
 
     def report(complete: bool) -> dict[str, Any]:
-        extra = {"anchor": anchor_summary(anchor, anchor_runs, profile.anchor)} if anchor and anchor_runs else {}
+        extra = {"anchor": anchor_summary(anchor, anchor_runs, hour)} if anchor and anchor_runs else {}
         result = validation_report(entries, **meta, **extra, complete=complete)
         if json_path is not None:
             atomic_write_json(json_path, result)
@@ -184,7 +185,7 @@ def run_validation(
         entry = _compare_case(anchor.case, profile, runner, out, steps, anchor.warmup_steps, keep, disturbed_above)
         anchor_runs.append(anchor_run_record(index, entry))
         if entries:
-            apply_anchor(entries[-1], anchor_runs[-2], anchor_runs[-1], profile_hour_step(anchor, profile.anchor)[0])
+            apply_anchor(entries[-1], anchor_runs[-2], anchor_runs[-1], hour[0])
         tell(f"anchor {index}: measured {entry['measured_step_s']:.2f} s (x{anchor_runs[-1]['ratio']:.3f})", None)
         report(complete=False)
 
