@@ -29,7 +29,7 @@ sys.path.insert(0, str(ROOT))
 
 from rlsim.fingerprint import machine_fingerprint  # noqa: E402
 from rlsim.io import atomic_write_json  # noqa: E402
-from rlsim.planner.calibrate.framework_logs import load_framework_log  # noqa: E402
+from rlsim.planner.profile.logs.frameworks import load_framework_log  # noqa: E402
 from tests.planner import log_cases  # noqa: E402
 
 TARGET_S = 10.0

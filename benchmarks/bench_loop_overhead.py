@@ -34,7 +34,7 @@ sys.path.insert(0, str(ROOT))
 from rlsim.fingerprint import machine_fingerprint  # noqa: E402
 from rlsim.io import atomic_write_json  # noqa: E402
 from rlsim.loop.config import load_run_config  # noqa: E402
-from rlsim.loop.records import overall_overhead  # noqa: E402
+from rlsim.loop.outputs.records import overall_overhead  # noqa: E402
 from rlsim.metrics.stats import mean_ci  # noqa: E402
 from rlsim.run_results import StepRecord  # noqa: E402
 

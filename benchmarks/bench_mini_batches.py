@@ -46,7 +46,7 @@ def main() -> None:
     from rlsim.fingerprint import machine_fingerprint
     from rlsim.io import atomic_write_json
     from rlsim.loop.config import RunConfig
-    from rlsim.loop.trainer import PolicyTrainer, TrainerSettings
+    from rlsim.loop.roles.trainer import PolicyTrainer, TrainerSettings
     from rlsim.metrics.stats import mean_ci, paired_log_ratio_ci
     from rlsim.models import resolve_policy
 

@@ -30,7 +30,7 @@ sys.path.insert(0, str(ROOT))
 from rlsim.errors import RlsimError  # noqa: E402
 from rlsim.fingerprint import machine_fingerprint  # noqa: E402
 from rlsim.io import atomic_write_json  # noqa: E402
-from rlsim.planner.runs.loop_runner import LOAD_FILE  # noqa: E402
+from rlsim.planner.measure.loop_runner import LOAD_FILE  # noqa: E402
 from rlsim.run_results import RunResults  # noqa: E402
 
 PHASES = ("total", "generate", "score", "update", "sync")

@@ -22,7 +22,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from rlsim.io import atomic_write_json  # noqa: E402
-from rlsim.planner.runs.loop_results import read_json  # noqa: E402
+from rlsim.planner.measure.loop_results import read_json  # noqa: E402
 from rlsim.planner.validate.compare import merged_report  # noqa: E402
 
 

@@ -1,6 +1,6 @@
 """The ``results.json`` of ``rlsim run`` as typed models, shared by the writer and every reader.
 
-Written by the loop (``rlsim.loop.records.step_record``, ``rlsim.loop.run.RunOutputs``); read by the
+Written by the loop (``rlsim.loop.outputs.records.step_record``, ``rlsim.loop.run.RunOutputs``); read by the
 loop's report and ``--resume``, the planner (profiles, calibration, validation) and the tests. It
 imports nothing from the loop, so the planner reads runs without loading the loop or Ray.
 
@@ -172,7 +172,8 @@ class RunResults(_Record):
     # trainer.algorithm: written for rloo and ppo; a GRPO file keeps its earlier keys (and reads as grpo).
     algorithm: str = "grpo"
     config: dict[str, Any] = Field(default_factory=dict)
-    # trainer.conventions other than rlsim: the preset, each convention key's value and source (rlsim.loop.conventions)
+    # trainer.conventions other than rlsim: the preset, each convention key's value and source
+    # (rlsim.loop.config.conventions)
     conventions: dict[str, Any] | None = None
     complete: bool = False
     steps: list[StepRecord]

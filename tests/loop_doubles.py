@@ -13,7 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
-from rlsim.loop.trainer import TrainStats
+from rlsim.loop.roles.trainer import TrainStats
 from rlsim.rollout.generator import SyncResult
 from rlsim.rollout.types import Rollout, RolloutRequest
 
@@ -197,7 +197,7 @@ class FakeCritic:
         return {r.uid: np.full(len(r.response_ids), 0.1, dtype=np.float32) for r in rollouts}
 
     def update(self, rollouts: Sequence[Rollout], returns: dict, old_values: dict):  # -> CriticStats
-        from rlsim.loop.critic import CriticStats
+        from rlsim.loop.roles.critic import CriticStats
 
         self.updates.append(sorted(r.uid for r in rollouts))
         mean = float(np.mean(np.concatenate([returns[r.uid] for r in rollouts])))

@@ -25,7 +25,7 @@ def test_lines_name_the_part_and_the_level(rlsim_logger: logging.Logger, capsys:
     logs.configure()
     logging.getLogger("rlsim.serve.app").info("ready")
     logging.getLogger("rlsim.serve.runner").warning("reachable from other machines")
-    logging.getLogger("rlsim.loop.reward_stage").error("server died")
+    logging.getLogger("rlsim.loop.roles.reward_stage").error("server died")
     logging.getLogger("rlsim").info("top")
     logging.getLogger("rlsim.models.builtin").debug("hidden without -v")
     assert capsys.readouterr().err.splitlines() == [

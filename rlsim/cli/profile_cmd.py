@@ -17,9 +17,9 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from rlsim.planner.calibrate.build import Built, ProfileConfig
+    from rlsim.planner.measure.build_profile import Built, ProfileConfig
+    from rlsim.planner.measure.loop_set import LoopCase, LoopSet
     from rlsim.planner.profile.schema import Profile
-    from rlsim.planner.runs.loop_set import LoopCase, LoopSet
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -91,7 +91,7 @@ def run(args: argparse.Namespace) -> int:
     from rich.progress import BarColumn, TextColumn, TimeElapsedColumn
 
     from rlsim.config_loader import load_config
-    from rlsim.planner.calibrate.build import ProfileConfig, build_profile
+    from rlsim.planner.measure.build_profile import ProfileConfig, build_profile
     from rlsim.planner.profile.schema import load_profile, save_profile
     from rlsim.progress import LineProgress, make_console
 
@@ -165,9 +165,9 @@ def _loop_runs(
     and ``anchor`` records (what anchored validation checks and scales with)."""
     if not config.loop_set:
         return [], {}
+    from rlsim.planner.measure.loop_results import anchor_record
+    from rlsim.planner.measure.loop_runner import RealLoopRunner, run_cases, step_loads
     from rlsim.planner.profile.schema import CalibrationSet
-    from rlsim.planner.runs.loop_results import anchor_record
-    from rlsim.planner.runs.loop_runner import RealLoopRunner, run_cases, step_loads
 
     loop_set, cases = _loop_cases(config, base_dir, args)
     runs_dir = args.runs or Path("runs") / "profile" / config.hardware_kind
@@ -195,7 +195,7 @@ def _loop_runs(
 
 def _loop_cases(config: ProfileConfig, base_dir: Path, args: argparse.Namespace) -> tuple[LoopSet, list[LoopCase]]:
     """The loop set's cases, every config validated; the anchor, if named, must be one of them."""
-    from rlsim.planner.runs.loop_set import load_loop_set, resolve_cases, resolve_path
+    from rlsim.planner.measure.loop_set import load_loop_set, resolve_cases, resolve_path
 
     assert config.loop_set is not None
     path = resolve_path(base_dir, config.loop_set)
@@ -237,7 +237,7 @@ def _dry_run(config: ProfileConfig, base_dir: Path, args: argparse.Namespace) ->
             )
         )
     if config.loop_set:
-        from rlsim.planner.runs.loop_set import resolve_path
+        from rlsim.planner.measure.loop_set import resolve_path
 
         path = resolve_path(base_dir, config.loop_set)
         loop_set, cases = _loop_cases(config, base_dir, args)  # every loop config validated here

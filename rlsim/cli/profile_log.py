@@ -17,9 +17,9 @@ from rlsim.errors import RlsimError
 from rlsim.progress import make_console
 
 if TYPE_CHECKING:
-    from rlsim.planner.calibrate.framework_logs import FrameworkLog, LoggedStep
-    from rlsim.planner.calibrate.log_fit import LogLayout
-    from rlsim.planner.calibrate.log_replay import Replay
+    from rlsim.planner.profile.fitting.logs import LogLayout
+    from rlsim.planner.profile.logs.frameworks import FrameworkLog, LoggedStep
+    from rlsim.planner.profile.logs.replay import Replay
     from rlsim.planner.profile.schema import Profile
 
 GENERATION_PARAMETERS = 4  # fixed per step, per decode iteration, per sequence-iteration, per prompt token
@@ -66,9 +66,9 @@ def add_log_arguments(p: argparse.ArgumentParser) -> None:
 
 def run_from_log(args: argparse.Namespace) -> int:
     from rlsim.io import check_output_file
-    from rlsim.planner.calibrate.framework_logs import load_framework_log
-    from rlsim.planner.calibrate.log_fit import LogLayout, fit_log_profile, fit_warnings, plan_placement
-    from rlsim.planner.calibrate.log_replay import holdout, replay
+    from rlsim.planner.profile.fitting.logs import LogLayout, fit_log_profile, fit_warnings, plan_placement
+    from rlsim.planner.profile.logs.frameworks import load_framework_log
+    from rlsim.planner.profile.logs.replay import holdout, replay
     from rlsim.planner.profile.schema import save_profile
 
     if args.from_log is None:
@@ -236,9 +236,9 @@ def replay_line(r: Replay) -> str:
 def run_replay(args: argparse.Namespace) -> int:
     """``rlsim plan replay LOG --profile P``: a profile's prediction of every step of a log."""
 
-    from rlsim.planner.calibrate.framework_logs import load_framework_log
-    from rlsim.planner.calibrate.log_fit import LogLayout, extrapolation
-    from rlsim.planner.calibrate.log_replay import replay
+    from rlsim.planner.profile.fitting.logs import LogLayout, extrapolation
+    from rlsim.planner.profile.logs.frameworks import load_framework_log
+    from rlsim.planner.profile.logs.replay import replay
     from rlsim.planner.profile.schema import load_profile
 
     if args.validation is None or args.profile is None:
@@ -274,7 +274,7 @@ def run_replay(args: argparse.Namespace) -> int:
 
 
 def _gpu_efficiency_from_log(args: argparse.Namespace, fmt: str, steps: list) -> int:
-    from rlsim.planner.calibrate.gpu_log_fit import fit_from_log
+    from rlsim.planner.profile.fitting.gpu_logs import fit_from_log
     from rlsim.planner.profile.gpu_efficiency import load_efficiency, save_efficiency
     from rlsim.planner.spec.gpu_run import load_gpu_run
 

@@ -8,6 +8,6 @@ Per runtime, on the ``shared`` placement: generation alone, scoring alone, both 
 write them out, ``runner`` drives it all (``session`` is the only module that touches Ray). With
 PPO's roles the together step is the PPO step and ``role_analysis`` says where freed capacity went
 among them; under ``schedule: async`` the together condition is an async pipeline
-(``async_condition``) and ``async_analysis`` reports its outcomes; ``schedule_report`` adds both to
+(``asynchronous.condition``) and ``asynchronous.analysis`` reports its outcomes; ``schedule_report`` adds both to
 the results and the report.
 """

@@ -7,7 +7,7 @@ actors' own event times and the pool accounting, never from the driver's clock a
 - ``score_alone``: those same micro-batches queued on the scorer(s), nothing else running.
 - ``together``: a full ``overlapped`` step (generate while scoring, update, weight sync); with the
   reference and the critic (PPO), the PPO step (each micro-batch to all three at once); under
-  ``schedule: async``, a whole async pipeline (rlsim.experiment.async_condition).
+  ``schedule: async``, a whole async pipeline (rlsim.experiment.asynchronous.condition).
 - ``timeboxed``: for ``budget_s`` seconds, waves of requests stream from the generator and every
   micro-batch finished before the deadline goes to a scorer; rollouts whose scoring ended before the
   deadline count. The last wave is drained (never counted past the deadline): a Ray actor call
@@ -22,9 +22,9 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol, cast
 
 from rlsim.experiment.accounting import PoolAccountant, PoolTime
-from rlsim.loop.ppo_step import ExperienceBackend, run_ppo_step
-from rlsim.loop.records import breakdown, gpu_seconds, union_length
-from rlsim.loop.schedules import StepBackend, run_step
+from rlsim.loop.outputs.records import breakdown, gpu_seconds, union_length
+from rlsim.loop.schedules.ppo import ExperienceBackend, run_ppo_step
+from rlsim.loop.schedules.step import StepBackend, run_step
 from rlsim.rollout.prompts import make_step_requests
 from rlsim.rollout.types import Event, Rollout
 from rlsim.workloads import WorkloadSpec
@@ -89,7 +89,7 @@ class TogetherRun(Protocol):
 @dataclass(frozen=True)
 class OverlappedTogether:
     """One ``overlapped`` step of ``work`` on ``backend``: GRPO's, or with ``experience`` the PPO step
-    (rlsim.loop.ppo_step), whose reference and critic phases then appear in the figures too."""
+    (rlsim.loop.schedules.ppo), whose reference and critic phases then appear in the figures too."""
 
     backend: StepBackend
     work: Workload

@@ -1,6 +1,6 @@
 """The contention experiment's config: a ``contention`` section plus the loop config it runs (``loop``).
 
-``loop`` is exactly ``rlsim run``'s config (rlsim/loop/config.py). The experiment decides three of
+``loop`` is exactly ``rlsim run``'s config (rlsim/loop/config/__init__.py). The experiment decides three of
 its settings itself and says so instead of silently ignoring them: ``loop.reward.runtime`` (each
 runtime in ``contention.runtimes`` in turn), ``loop.steps`` (``contention.steps_per_condition``, or
 ``contention.async_updates`` under async) and ``loop.schedule`` (the "together" condition is
@@ -228,7 +228,7 @@ def contention_problems(config: ContentionConfig) -> list[str]:
 def _role_problems(config: ContentionConfig) -> list[str]:
     """PPO's roles each need a process of their own (per-role core-seconds come from process
     accounting), and the async pipeline has no reference or critic stage."""
-    from rlsim.loop.algorithm_config import run_roles
+    from rlsim.loop.config.algorithm import run_roles
     from rlsim.placement import EXPERIENCE_ROLES
 
     problems = []

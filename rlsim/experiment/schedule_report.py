@@ -1,7 +1,7 @@
 """What the PPO step and the async schedule add to the contention results and report; nothing for GRPO.
 
 ``schedule_figures`` adds ``roles`` (rlsim.experiment.role_analysis) and ``async``
-(rlsim.experiment.async_analysis) to a runtime's figures where its measurements have them, so recorded
+(rlsim.experiment.asynchronous.analysis) to a runtime's figures where its measurements have them, so recorded
 rows are re-analysed the same way; ``schedule_conclusions`` and ``schedule_sections`` are the report's
 hooks (report.py calls them), each empty when neither figure is there.
 """
@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from rlsim.experiment.async_analysis import async_runtime_figures, async_table, async_words, is_async
+from rlsim.experiment.asynchronous.analysis import async_runtime_figures, async_table, async_words, is_async
 from rlsim.experiment.capacity import Samples
 from rlsim.experiment.role_analysis import has_roles, role_figures, role_table, role_words
 

@@ -24,10 +24,10 @@ from rlsim.actors.ray_session import connect_ray
 from rlsim.errors import RlsimError
 from rlsim.experiment.conditions import OverlappedTogether, TogetherRun, Workload
 from rlsim.experiment.config import ContentionConfig
-from rlsim.loop.algorithm_config import run_roles
-from rlsim.loop.build import factories
-from rlsim.loop.ray_backend import RayStepBackend
-from rlsim.loop.ray_experience import RayExperienceBackend
+from rlsim.loop.backends.ray import RayStepBackend
+from rlsim.loop.backends.ray_experience import RayExperienceBackend
+from rlsim.loop.config.algorithm import run_roles
+from rlsim.loop.roles.build import factories
 from rlsim.loop.sync import WeightSync
 from rlsim.placement import EXPERIENCE_ROLES, resolve_placement
 from rlsim.rollout.prompts import make_step_requests
@@ -192,9 +192,9 @@ class ExperimentSession:
         ``contention.async_updates`` updates."""
         if not self.config.is_async:
             return OverlappedTogether(backend, work, experience=bool(self.experience_roles))
-        from rlsim.experiment.async_condition import AsyncTogether
-        from rlsim.loop.async_ray import RayAsyncBackend
-        from rlsim.loop.async_schedule import AsyncSettings
+        from rlsim.experiment.asynchronous.condition import AsyncTogether
+        from rlsim.loop.backends.ray_async import RayAsyncBackend
+        from rlsim.loop.schedules.asynchronous.pipeline import AsyncSettings
 
         w, a = self.loop.workload, self.loop.async_
         settings = AsyncSettings(

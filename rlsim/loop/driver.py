@@ -16,14 +16,14 @@ import ray
 
 from rlsim.actors.ray_actors import ActorSet, create_actors
 from rlsim.actors.ray_session import connect_ray
-from rlsim.loop.algorithm_config import run_roles
-from rlsim.loop.build import factories
+from rlsim.loop.backends.ray import FaultPlan, RayStepBackend
+from rlsim.loop.backends.ray_experience import RayExperienceBackend
 from rlsim.loop.config import RunConfig
-from rlsim.loop.ppo_step import ExperienceBackend, run_ppo_step
-from rlsim.loop.ray_backend import FaultPlan, RayStepBackend
-from rlsim.loop.ray_experience import RayExperienceBackend
-from rlsim.loop.records import step_record, timeline_rows
-from rlsim.loop.schedules import Progress, Schedule, run_step
+from rlsim.loop.config.algorithm import run_roles
+from rlsim.loop.outputs.records import step_record, timeline_rows
+from rlsim.loop.roles.build import factories
+from rlsim.loop.schedules.ppo import ExperienceBackend, run_ppo_step
+from rlsim.loop.schedules.step import Progress, Schedule, run_step
 from rlsim.loop.sync import WeightSync
 from rlsim.placement import EXPERIENCE_ROLES, ResolvedPlacement, resolve_placement
 from rlsim.rollout.prompts import make_step_requests
@@ -41,9 +41,11 @@ class LoopSession:
         self.backend: RayStepBackend | None = None
         self.startup_s: dict[str, float] = {}
         self._started_ray = False
-        # The reference and/or the critic run: the step is rlsim.loop.ppo_step's, not the GRPO one.
+        # The reference and/or the critic run: the step is rlsim.loop.schedules.ppo's, not the GRPO one.
         self.experience_roles = [r for r in run_roles(config) if r in EXPERIENCE_ROLES]
-        self.async_run: Any = None  # schedule async: its AsyncRun (rlsim.loop.async_session), made at step 1
+        self.async_run: Any = (
+            None  # schedule async: its AsyncRun (rlsim.loop.schedules.asynchronous.session), made at step 1
+        )
         self.async_start: Any = None  # schedule async: its AsyncStart (checkpoint, --resume point), set by run_loop
 
     def start(self) -> None:
@@ -96,7 +98,7 @@ class LoopSession:
         cfg = self.config
         chosen = schedule or cfg.schedule
         if chosen == "async":
-            from rlsim.loop.async_session import async_step
+            from rlsim.loop.schedules.asynchronous.session import async_step
 
             return async_step(self, step, progress)
         requests = make_step_requests(cfg.workload.spec, step, cfg.workload.prompts_per_step, cfg.workload.group_size)

@@ -18,10 +18,10 @@ import rlsim
 from rlsim.errors import RlsimError
 from rlsim.io import atomic_write_json, atomic_write_text
 from rlsim.loop.config import RunConfig
-from rlsim.loop.conventions import resolved_conventions
+from rlsim.loop.config.conventions import resolved_conventions
 from rlsim.loop.driver import LoopSession
-from rlsim.loop.records import overall_overhead
-from rlsim.loop.report import render_markdown, write_figures
+from rlsim.loop.outputs.records import overall_overhead
+from rlsim.loop.outputs.report import render_markdown, write_figures
 from rlsim.metrics.framework_names import UpdateFlops, measure_update_flops, verl_async_metrics, verl_metrics
 from rlsim.metrics.tensorboard import ScalarLog
 from rlsim.metrics.trace import run_trace
@@ -117,7 +117,7 @@ class RunOutputs:
         atomic_write_text(self.out / "report.md", render_markdown(self.results, figures or []))
 
     def finish(self) -> None:
-        from rlsim.loop.report import write_async_figures
+        from rlsim.loop.outputs.report import write_async_figures
 
         self.flush(write_figures(self.out, self.results, self.rows) + write_async_figures(self.out, self.rows))
 
@@ -145,7 +145,7 @@ def run_loop(
     own = session is None
     session = session or LoopSession(_faults_from(config, first) if resume else config)
     if config.schedule == "async":  # checked before anything starts: a resume that cannot be exact is refused
-        from rlsim.loop.async_session import async_start
+        from rlsim.loop.schedules.asynchronous.session import async_start
 
         session.async_start = async_start(config, outputs.out, outputs.previous)
     try:

@@ -17,7 +17,7 @@ from loop_doubles import FakeStage
 from rlsim.actors.server_faults import ServerFault, server_fault
 from rlsim.actors.workers import ScoringWorker
 from rlsim.errors import RlsimError
-from rlsim.loop.reward_stage import RewardStage, RewardStageSettings
+from rlsim.loop.roles.reward_stage import RewardStage, RewardStageSettings
 from rlsim.rollout.types import Rollout
 
 DEADLINE_S = 3.0

@@ -7,7 +7,7 @@ import math
 import pytest
 from schedule_rows import POOL_CORES, async_rows
 
-from rlsim.experiment.async_analysis import async_runtime_figures
+from rlsim.experiment.asynchronous.analysis import async_runtime_figures
 from rlsim.experiment.capacity import per_repeat
 from rlsim.experiment.config import ContentionConfig, ContentionSettings
 from rlsim.experiment.report import render_markdown

@@ -8,7 +8,7 @@ from loop_doubles import FakeGenerator, FakeStage, FakeTrainer
 from rlsim.actors.workers import RolloutWorker, ScoringWorker, TrainerWorker
 from rlsim.experiment.accounting import Snapshot, pool_time
 from rlsim.experiment.conditions import ConditionRunner, Workload, timebox_counts, together_figures
-from rlsim.loop.local_backend import InProcessBackend
+from rlsim.loop.backends.local import InProcessBackend
 from rlsim.loop.sync import WeightSync
 from rlsim.rollout.types import Event, Rollout
 from rlsim.workloads import FixedLengths, WorkloadSpec

@@ -37,7 +37,7 @@ def test_results_have_the_issue_schema(results: dict) -> None:
 
 
 def test_the_planner_reads_the_slowdowns_we_write(tmp_path: Path, results: dict) -> None:
-    from rlsim.planner.runs.loop_results import read_contention
+    from rlsim.planner.measure.loop_results import read_contention
 
     atomic_write_json(tmp_path / "results.json", results)
     entries, missing = read_contention(tmp_path / "results.json")

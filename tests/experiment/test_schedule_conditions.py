@@ -14,11 +14,11 @@ from loop_doubles import FakeCritic, FakeGenerator, FakePpoTrainer, FakeReferenc
 from rlsim.actors.role_workers import CriticWorker, ReferenceWorker
 from rlsim.actors.workers import RolloutWorker, ScoringWorker, TrainerWorker
 from rlsim.experiment.accounting import Snapshot, pool_time
-from rlsim.experiment.async_condition import AsyncTogether
+from rlsim.experiment.asynchronous.condition import AsyncTogether
 from rlsim.experiment.conditions import ConditionRunner, OverlappedTogether, Workload
-from rlsim.loop.async_local import ThreadedAsyncBackend
-from rlsim.loop.async_schedule import AsyncSettings
-from rlsim.loop.local_backend import InProcessExperienceBackend
+from rlsim.loop.backends.local import InProcessExperienceBackend
+from rlsim.loop.backends.local_async import ThreadedAsyncBackend
+from rlsim.loop.schedules.asynchronous.pipeline import AsyncSettings
 from rlsim.loop.sync import WeightSync
 from rlsim.workloads import FixedLengths, WorkloadSpec
 

@@ -8,8 +8,8 @@ import pytest
 import yaml
 
 from rlsim.errors import ConfigError
-from rlsim.loop.algorithm_config import algorithm_settings, critic_settings, reference_settings
 from rlsim.loop.config import RunConfig, cross_field_problems, load_run_config
+from rlsim.loop.config.algorithm import algorithm_settings, critic_settings, reference_settings
 
 PPO = Path(__file__).resolve().parents[2] / "configs" / "ppo.yaml"
 

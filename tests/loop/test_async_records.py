@@ -6,9 +6,9 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from rlsim.loop.async_records import async_markdown, async_step_record, async_summary
-from rlsim.loop.async_schedule import AsyncSettings
-from rlsim.loop.report import write_async_figures
+from rlsim.loop.outputs.asynchronous import async_markdown, async_step_record, async_summary
+from rlsim.loop.outputs.report import write_async_figures
+from rlsim.loop.schedules.asynchronous.pipeline import AsyncSettings
 from rlsim.run_results import RunResults
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))

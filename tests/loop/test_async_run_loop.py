@@ -1,4 +1,4 @@
-"""An async run through ``run_loop`` on in-process workers (rlsim.loop.async_local): every step carries
+"""An async run through ``run_loop`` on in-process workers (rlsim.loop.backends.local_async): every step carries
 verl's fully async metric names, and ``--resume`` after a stop continues with the stopped run's policy.
 
 The doubles keep their own truth: the trainer exports its update count as its weights and saves the
@@ -19,10 +19,10 @@ from loop_doubles import FakeGenerator, FakeStage, FakeTrainer
 
 from rlsim.actors.workers import RolloutWorker, ScoringWorker, TrainerWorker
 from rlsim.errors import RlsimError
-from rlsim.loop.async_local import ThreadedAsyncBackend
-from rlsim.loop.async_session import CHECKPOINTS, AsyncRun
+from rlsim.loop.backends.local_async import ThreadedAsyncBackend
 from rlsim.loop.config import RunConfig
 from rlsim.loop.run import run_loop
+from rlsim.loop.schedules.asynchronous.session import CHECKPOINTS, AsyncRun
 from rlsim.loop.sync import WeightSync
 from rlsim.rollout.generator import SyncResult
 from rlsim.rollout.types import Rollout, RolloutRequest

@@ -20,9 +20,9 @@ from hypothesis import strategies as st
 from loop_doubles import FakeGenerator, FakeStage, FakeTrainer, requests
 
 from rlsim.actors.workers import RolloutWorker, ScoringWorker, TrainerWorker
-from rlsim.loop.async_local import ThreadedAsyncBackend
-from rlsim.loop.async_schedule import AsyncPipeline, AsyncSettings
-from rlsim.loop.records import union_length
+from rlsim.loop.backends.local_async import ThreadedAsyncBackend
+from rlsim.loop.outputs.records import union_length
+from rlsim.loop.schedules.asynchronous.pipeline import AsyncPipeline, AsyncSettings
 from rlsim.loop.sync import WeightSync
 from rlsim.rollout.types import Rollout, RolloutRequest
 

@@ -16,10 +16,10 @@ from rlsim.algorithms.actor_loss import SurrogateSettings, actor_loss
 from rlsim.algorithms.advantages import group_advantages
 from rlsim.algorithms.kl import kl_per_token
 from rlsim.errors import ConfigError
-from rlsim.loop.algorithm_config import algorithm_settings
-from rlsim.loop.build import loss_scale
 from rlsim.loop.config import RunConfig, load_run_config
-from rlsim.loop.conventions import CONVENTION_KEYS, TABLE, resolved_conventions
+from rlsim.loop.config.algorithm import algorithm_settings
+from rlsim.loop.config.conventions import CONVENTION_KEYS, TABLE, resolved_conventions
+from rlsim.loop.roles.build import loss_scale
 from rlsim.loop.run import RunOutputs
 
 

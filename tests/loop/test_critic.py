@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 import torch
 
-from rlsim.loop.critic import CriticModel, CriticSettings
+from rlsim.loop.roles.critic import CriticModel, CriticSettings
 from rlsim.rollout.types import Rollout
 
 

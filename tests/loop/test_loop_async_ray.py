@@ -17,7 +17,7 @@ import pytest
 from tiny_vllm_run import tiny_vllm_run
 
 from rlsim.loop.config import RunConfig
-from rlsim.loop.records import union_length
+from rlsim.loop.outputs.records import union_length
 
 pytestmark = pytest.mark.slow
 

@@ -14,7 +14,7 @@ import pytest
 from tiny_vllm_run import tiny_vllm_run
 
 from rlsim.loop.config import RunConfig, cross_field_problems
-from rlsim.loop.ppo_step import EXPERIENCE_PHASES
+from rlsim.loop.schedules.ppo import EXPERIENCE_PHASES
 from rlsim.run_results import StepRecord
 
 pytestmark = pytest.mark.slow

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from rlsim.loop.config import RunConfig
-from rlsim.loop.report import breakdown_png, gantt_png, render_markdown, write_figures
+from rlsim.loop.outputs.report import breakdown_png, gantt_png, render_markdown, write_figures
 from rlsim.loop.run import RunOutputs, summary_lines
 from rlsim.run_results import RunResults, StepRecord
 

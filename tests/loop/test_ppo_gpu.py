@@ -41,12 +41,12 @@ def test_a_ppo_step_on_cuda_with_critic_and_trainer_colocated(policy_dir: Path) 
     from rlsim.actors.role_workers import ColocatedWorker, ReferenceWorker
     from rlsim.actors.workers import RolloutWorker, ScoringWorker
     from rlsim.algorithms.experience import AlgorithmSettings
-    from rlsim.loop.critic import CriticModel, CriticSettings
-    from rlsim.loop.local_backend import InProcessExperienceBackend
-    from rlsim.loop.ppo_step import run_ppo_step
-    from rlsim.loop.reference import ReferenceSettings, make_reference
+    from rlsim.loop.backends.local import InProcessExperienceBackend
+    from rlsim.loop.roles.critic import CriticModel, CriticSettings
+    from rlsim.loop.roles.reference import ReferenceSettings, make_reference
+    from rlsim.loop.roles.trainer import PolicyTrainer, TrainerSettings
+    from rlsim.loop.schedules.ppo import run_ppo_step
     from rlsim.loop.sync import WeightSync
-    from rlsim.loop.trainer import PolicyTrainer, TrainerSettings
 
     algorithm = AlgorithmSettings(algorithm="ppo", kl_coef=0.05, kl_target="reward")
     trainer = PolicyTrainer(policy_dir, TrainerSettings(lr=1e-3, device="cuda", micro_batch=4, algorithm=algorithm))

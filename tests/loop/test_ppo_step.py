@@ -11,9 +11,9 @@ from loop_doubles import FakeCritic, FakeGenerator, FakePpoTrainer, FakeReferenc
 
 from rlsim.actors.role_workers import ColocatedWorker, CriticWorker, ReferenceWorker
 from rlsim.actors.workers import RolloutWorker, ScoringWorker, TrainerWorker
-from rlsim.loop.local_backend import InProcessExperienceBackend
-from rlsim.loop.ppo_step import EXPERIENCE_PHASES, run_ppo_step
-from rlsim.loop.records import step_record
+from rlsim.loop.backends.local import InProcessExperienceBackend
+from rlsim.loop.outputs.records import step_record
+from rlsim.loop.schedules.ppo import EXPERIENCE_PHASES, run_ppo_step
 from rlsim.loop.sync import WeightSync
 
 

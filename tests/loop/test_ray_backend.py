@@ -14,7 +14,7 @@ import pytest
 from loop_doubles import FakeGenerator, FakeStage, FakeTrainer, requests
 
 from rlsim.errors import RlsimError
-from rlsim.loop.schedules import run_step
+from rlsim.loop.schedules.step import run_step
 from rlsim.loop.sync import WeightSync
 from rlsim.placement import ResolvedPlacement
 
@@ -46,7 +46,7 @@ def fakes(**stage) -> dict:
 
 
 def test_both_schedules_run_over_ray_spread_across_two_nodes(by_value) -> None:
-    from rlsim.loop.ray_backend import RayStepBackend
+    from rlsim.loop.backends.ray import RayStepBackend
 
     actors = start(fakes())
     try:
@@ -66,7 +66,7 @@ def test_both_schedules_run_over_ray_spread_across_two_nodes(by_value) -> None:
 
 
 def test_a_scorer_that_dies_mid_step_is_restarted_and_its_batch_resent(by_value, tmp_path: Path) -> None:
-    from rlsim.loop.ray_backend import RayStepBackend
+    from rlsim.loop.backends.ray import RayStepBackend
 
     actors = start(fakes(die_once_flag=str(tmp_path / "died")), replicas=1, strategy="PACK")
     try:
@@ -99,7 +99,7 @@ def test_an_actor_that_fails_to_start_reports_the_cause(by_value) -> None:
 
 
 def test_injected_scorer_kill_is_survived(by_value) -> None:
-    from rlsim.loop.ray_backend import FaultPlan, RayStepBackend
+    from rlsim.loop.backends.ray import FaultPlan, RayStepBackend
 
     actors = start(fakes(), replicas=1, strategy="PACK")
     try:
@@ -116,7 +116,7 @@ def test_injected_scorer_kill_is_survived(by_value) -> None:
 
 
 def test_injected_rollout_kill_fails_the_step_with_a_clear_error(by_value) -> None:
-    from rlsim.loop.ray_backend import FaultPlan, RayStepBackend
+    from rlsim.loop.backends.ray import FaultPlan, RayStepBackend
 
     actors = start(fakes(), replicas=1, strategy="PACK")
     try:
@@ -130,7 +130,7 @@ def test_injected_rollout_kill_fails_the_step_with_a_clear_error(by_value) -> No
 
 
 def test_a_stalled_scorer_fails_the_step_instead_of_hanging(by_value) -> None:
-    from rlsim.loop.ray_backend import RayStepBackend
+    from rlsim.loop.backends.ray import RayStepBackend
 
     actors = start({**fakes(), "scorer": loop_doubles.StallingStage}, replicas=1, strategy="PACK")
     try:
@@ -145,8 +145,8 @@ def test_a_stalled_scorer_fails_the_step_instead_of_hanging(by_value) -> None:
 def test_a_stalled_phase_fails_the_step_naming_the_phase_and_the_setting(by_value, tmp_path: Path, schedule) -> None:
     """Each phase in turn is held (a file the doubles wait on) past a 1 s deadline, the others get
     the default deadlines. Without deadlines the held call would just finish late (after 20 s)."""
+    from rlsim.loop.backends.ray import RayStepBackend
     from rlsim.loop.deadline import PhaseTimeout, PhaseTimeouts
-    from rlsim.loop.ray_backend import RayStepBackend
 
     held = str(tmp_path)
     makers = {

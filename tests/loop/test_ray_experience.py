@@ -14,7 +14,7 @@ import pytest
 from loop_doubles import FakeCritic, FakeGenerator, FakePpoTrainer, FakeReference, FakeStage, requests
 
 from rlsim.errors import RlsimError
-from rlsim.loop.ppo_step import run_ppo_step
+from rlsim.loop.schedules.ppo import run_ppo_step
 from rlsim.loop.sync import WeightSync
 from rlsim.placement import ResolvedPlacement
 
@@ -38,7 +38,7 @@ def start(
     replicas: int = 1,
 ):
     from rlsim.actors.ray_actors import create_actors
-    from rlsim.loop.ray_experience import RayExperienceBackend
+    from rlsim.loop.backends.ray_experience import RayExperienceBackend
 
     p = ResolvedPlacement((0,), 1, 0.0, 0.25)
     makers = {

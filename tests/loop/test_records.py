@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from rlsim.loop.records import (
+from rlsim.loop.outputs.records import (
     breakdown,
     busiest_actor_gap,
     busy_by_actor,
@@ -76,7 +76,7 @@ def test_timeline_rows_are_relative_to_the_step_start_and_sorted() -> None:
 
 
 def test_gpu_seconds_are_busy_time_times_the_share() -> None:
-    from rlsim.loop.records import gpu_seconds
+    from rlsim.loop.outputs.records import gpu_seconds
 
     events = [
         Event("rollout", "generate", 0, 0, 4, [0], gpu=0.5),

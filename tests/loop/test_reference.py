@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from rlsim.errors import RlsimError
-from rlsim.loop.reference import EagerReference, ReferenceSettings, make_reference
+from rlsim.loop.roles.reference import EagerReference, ReferenceSettings, make_reference
 from rlsim.rollout.types import Rollout
 
 SETTINGS = ReferenceSettings(threads=1, micro_batch=3)

@@ -10,7 +10,7 @@ import pytest
 from rlsim.errors import RlsimError
 from rlsim.loop.config import RunConfig
 from rlsim.loop.run import RunOutputs
-from rlsim.planner.runs.loop_results import read_loop_steps, read_run_settings
+from rlsim.planner.measure.loop_results import read_loop_steps, read_run_settings
 from rlsim.run_results import RunResults, StepRecord
 
 PHASES = ("generate", "score", "update", "sync", "idle", "total")

@@ -10,9 +10,9 @@ from loop_doubles import FakeGenerator, FakeStage, FakeTrainer, requests
 
 from rlsim.actors.workers import RolloutWorker, ScoringWorker, TrainerWorker
 from rlsim.errors import RlsimError
-from rlsim.loop.local_backend import InProcessBackend
-from rlsim.loop.records import step_record
-from rlsim.loop.schedules import run_step, split_evenly
+from rlsim.loop.backends.local import InProcessBackend
+from rlsim.loop.outputs.records import step_record
+from rlsim.loop.schedules.step import run_step, split_evenly
 from rlsim.loop.sync import WeightSync
 
 

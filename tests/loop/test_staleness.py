@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from rlsim.loop.staleness import Ledger, StalenessBuffer
+from rlsim.loop.schedules.asynchronous.staleness import Ledger, StalenessBuffer
 from rlsim.rollout.types import Rollout
 
 

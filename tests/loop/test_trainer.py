@@ -8,10 +8,10 @@ import pytest
 import torch
 
 from rlsim.algorithms.experience import AlgorithmSettings
-from rlsim.loop.critic import CriticModel, CriticSettings
-from rlsim.loop.packing import mini_batch_split, pack
-from rlsim.loop.reference import EagerReference, ReferenceSettings
-from rlsim.loop.trainer import PolicyTrainer, TrainerSettings
+from rlsim.loop.roles.critic import CriticModel, CriticSettings
+from rlsim.loop.roles.packing import mini_batch_split, pack
+from rlsim.loop.roles.reference import EagerReference, ReferenceSettings
+from rlsim.loop.roles.trainer import PolicyTrainer, TrainerSettings
 from rlsim.rollout.types import Rollout
 
 

@@ -8,7 +8,7 @@ OpenRLHF's ``logger.info(f"✨ Global step {global_step}: {log_status}")`` (``op
 behind the prefix of ``openrlhf/utils/logging_utils.py``, and a W&B history CSV with OpenRLHF's
 ``train/`` keys. Which timers each verl release has, and whether validation and checkpoint run inside
 ``timing_s/step``, follows ``verl/trainer/ppo/ray_trainer.py`` of each release (see
-``rlsim/planner/calibrate/framework_logs.py``). The numbers are synthetic, not measurements.
+``rlsim/planner/profile/logs/frameworks.py``). The numbers are synthetic, not measurements.
 """
 
 from __future__ import annotations

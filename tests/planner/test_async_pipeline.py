@@ -11,10 +11,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rlsim.loop.async_schedule import AsyncPipeline, AsyncSettings
+from rlsim.loop.schedules.asynchronous.pipeline import AsyncPipeline, AsyncSettings
 from rlsim.planner.profile.schema import ContentionEntry
-from rlsim.planner.sim.async_costs import SharedCores
-from rlsim.planner.sim.async_pipeline import AsyncSimulation, PipelineRun, PipelineShape, union_of
+from rlsim.planner.sim.asynchronous.costs import SharedCores
+from rlsim.planner.sim.asynchronous.pipeline import AsyncSimulation, PipelineRun, PipelineShape, union_of
 from rlsim.planner.spec.placement import Resources
 from rlsim.rollout.generator import SyncResult
 from rlsim.rollout.types import Rollout, RolloutRequest

@@ -11,13 +11,13 @@ import yaml
 from planner_cases import fixed_workload, make_profile, placement
 
 from rlsim.cli.main import main
+from rlsim.planner.measure.loop_set import LoopCase, load_loop_set, resolve_cases
 from rlsim.planner.profile.schema import save_profile
-from rlsim.planner.runs.loop_set import LoopCase, load_loop_set, resolve_cases
-from rlsim.planner.runs.predict import predict_step
 from rlsim.planner.search.grid import Candidates, enumerate_placements, run_search
 from rlsim.planner.sim.evaluate import evaluate
 from rlsim.planner.spec.cluster import BatcherSpec, NodeSpec, SearchSpec
 from rlsim.planner.validate.compare import run_validation
+from rlsim.planner.validate.predict import predict_step
 from rlsim.run_results import RunResults
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -11,7 +11,8 @@ from planner_cases import EXACT, make_profile
 
 from rlsim.errors import RlsimError
 from rlsim.loop.config import RunConfig
-from rlsim.planner.calibrate.loop_fits import (
+from rlsim.planner.measure.loop_results import LoopSteps
+from rlsim.planner.profile.fitting.loops import (
     CalibrationRun,
     fit_contention,
     fit_generation,
@@ -20,9 +21,8 @@ from rlsim.planner.calibrate.loop_fits import (
     read_calibration_run,
 )
 from rlsim.planner.profile.schema import ContentionEntry, ContentionModel, GenerationModel, Profile, TrainerModel
-from rlsim.planner.runs.loop_results import LoopSteps
-from rlsim.planner.runs.predict import loop_trace, predict_trace
 from rlsim.planner.sim.generation import generation_features
+from rlsim.planner.validate.predict import loop_trace, predict_trace
 
 BASE, PER_SEQ, PREFILL, ALPHA = 0.004, 0.0002, 0.00005, 0.8
 

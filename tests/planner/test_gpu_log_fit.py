@@ -9,8 +9,8 @@ import pytest
 import yaml
 
 from rlsim.cli.main import main
-from rlsim.planner.calibrate.framework_logs import read_framework_log
 from rlsim.planner.profile.gpu_efficiency import load_efficiency
+from rlsim.planner.profile.logs.frameworks import read_framework_log
 from rlsim.planner.sim.gpu_step import predict_step
 from rlsim.planner.spec.gpu_run import GpuRunConfig
 

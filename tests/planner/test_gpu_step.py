@@ -14,7 +14,7 @@ import pytest
 
 from rlsim.cli.main import main
 from rlsim.errors import ConfigError, RlsimError
-from rlsim.planner.calibrate.gpu_fit import BLOG, _solve_mfu
+from rlsim.planner.profile.fitting.gpu import BLOG, _solve_mfu
 from rlsim.planner.profile.gpu_efficiency import Efficiency, load_efficiency
 from rlsim.planner.sim.gpu_step import check_memory, predict_step, response_lengths
 from rlsim.planner.spec.gpu_run import GpuRunConfig

@@ -10,9 +10,9 @@ import pytest
 
 from rlsim.cli.main import main
 from rlsim.errors import RlsimError
-from rlsim.planner.calibrate.framework_logs import load_framework_log
-from rlsim.planner.calibrate.log_fit import LogLayout, fit_log_profile, fit_warnings, replay_steps
-from rlsim.planner.calibrate.log_replay import replay
+from rlsim.planner.profile.fitting.logs import LogLayout, fit_log_profile, fit_warnings, replay_steps
+from rlsim.planner.profile.logs.frameworks import load_framework_log
+from rlsim.planner.profile.logs.replay import replay
 from tests.planner import log_cases
 
 
@@ -237,7 +237,7 @@ def test_tensorboard_event_files_of_both_frameworks(tmp_path: Path) -> None:
 def test_plan_warns_when_the_workload_goes_beyond_the_fitted_log(tmp_path: Path) -> None:
     import yaml
 
-    from rlsim.planner.calibrate.log_fit import plan_placement
+    from rlsim.planner.profile.fitting.logs import plan_placement
 
     log = _write(tmp_path, "a.log", log_cases.verl_console(log_cases.verl_steps(8, seed=1)))
     assert main(["profile", "--from-log", str(log), "--out", str(tmp_path / "p.json")]) == 0

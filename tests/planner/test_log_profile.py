@@ -15,8 +15,8 @@ import yaml
 
 from rlsim.cli.main import main
 from rlsim.errors import RlsimError
-from rlsim.planner.calibrate.framework_logs import LoggedStep, read_framework_log
-from rlsim.planner.calibrate.log_fit import LogLayout, fit_log_profile, plan_placement, replay_steps, step_trace
+from rlsim.planner.profile.fitting.logs import LogLayout, fit_log_profile, plan_placement, replay_steps, step_trace
+from rlsim.planner.profile.logs.frameworks import LoggedStep, read_framework_log
 from rlsim.planner.profile.schema import load_profile
 
 DATA = Path(__file__).resolve().parent / "data"

@@ -9,8 +9,8 @@ import pytest
 from planner_cases import make_profile
 
 from rlsim.errors import RlsimError
-from rlsim.planner.calibrate.build import LoopRun, ProfileConfig, build_profile
-from rlsim.planner.runs.loop_results import generation_point, read_contention, read_loop_steps, trainer_model
+from rlsim.planner.measure.build_profile import LoopRun, ProfileConfig, build_profile
+from rlsim.planner.measure.loop_results import generation_point, read_contention, read_loop_steps, trainer_model
 
 
 def write_run(path: Path, tokens: list[int], gen_tps: float, update_per_token: float = 0.001) -> Path:
@@ -131,7 +131,7 @@ def test_profile_command_reports_what_it_could_not_measure(tmp_path: Path, capsy
 
 @pytest.mark.slow
 def test_profile_measures_a_real_scorer(tmp_path: Path) -> None:
-    from rlsim.planner.calibrate.measure_scorers import ScorerGrid, measure_runtime
+    from rlsim.planner.measure.scorers import ScorerGrid, measure_runtime
     from rlsim.planner.profile.fitting import fit_latency_model
 
     grid = ScorerGrid(batch_sizes=[1, 4], lengths=[16, 48], units=[1], repeats=2, warmup=1)
@@ -179,6 +179,6 @@ def test_loop_run_settings_are_read_from_the_results_file(tmp_path: Path) -> Non
     assert built.profile.trainer is not None and built.profile.trainer.units == 1
     path.write_text(json.dumps({"steps": data["steps"]}))
     with pytest.raises(RlsimError, match="does not say how the run was set up"):
-        from rlsim.planner.runs.loop_results import read_run_settings
+        from rlsim.planner.measure.loop_results import read_run_settings
 
         read_run_settings(path)

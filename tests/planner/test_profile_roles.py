@@ -11,12 +11,12 @@ from pydantic import ValidationError
 
 from rlsim.errors import RlsimError
 from rlsim.loop.config import load_run_config
-from rlsim.planner.calibrate.measure_roles import RolesGrid, synthetic_rollouts
+from rlsim.planner.measure.roles import RolesGrid, synthetic_rollouts
 from rlsim.planner.profile.schema import RolesModel, load_profile, save_profile
-from rlsim.planner.runs.predict import knobs_from_run_config, predict_step
 from rlsim.planner.search.plan import prepare
 from rlsim.planner.spec.cluster import load_plan_config
 from rlsim.planner.validate.compare import validation_report
+from rlsim.planner.validate.predict import knobs_from_run_config, predict_step
 
 CONFIGS = Path(__file__).resolve().parents[2] / "configs"
 
@@ -99,8 +99,8 @@ def test_plan_does_not_silently_drop_ppo() -> None:
 
 
 def test_a_refit_keeps_the_stored_sharing_or_measures_it_per_thread_count(monkeypatch: pytest.MonkeyPatch) -> None:
-    from rlsim.planner.calibrate import measure_roles
-    from rlsim.planner.calibrate.sections import roles_section
+    from rlsim.planner.measure import roles as measure_roles
+    from rlsim.planner.measure.sections import roles_section
 
     stored = load_profile(CONFIGS / "profiles" / "cpu_2core_measured.json")
     assert stored.roles is not None and stored.roles.sharing_efficiency_by_threads
@@ -124,7 +124,7 @@ def test_a_refit_keeps_the_stored_sharing_or_measures_it_per_thread_count(monkey
 
 @pytest.mark.slow
 def test_profile_times_the_real_reference_and_critic() -> None:
-    from rlsim.planner.calibrate.sections import roles_section
+    from rlsim.planner.measure.sections import roles_section
 
     grid = RolesGrid(reference_runtimes=["eager"], batch_sizes=[1, 2], lengths=[8, 16], units=[1], repeats=1)
     measured: list[str] = []
@@ -144,7 +144,7 @@ def test_a_ppo_runs_role_phases_are_compared(tmp_path: Path) -> None:
 
     from planner_cases import fixed_workload, placement
 
-    from rlsim.planner.runs.loop_results import read_loop_steps
+    from rlsim.planner.measure.loop_results import read_loop_steps
     from rlsim.planner.sim.evaluate import evaluate
     from rlsim.planner.sim.ppo_roles import RolesSpec
     from rlsim.planner.spec.cluster import NodeSpec
@@ -168,7 +168,7 @@ def test_a_ppo_runs_role_phases_are_compared(tmp_path: Path) -> None:
 
 
 def test_the_ppo_validation_set_is_ppo_and_apart_from_calibration() -> None:
-    from rlsim.planner.runs.loop_set import load_loop_set, resolve_cases
+    from rlsim.planner.measure.loop_set import load_loop_set, resolve_cases
 
     def cases(name: str) -> list:
         loop_set, base = load_loop_set(CONFIGS / name)

@@ -101,7 +101,7 @@ def test_every_rollout_scored_exactly_once_under_contention() -> None:
 
 
 def test_round_robin_sequential_gives_each_replica_one_slice_like_the_loop() -> None:
-    from rlsim.loop.schedules import split_evenly
+    from rlsim.loop.schedules.step import split_evenly
     from rlsim.planner.sim.scoring import simulate_round_robin
 
     # Five rollouts at 0 over two replicas: slices as the loop's split_evenly cuts them (2 and 3);

@@ -13,12 +13,12 @@ import pytest
 from planner_cases import fixed_workload, make_profile, placement, roles_profile
 
 from rlsim.errors import RlsimError
-from rlsim.planner.runs.predict import ReplayWorkload
 from rlsim.planner.sim.evaluate import Evaluation, evaluate
 from rlsim.planner.sim.ppo_roles import RolesSpec
 from rlsim.planner.spec.cluster import NodeSpec
 from rlsim.planner.spec.placement import PlacementError
 from rlsim.planner.spec.workload import Workload
+from rlsim.planner.validate.predict import ReplayWorkload
 from rlsim.workloads import FixedLengths
 
 

@@ -135,7 +135,7 @@ def test_utilisation_by_hand(two_core_node: NodeSpec) -> None:
 
 
 def test_predict_step_maps_loop_knobs_onto_the_hand_case() -> None:
-    from rlsim.planner.runs.predict import LoopKnobs, predict_step
+    from rlsim.planner.validate.predict import LoopKnobs, predict_step
 
     knobs = LoopKnobs(
         prompts_per_step=1,
@@ -174,7 +174,7 @@ def test_knobs_from_the_loops_default_config() -> None:
     from rlsim.config_loader import load_config
     from rlsim.loop.config import RunConfig
     from rlsim.planner.profile.examples import cpu_profile
-    from rlsim.planner.runs.predict import knobs_from_run_config, predict_step
+    from rlsim.planner.validate.predict import knobs_from_run_config, predict_step
 
     # load_config skips the loop's check that cores 0-2 exist here: the planner only reads the knobs.
     config = load_config(

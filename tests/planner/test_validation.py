@@ -12,12 +12,12 @@ from planner_cases import make_profile
 
 from rlsim.cli.main import main
 from rlsim.errors import ConfigError, RlsimError
+from rlsim.planner.measure.loop_runner import LOAD_FILE, actor_key, run_cases
+from rlsim.planner.measure.loop_set import LoopCase, deep_merge, load_loop_set, resolve_cases
 from rlsim.planner.profile.schema import save_profile
-from rlsim.planner.runs.loop_runner import LOAD_FILE, actor_key, run_cases
-from rlsim.planner.runs.loop_set import LoopCase, deep_merge, load_loop_set, resolve_cases
-from rlsim.planner.runs.predict import loop_trace, predict_step
 from rlsim.planner.validate.command import validate_command
 from rlsim.planner.validate.compare import run_validation
+from rlsim.planner.validate.predict import loop_trace, predict_step
 from rlsim.rollout.prompts import make_step_requests
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -276,7 +276,7 @@ def loop_profile_step(case: LoopCase, step: int) -> float:
 
 
 def test_foreign_share_counts_what_the_run_did_not_use() -> None:
-    from rlsim.planner.runs.machine_load import CpuSample, foreign_share, sample
+    from rlsim.planner.measure.machine_load import CpuSample, foreign_share, sample
 
     before, after = CpuSample(0.0, 10.0, 100.0), CpuSample(5.0, 16.0, 110.0)
     # 10 core-seconds passed, 6 were busy, 2 of them ours: others used 4 / 10.

@@ -22,12 +22,12 @@ from rich.console import Console
 
 from rlsim.cli.main import build_parser
 from rlsim.errors import ConfigError, RlsimError
+from rlsim.planner.measure.loop_results import anchor_record
+from rlsim.planner.measure.loop_set import LoopCase, load_loop_set, resolve_cases
 from rlsim.planner.profile.schema import CalibrationSet, save_profile
-from rlsim.planner.runs.loop_results import anchor_record
-from rlsim.planner.runs.loop_set import LoopCase, load_loop_set, resolve_cases
-from rlsim.planner.runs.predict import predict_step
 from rlsim.planner.validate.anchor import apply_anchor, identical_run_floor
 from rlsim.planner.validate.command import validate_command, validation_table
+from rlsim.planner.validate.predict import predict_step
 from rlsim.rollout.prompts import make_step_requests
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -2,7 +2,7 @@
 that are not a datasheet's, a model config's or a framework config's.
 
 Each factor's entry in ``provenance`` says where it comes from: ``fitted: <row ids>`` (the published
-runs it was fitted on, ``rlsim.planner.calibrate.gpu_fit``), ``assumed: <derivation>`` or
+runs it was fitted on, ``rlsim.planner.profile.fitting.gpu``), ``assumed: <derivation>`` or
 ``log: <file>`` (``rlsim profile --from-log`` style fills from a user's own run). A factor without an
 entry is refused, so no number enters a plan unexplained.
 """
@@ -63,7 +63,7 @@ def load_efficiency(path: Path) -> Efficiency:
         raise ConfigError(
             [
                 f"{path}: not a readable efficiency JSON ({err}); re-fit it with "
-                "python -m rlsim.planner.calibrate.gpu_fit"
+                "python -m rlsim.planner.profile.fitting.gpu"
             ]
         ) from None
 

@@ -4,7 +4,7 @@ Objectives: ``rollouts_per_hour`` ranks by throughput; ``fewest_resources`` keep
 mean step time meets the target and ranks them by nodes, then GPUs, then cores used, then
 throughput. A colocated placement has no scoring share, and only an async one a staleness bound, so the grid
 does not repeat a placement per value that means nothing to it. Async placements are ranked by their
-steady rollouts trained per hour (``sim.async_evaluate``), the other schedules by rollouts per hour.
+steady rollouts trained per hour (``sim.asynchronous.evaluate``), the other schedules by rollouts per hour.
 """
 
 from __future__ import annotations

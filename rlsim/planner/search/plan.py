@@ -165,7 +165,7 @@ def _choose(prep: Prepared, baseline: Evaluation | None, ranked: list[Evaluation
 def _beyond_fitted_log(prep: Prepared) -> str | None:
     """A warning when a profile fitted to a framework's log is asked about longer (or shorter) responses
     or more rollouts than the log had (one drawn step of the workload, against the profile's fitted range)."""
-    from rlsim.planner.calibrate.log_fit import extrapolation
+    from rlsim.planner.profile.fitting.logs import extrapolation
 
     cfg = prep.config
     _, responses = cfg.workload.sample_step(cfg.simulation.seed, 0)

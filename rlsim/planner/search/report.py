@@ -91,7 +91,7 @@ def print_plan(console: Console, chosen: Evaluation, heading: str) -> None:
 
 
 def print_async(console: Console, a: dict[str, Any]) -> None:
-    """An async plan's throughput, staleness and idle shares (``sim.async_evaluate.async_summary``)."""
+    """An async plan's throughput, staleness and idle shares (``sim.asynchronous.evaluate.async_summary``)."""
     hist = ", ".join(f"{n} at {k}" for k, n in a["staleness_histogram"].items()) or "none"
     t = a["rollouts_total"]
     console.print(

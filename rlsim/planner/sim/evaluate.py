@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from rlsim.planner.profile.schema import Profile
-from rlsim.planner.sim.async_evaluate import evaluate_async
+from rlsim.planner.sim.asynchronous.evaluate import evaluate_async
 from rlsim.planner.sim.ppo_roles import RolesSpec, check_roles
 from rlsim.planner.sim.step import StepInputs, simulate_step
 from rlsim.planner.sim.summary import STRAGGLER_RATIO, Evaluation, bottleneck, summarise, utilisation

@@ -1,5 +1,5 @@
 """PPO's four roles in one simulated step: the reference and the critic beside the scorers, then the
-actor and critic updates. The step simulated is ``rlsim.loop.ppo_step``'s:
+actor and critic updates. The step simulated is ``rlsim.loop.schedules.ppo``'s:
 
 - Experience: sequential, each role gets every rollout in one call when generation ends (the scorers
   their slices, as ``step.py`` simulates them); overlapped, each micro-batch of ``micro_batch``

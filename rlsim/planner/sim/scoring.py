@@ -13,7 +13,7 @@ is idle). The batchers follow ``rlsim.batching``:
 When generation has finished (or in the sequential schedule, where scoring starts after it) every
 pending rollout is released at once. One event per batch, so scoring costs O(batches).
 
-``simulate_round_robin`` models rlsim's own loop instead (``rlsim.loop.schedules``): finished
+``simulate_round_robin`` models rlsim's own loop instead (``rlsim.loop.schedules.step``): finished
 rollouts leave the generator in micro-batches (``window`` of them), micro-batch k goes to replica
 k mod R, and each replica works through its calls in order, batching each call with its batcher;
 the sequential schedule gives each replica one contiguous slice of the step.

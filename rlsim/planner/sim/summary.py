@@ -1,6 +1,6 @@
 """A placement's simulated steps summarised (``Evaluation``): step time, rollouts/hour, utilisation, bottleneck.
 
-Shared by the step-by-step evaluation (``sim/evaluate.py``) and the async pipeline's (``sim/async_evaluate.py``).
+Shared by the step-by-step evaluation (``sim/evaluate.py``) and the async pipeline's (``sim/asynchronous/evaluate.py``).
 """
 
 from __future__ import annotations
@@ -63,7 +63,7 @@ class Evaluation:
             "padding_waste": float(np.mean([s.padding_waste for s in self.steps])),
             "step_totals_s": [s.time_s["total"] for s in self.steps],
             "illustrative_profile": self.illustrative,
-            **self.extra,  # schedule-specific figures, e.g. ``async`` (sim.async_evaluate)
+            **self.extra,  # schedule-specific figures, e.g. ``async`` (sim.asynchronous.evaluate)
         }
 
 

@@ -89,7 +89,7 @@ class PlacementSpec(_Cfg):
     tensor and pipeline parallelism (the profile's ``generation.parallel`` scaling). ``train_nodes``:
     0 trains on the generation GPUs (colocated pools, a hybrid engine); otherwise that many of the
     used nodes hold only the data-parallel trainer (split pools) and the rest generate.
-    ``schedule: async`` (``rlsim.planner.sim.async_pipeline``): generation runs ahead of training by at most
+    ``schedule: async`` (``rlsim.planner.sim.asynchronous.pipeline``): generation runs ahead of training by at most
     ``max_staleness`` policy versions, with ``queue_size`` scored rollouts buffered for the trainer (None:
     ``max_staleness + 1`` batches, as the loop's ``async.queue_size``); micro-batches of ``batcher.window``
     rollouts go to the scorers; ``partial_rollouts``: the engine loads new weights between its steps, during

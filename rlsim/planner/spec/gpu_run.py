@@ -147,5 +147,5 @@ def load_gpu_run(path: Path, overrides: list[str]) -> tuple[GpuRunConfig, Path]:
     config = validate(GpuRunConfig, data, str(path))
     eff = (path.parent / config.efficiency).resolve()
     if not eff.is_file():
-        raise ConfigError([f"efficiency: {eff} does not exist (fit one: python -m rlsim.planner.calibrate.gpu_fit)"])
+        raise ConfigError([f"efficiency: {eff} does not exist (fit one: python -m rlsim.planner.profile.fitting.gpu)"])
     return config, eff

@@ -39,9 +39,9 @@ import numpy as np
 
 from rlsim.errors import RlsimError
 from rlsim.metrics.stats import mean_ci
+from rlsim.planner.measure.loop_results import finished_at
+from rlsim.planner.measure.loop_set import AnchorSpec, LoopCase, load_loop_set, resolve_cases, resolve_path
 from rlsim.planner.profile.schema import CalibrationSet, ProfileAnchor
-from rlsim.planner.runs.loop_results import finished_at
-from rlsim.planner.runs.loop_set import AnchorSpec, LoopCase, load_loop_set, resolve_cases, resolve_path
 
 if TYPE_CHECKING:
     from rlsim.loop.config import RunConfig

@@ -18,13 +18,13 @@ from rich.table import Table
 
 import rlsim
 from rlsim.fingerprint import machine_fingerprint
+from rlsim.planner.measure.loop_runner import LoopRunner
+from rlsim.planner.measure.loop_set import LoopCase, LoopSet, load_loop_set, resolve_cases, resolve_path
 from rlsim.planner.profile.machine_check import check_here
 from rlsim.planner.profile.schema import Profile, load_profile
-from rlsim.planner.runs.loop_runner import LoopRunner
-from rlsim.planner.runs.loop_set import LoopCase, LoopSet, load_loop_set, resolve_cases, resolve_path
-from rlsim.planner.runs.predict import predict_step
 from rlsim.planner.validate.anchor import Anchor, anchor_from_profile, resolve_anchor
 from rlsim.planner.validate.compare import run_validation
+from rlsim.planner.validate.predict import predict_step
 from rlsim.progress import make_console
 
 
@@ -79,7 +79,7 @@ def validate_command(
             "config: NAME}` (docs/planner.md)"
         )
     if runner is None:
-        from rlsim.planner.runs.loop_runner import RealLoopRunner
+        from rlsim.planner.measure.loop_runner import RealLoopRunner
 
         runner = RealLoopRunner(console=console, quiet=loop_set.quiet)
     meta = {

@@ -5,7 +5,7 @@ for the very steps the loop will run (their lengths replayed, see ``predict.loop
 real loop through a ``LoopRunner``, then the comparison. The first ``warmup_steps`` of every run are
 dropped (vLLM and the scorers warm up); the measured step time is the median of the rest, and the
 prediction is the median of the same steps simulated. ``error = predicted / measured - 1``.
-An ``async`` configuration is compared on rollouts trained per hour instead (``async_compare``); each
+An ``async`` configuration is compared on rollouts trained per hour instead (``throughput``); each
 entry names its ``metric``.
 
 The JSON (issue 6) is rewritten atomically after every configuration, so an interrupted validation
@@ -23,11 +23,10 @@ import numpy as np
 
 from rlsim.io import atomic_write_json
 from rlsim.placement import PlacementConfig
+from rlsim.planner.measure.loop_results import LoopSteps, drop_disturbed, parse_loop_steps
+from rlsim.planner.measure.loop_runner import LoopRunner, reusable_results, step_loads
+from rlsim.planner.measure.loop_set import LoopCase
 from rlsim.planner.profile.schema import Profile
-from rlsim.planner.runs.loop_results import LoopSteps, drop_disturbed, parse_loop_steps
-from rlsim.planner.runs.loop_runner import LoopRunner, reusable_results, step_loads
-from rlsim.planner.runs.loop_set import LoopCase
-from rlsim.planner.runs.predict import predict_step
 from rlsim.planner.sim.evaluate import Evaluation
 from rlsim.planner.sim.ppo_roles import ROLE_PHASES
 from rlsim.planner.validate.anchor import (
@@ -38,7 +37,8 @@ from rlsim.planner.validate.anchor import (
     apply_anchor,
     profile_hour_step,
 )
-from rlsim.planner.validate.async_compare import async_run_figures, async_validation_entry, with_trained_counts
+from rlsim.planner.validate.predict import predict_step
+from rlsim.planner.validate.throughput import async_run_figures, async_validation_entry, with_trained_counts
 
 PHASES = ("generate", "score", "update", "sync", "idle")
 Note = Callable[[str, dict[str, Any] | None], None]  # (message, finished entry or None)

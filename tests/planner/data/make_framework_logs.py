@@ -1,7 +1,7 @@
 """Writes the example framework logs beside it: ``python tests/planner/data/make_framework_logs.py``.
 
 The logs are SYNTHETIC: the key names and record shapes are verl's and OpenRLHF's (see
-``rlsim/planner/calibrate/framework_logs.py`` for the source files they come from), the numbers come
+``rlsim/planner/profile/logs/frameworks.py`` for the source files they come from), the numbers come
 from a seeded cost model of an 8-GPU node with 2-10 % noise, so a test can check that a profile fitted
 to them reproduces the logged step times and recovers the model's coefficients. They are not
 measurements of any real cluster.

@@ -1,0 +1,131 @@
+"""The PPO critic: the policy's architecture with a scalar value head, initialised from the policy.
+
+As OpenRLHF and verl build it: the causal LM's backbone (``AutoModel`` loads it from the policy's
+checkpoint, dropping the LM head) plus ``Linear(hidden, 1)``, seeded. The value of response token
+``t`` is read at the position that predicts it (the state before the token is chosen), the same
+alignment as the policy's log-probs. ``values`` runs in the experience phase; ``update`` takes the
+returns from GAE and the values seen then, and makes one clipped-value-loss step per epoch with the
+critic's own AdamW. Plain torch, no Ray, so a Ray actor can hold it later.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from rlsim.algorithms.losses import clipped_value_loss
+from rlsim.loop.roles.packing import Packed, micro_batches, pad_id, response_hidden
+from rlsim.rollout.types import Rollout
+from rlsim.torch_setup import prepare_torch
+
+
+@dataclass(frozen=True)
+class CriticSettings:
+    """``lr`` for AdamW; ``value_clip``: how far a value may move from the collected one (None: no clip)."""
+
+    lr: float = 1e-5
+    value_clip: float | None = 0.2
+    epochs: int = 1
+    micro_batch: int = 16
+    max_grad_norm: float = 1.0
+    device: str = "cpu"
+    threads: int | None = None
+    seed: int = 0
+
+
+@dataclass
+class CriticStats:
+    """One critic update: ``value_loss`` the last epoch's token-mean loss, seconds of wall time."""
+
+    value_loss: float
+    value_clip_fraction: float
+    grad_norm: float
+    response_tokens: int
+    seconds: float
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+class CriticModel:
+    """Backbone + value head in fp32; ``values`` (no grad) and ``update`` (in place)."""
+
+    def __init__(self, source_dir: Path, settings: CriticSettings) -> None:
+        import torch
+        from transformers import AutoModel
+
+        self.settings = settings
+        self._device = prepare_torch(settings.device, "critic.device", settings.threads, settings.seed)
+        self._backbone = AutoModel.from_pretrained(str(source_dir), dtype=torch.float32).to(self._device)
+        hidden = int(self._backbone.config.hidden_size)
+        head = torch.nn.Linear(hidden, 1).to(self._device)
+        # OpenRLHF's value-head init: small weights, so the first values are near 0, not of order 1.
+        gen = torch.Generator().manual_seed(settings.seed)
+        with torch.no_grad():
+            head.weight.copy_(torch.randn(head.weight.shape, generator=gen) / (hidden + 1))
+            head.bias.zero_()
+        self._head: torch.nn.Linear | None = head  # None once closed
+        self._backbone.train()
+        params = list(self._backbone.parameters()) + list(head.parameters())
+        self._params = params
+        self._opt = torch.optim.AdamW(params, lr=settings.lr, weight_decay=0.0)
+        self._pad = pad_id(self._backbone.config)
+
+    def _values(self, b: Packed) -> Any:
+        assert self._head is not None, "the critic is closed"
+        return self._head(response_hidden(self._backbone, b)).squeeze(-1).float()
+
+    def values(self, rollouts: Sequence[Rollout]) -> dict[int, np.ndarray]:
+        """Per uid, float32 ``(len(response),)``: the value of the state before each response token."""
+        import torch
+
+        out: dict[int, np.ndarray] = {}
+        with torch.no_grad():
+            for b in micro_batches(rollouts, self.settings.micro_batch, self._pad, self._device):
+                out.update(b.split(self._values(b)))
+        return out
+
+    def update(
+        self, rollouts: Sequence[Rollout], returns: Mapping[int, np.ndarray], old_values: Mapping[int, np.ndarray]
+    ) -> CriticStats:
+        """Fit the values to ``returns`` (from GAE); ``old_values``: what ``values`` gave in the experience phase."""
+        import torch
+
+        t0 = time.perf_counter()
+        missing = [x.uid for x in rollouts if x.uid not in returns or x.uid not in old_values]
+        if missing:
+            raise ValueError(f"{len(missing)} rollouts have no returns or old values (first uids {missing[:5]})")
+        batches = micro_batches(rollouts, self.settings.micro_batch, self._pad, self._device)
+        total = sum(b.tokens for b in batches)
+        for b in batches:
+            b.extra["returns"], b.extra["old"] = b.flat(returns), b.flat(old_values)
+        for _ in range(self.settings.epochs):
+            loss_sum, clipped = 0.0, 0.0
+            for b in batches:
+                loss, was_clipped = clipped_value_loss(
+                    self._values(b), b.extra["old"], b.extra["returns"], self.settings.value_clip
+                )
+                # Summed over the batch's tokens / all tokens: the gradient of one full-batch mean.
+                part = loss.sum() / total
+                part.backward()
+                loss_sum += float(part.detach())
+                clipped += float(was_clipped.sum())
+            norm = torch.nn.utils.clip_grad_norm_(self._params, self.settings.max_grad_norm)
+            self._opt.step()
+            self._opt.zero_grad(set_to_none=True)
+        return CriticStats(
+            value_loss=loss_sum,
+            value_clip_fraction=clipped / max(total, 1),
+            grad_norm=float(norm),
+            response_tokens=total,
+            seconds=time.perf_counter() - t0,
+        )
+
+    def close(self) -> None:
+        self._backbone = None
+        self._head = None

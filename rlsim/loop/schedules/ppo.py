@@ -1,0 +1,157 @@
+"""One step with the experience roles (PPO's critic, the reference for the KL), under either schedule.
+
+- ``sequential``: generate every rollout; then score (split across the scoring replicas), the
+  reference's log-probs and the critic's values, all three at once on their actors; then the
+  advantages (on the trainer); then the actor and critic updates (at once, or taking turns when
+  colocated); then the weight sync.
+- ``overlapped``: every micro-batch of finished rollouts goes to a scorer (round robin), the
+  reference and the critic at once while generation goes on; advantages, updates and sync follow.
+
+Every step checks that the rollouts generated, scored, referenced, valued and trained are the same
+set (none lost, none doubled). GRPO without a KL never comes here (``rlsim.loop.schedules.step``).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping, Sequence
+from typing import Any, Protocol
+
+from rlsim.loop.schedules.step import Progress, Schedule, StepBackend, StepOutcome, check_accounting, split_evenly
+from rlsim.rollout.types import Event, Rollout, RolloutRequest
+
+# The time_s keys a step with experience roles adds (``rlsim.loop.outputs.records``), in the order they run.
+EXPERIENCE_PHASES = ("reference", "values", "advantages", "update_actor", "update_critic")
+
+
+class ExperienceBackend(StepBackend, Protocol):
+    """A ``StepBackend`` with the reference and critic roles. ``submit_*`` return handles that
+    ``collect_experience`` resolves to (per-uid arrays, events)."""
+
+    uses_reference: bool
+    uses_critic: bool
+
+    def submit_reference(self, rollouts: list[Rollout], batch: int) -> Any: ...
+
+    def submit_values(self, rollouts: list[Rollout], batch: int) -> Any: ...
+
+    def collect_experience(self, handles: list[Any]) -> list[tuple[dict[int, Any], list[Event]]]: ...
+
+    def experience(
+        self,
+        rollouts: list[Rollout],
+        rewards: dict[int, float],
+        ref_logprobs: Mapping[int, Any] | None,
+        values: Mapping[int, Any] | None,
+    ) -> tuple[dict[int, Any] | None, list[Event]]: ...
+
+    def update(
+        self, rollouts: list[Rollout], returns: Mapping[int, Any] | None, values: Mapping[int, Any] | None
+    ) -> tuple[dict[str, Any], list[Event]]: ...
+
+
+class _InFlight:
+    """The step's pending calls: scoring, reference and values handles, in submission order."""
+
+    def __init__(self, backend: ExperienceBackend) -> None:
+        self.backend = backend
+        self.score: list[Any] = []
+        self.reference: list[Any] = []
+        self.values: list[Any] = []
+
+    def send(self, rollouts: list[Rollout], batch: int, replica: int | None) -> None:
+        """Scoring of ``rollouts`` (one replica, or split across all when ``replica`` is None), and the
+        reference and the critic on the same rollouts, all submitted before anything is awaited."""
+        b = self.backend
+        if replica is None:
+            parts = split_evenly(rollouts, b.num_scorers)
+            self.score += [b.submit_score(i, part, i) for i, part in enumerate(parts) if part]
+        else:
+            self.score.append(b.submit_score(replica, rollouts, batch))
+        if b.uses_reference:
+            self.reference.append(b.submit_reference(rollouts, batch))
+        if b.uses_critic:
+            self.values.append(b.submit_values(rollouts, batch))
+
+
+def run_ppo_step(
+    backend: ExperienceBackend,
+    schedule: Schedule,
+    requests: Sequence[RolloutRequest],
+    micro_batch: int,
+    progress: Progress | None = None,
+) -> StepOutcome:
+    """Run one step; raises ``RuntimeError`` if any rollout is lost or doubled between stages."""
+    note = progress or (lambda phase, done, total: None)
+    start = time.time()
+    flight = _InFlight(backend)
+    if schedule == "sequential":
+        note("generate", 0, len(requests))
+        rollouts, events = backend.generate(requests)
+        note("score", 0, len(rollouts))
+        flight.send(rollouts, 0, None)
+    elif schedule == "overlapped":
+        rollouts, events = [], []
+        for k, (batch, made) in enumerate(backend.stream(requests, micro_batch)):
+            rollouts += batch
+            events.append(made)
+            flight.send(batch, k, k % backend.num_scorers)
+            note("generate", len(rollouts), len(requests))
+    else:
+        raise ValueError(
+            f"unknown schedule {schedule!r} for a step with a reference or critic; valid: sequential, overlapped"
+        )
+    rewards = _joined(backend.collect(flight.score), events, "scored")
+    note("score", len(rewards), len(rollouts))
+    counts = check_accounting(requests, rollouts, rewards)
+    ref = values = None
+    if backend.uses_reference:
+        ref = _joined(backend.collect_experience(flight.reference), events, "referenced")
+        counts["referenced"] = _count(rollouts, ref, "referenced")
+    if backend.uses_critic:
+        values = _joined(backend.collect_experience(flight.values), events, "valued")
+        counts["valued"] = _count(rollouts, values, "valued")
+    note("advantages", 0, 1)
+    returns, ev = backend.experience(rollouts, rewards, ref, values)
+    events += ev
+    note("update", 0, 1)
+    train, ev = backend.update(rollouts, returns, values)
+    events += ev
+    counts["trained"] = int(train.get("sequences", -1))
+    if counts["trained"] != counts["generated"]:
+        raise RuntimeError(f"trainer used {counts['trained']} rollouts of {counts['generated']} generated")
+    note("sync", 0, 1)
+    sync, ev = backend.sync()
+    return StepOutcome(
+        rollouts, rewards, train, sync, events + ev, start, time.time(), counts, phases=EXPERIENCE_PHASES
+    )
+
+
+def _joined(results: list[tuple[dict[int, Any], list[Event]]], events: list[Event], what: str) -> dict[int, Any]:
+    """The per-uid answers of several calls in one dict (their events go to ``events``); raises
+    ``RuntimeError`` if a uid comes back twice."""
+    out: dict[int, Any] = {}
+    for part, ev in results:
+        doubled = set(out) & set(part)
+        if doubled:
+            raise RuntimeError(f"rollouts {sorted(doubled)[:5]} were {what} twice")
+        out.update(part)
+        events += ev
+    return out
+
+
+def _count(rollouts: Sequence[Rollout], per_uid: Mapping[int, Any], what: str) -> int:
+    """``len(per_uid)`` after checking it covers exactly the generated uids, one value per response token."""
+    made = {r.uid for r in rollouts}
+    if set(per_uid) != made:
+        lost, extra = sorted(made - set(per_uid))[:5], sorted(set(per_uid) - made)[:5]
+        raise RuntimeError(
+            f"{len(made - set(per_uid))} rollouts were not {what} (first uids {lost}); unknown uids {extra}"
+        )
+    bad = [r.uid for r in rollouts if len(per_uid[r.uid]) != len(r.response_ids)]
+    if bad:
+        raise RuntimeError(
+            f"rollout {bad[0]} was {what} with {len(per_uid[bad[0]])} values for its "
+            f"{len(next(r for r in rollouts if r.uid == bad[0]).response_ids)} response tokens"
+        )
+    return len(per_uid)

@@ -1,0 +1,238 @@
+"""Time PPO's reference and critic directly (the measuring side of the profile's ``roles`` section).
+
+The models are the loop's own (``rlsim.loop.roles.reference``, ``rlsim.loop.roles.critic``) on the policy the
+loop trains, called the way their actors call them: ``logprobs`` (per reference runtime),
+``values`` and ``update`` on synthetic rollouts of ``prompt_tokens`` + each response length, on
+``units`` threads. Each cell (sequences x response length) is warmed up once, then timed ``repeats``
+times; every timed call is one ``LatencySample`` (one micro-batch: batch sizes are at most
+``micro_batch``), which ``fit_latency_model`` turns into the same latency model a scorer has.
+
+``measure_sharing`` times what two such processes lose on the same cores, once per thread count
+``u`` of ``units``: two processes (spawned, pinned to the same ``u`` cores, ``u`` threads each, built
+and warmed up once) run the critic's update at once, against one of them alone while the other waits;
+``efficiency = 2 x alone / together`` (1: the cores did as much work as alone). Multi-threaded
+processes lose more than single-threaded ones: torch's OpenMP workers spin at their barriers while
+the other process holds a core, which one thread never does.
+
+Like ``measure.scorers``, models and torch are imported inside the functions, so ``rlsim plan``
+never loads them.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from rlsim.planner.measure import machine_load
+from rlsim.planner.measure.scorers import timed_call
+from rlsim.planner.profile.schema import LatencySample
+
+if TYPE_CHECKING:
+    from rlsim.planner.measure.loop_set import QuietGate
+    from rlsim.rollout.types import Rollout
+
+# Sample keys: the reference per runtime, then the critic's forward and update.
+CRITIC_OPS = ("values", "update_critic")
+
+
+class RolesGrid(BaseModel):
+    """What ``rlsim profile`` times for the ``roles`` section (``roles:`` in the profile YAML)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    policy: str = Field(default="tiny-llama", description="the policy the reference and critic copy")
+    reference_runtimes: list[Literal["eager", "ort"]] = Field(default=["eager", "ort"], min_length=1)
+    batch_sizes: list[int] = Field(default=[4, 16], min_length=2, description="sequences per timed call")
+    lengths: list[int] = Field(default=[48, 160], min_length=2, description="response tokens per sequence")
+    prompt_tokens: int = Field(default=32, ge=1)
+    units: list[int] = Field(default=[1, 2], min_length=1, description="threads to time at")
+    repeats: int = Field(default=2, ge=1)
+    micro_batch: int = Field(default=16, ge=1, description="the reference's and critic's micro-batch")
+    sharing: bool = Field(
+        default=True, description="measure sharing_efficiency (two processes, per thread count: ~30 s each)"
+    )
+
+    @model_validator(mode="after")
+    def _check(self) -> RolesGrid:
+        problems = []
+        if "eager" not in self.reference_runtimes:
+            problems.append("reference_runtimes needs eager: the policy's own forward (the advantages pass)")
+        if max(self.batch_sizes) > self.micro_batch:
+            problems.append(
+                f"batch_sizes up to {max(self.batch_sizes)} exceed micro_batch {self.micro_batch}: "
+                "each timed call must be one micro-batch"
+            )
+        if problems:
+            raise ValueError("; ".join(problems))
+        return self
+
+    def calls(self) -> int:
+        """Timed calls in all, warm-ups included (for ``--dry-run``)."""
+        ops = len(self.reference_runtimes) + len(CRITIC_OPS)
+        return ops * len(self.units) * len(self.batch_sizes) * len(self.lengths) * (self.repeats + 1)
+
+
+def synthetic_rollouts(count: int, prompt: int, response: int, vocab: int, salt: int = 0) -> list[Rollout]:
+    """``count`` rollouts of ``prompt`` + ``response`` token ids in ``[1, vocab)`` (random, seeded)."""
+    import numpy as np
+
+    from rlsim.rollout.types import Rollout
+
+    rng = np.random.default_rng([count, prompt, response, salt])
+    ids = rng.integers(1, vocab, size=(count, prompt + response)).tolist()
+    return [Rollout(uid=i, group=i, prompt_ids=row[:prompt], response_ids=row[prompt:]) for i, row in enumerate(ids)]
+
+
+def measure_roles(
+    grid: RolesGrid, on_cell: Callable[[str], None] | None = None, quiet: QuietGate | None = None
+) -> tuple[dict[str, list[LatencySample]], int]:
+    """Samples per key (``reference:eager``, ``reference:ort``, ``values``, ``update_critic``) and the
+    policy's context length (tokens). ``quiet``: wait for idle cores before each cell."""
+    import json
+
+    from rlsim.models import resolve_policy
+
+    policy_dir = resolve_policy(grid.policy)
+    config = json.loads((policy_dir / "config.json").read_text())
+    samples: dict[str, list[LatencySample]] = {}
+    for units in grid.units:
+        ops = _operations(policy_dir, grid, units)
+        for batch in grid.batch_sizes:
+            for length in grid.lengths:
+                rollouts = synthetic_rollouts(batch, grid.prompt_tokens, length, int(config["vocab_size"]))
+                if quiet is not None:
+                    machine_load.wait_until_quiet(quiet.busy_below, quiet.max_wait_s)
+                padded = batch * (grid.prompt_tokens + length)
+                for key, op in ops.items():
+                    samples.setdefault(key, []).extend(_time_cell(op, rollouts, padded, units, grid.repeats))
+                if on_cell:
+                    on_cell(f"roles x{units} b{batch} len{length}")
+    return samples, int(config.get("max_position_embeddings") or grid.prompt_tokens + max(grid.lengths))
+
+
+def _operations(policy_dir: Any, grid: RolesGrid, units: int) -> dict[str, Callable[[list[Rollout]], object]]:
+    """The calls to time on ``units`` threads, each taking the cell's rollouts."""
+    import numpy as np
+
+    from rlsim.loop.roles.critic import CriticModel, CriticSettings
+    from rlsim.loop.roles.reference import ReferenceSettings, make_reference
+
+    ops: dict[str, Callable[[list[Rollout]], object]] = {}
+    for runtime in grid.reference_runtimes:
+        ref = make_reference(policy_dir, ReferenceSettings(runtime, grid.micro_batch, "cpu", units))
+        ops[f"reference:{runtime}"] = ref.logprobs
+    critic = CriticModel(policy_dir, CriticSettings(micro_batch=grid.micro_batch, threads=units))
+
+    def update(rollouts: list[Rollout]) -> object:
+        zeros = {x.uid: np.zeros(len(x.response_ids), dtype=np.float32) for x in rollouts}
+        return critic.update(rollouts, zeros, zeros)
+
+    ops["values"] = critic.values
+    ops["update_critic"] = update
+    return ops
+
+
+def _time_cell(
+    op: Callable[[list[Rollout]], object], rollouts: list[Rollout], padded: int, units: int, repeats: int
+) -> list[LatencySample]:
+    op(rollouts)  # warm-up: first-call allocations and kernel choices are not the steady state
+    out = []
+    for _ in range(repeats):
+        elapsed, share = timed_call(lambda: op(rollouts))
+        out.append(
+            LatencySample(
+                batch=len(rollouts),
+                padded_tokens=padded,
+                latency_s=elapsed,
+                units=units,
+                foreign_share=None if share is None else round(share, 4),
+            )
+        )
+    return out
+
+
+def measure_sharing(grid: RolesGrid, quiet: QuietGate | None = None) -> dict[int, float]:
+    """``sharing_efficiency`` per thread count of ``grid.units`` (see the module doc), each capped at 1;
+    RlsimError if a worker fails."""
+    import json
+    import multiprocessing
+
+    from rlsim.models import resolve_policy
+
+    policy_dir = resolve_policy(grid.policy)
+    vocab = int(json.loads((policy_dir / "config.json").read_text())["vocab_size"])
+    context = multiprocessing.get_context("spawn")  # a fresh interpreter: torch's threads are its own
+    out = {}
+    for units in sorted(set(grid.units)):
+        cores = sorted(os.sched_getaffinity(0))[:units]
+        if quiet is not None:
+            machine_load.wait_until_quiet(quiet.busy_below, quiet.max_wait_s)
+        alone, both = _alone_then_together(context, (str(policy_dir), grid, units, cores, vocab))
+        out[units] = min(1.0, 2.0 * alone / both)
+    return out
+
+
+def _alone_then_together(context: Any, work: tuple[Any, ...]) -> tuple[float, float]:
+    """Two worker processes, built and warmed up once: seconds of the first one's timed updates while
+    the other waits, then until the last of both finishes the same updates started at once."""
+    from rlsim.errors import RlsimError
+
+    barrier, results = context.Barrier(3), context.Queue()
+    procs = [context.Process(target=_critic_updates, args=(*work, rank, barrier, results)) for rank in (0, 1)]
+    for p in procs:
+        p.start()
+    try:
+        barrier.wait(timeout=300)  # both models built and warmed up: the first one runs alone
+        alone = results.get(timeout=600)
+        barrier.wait(timeout=600)  # then both at once
+        return alone, max(results.get(timeout=600) for _ in procs)
+    except Exception as err:  # a dead worker breaks the barrier or never answers
+        raise RlsimError(
+            f"measuring the roles' sharing efficiency failed ({type(err).__name__}); see the worker's error above, "
+            "or set roles.sharing: false"
+        ) from None
+    finally:
+        for p in procs:
+            p.join(timeout=60)
+            if p.is_alive():
+                p.kill()
+
+
+def _critic_updates(
+    policy_dir: str,
+    grid: RolesGrid,
+    units: int,
+    cores: list[int],
+    vocab: int,
+    rank: int,
+    barrier: Any,
+    results: Any,
+) -> None:
+    """One worker process: the critic's update on the grid's largest cell, ``repeats + 1`` times, alone
+    (rank 0 only, while rank 1 waits) and then beside the other worker."""
+    from pathlib import Path
+
+    os.sched_setaffinity(0, cores)
+    import numpy as np
+
+    from rlsim.loop.roles.critic import CriticModel, CriticSettings
+
+    critic = CriticModel(Path(policy_dir), CriticSettings(micro_batch=grid.micro_batch, threads=units))
+    rollouts = synthetic_rollouts(max(grid.batch_sizes), grid.prompt_tokens, max(grid.lengths), vocab)
+    zeros = {x.uid: np.zeros(len(x.response_ids), dtype=np.float32) for x in rollouts}
+
+    def timed() -> float:
+        t0 = time.perf_counter()
+        for _ in range(grid.repeats + 1):
+            critic.update(rollouts, zeros, zeros)
+        return time.perf_counter() - t0
+
+    critic.update(rollouts, zeros, zeros)  # warm-up
+    barrier.wait(timeout=300)
+    if rank == 0:
+        results.put(timed())
+    barrier.wait(timeout=600)
+    results.put(timed())

@@ -1,0 +1,209 @@
+"""The steps of ``rlsim profile`` that turn calibration loop runs into profile sections.
+
+Each wraps a fit of ``calibrate`` and says what it found (or why it could not) in one line of
+``measured`` / ``unmeasured``, which ``rlsim profile`` prints and keeps in the profile's notes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from rlsim.errors import RlsimError
+from rlsim.planner.profile.fitting import fit_latency_model
+from rlsim.planner.profile.fitting.loops import (
+    CalibrationRun,
+    fit_contention,
+    fit_generation,
+    fit_score_factors,
+    fit_trainer,
+)
+from rlsim.planner.profile.schema import (
+    ContentionEntry,
+    ContentionModel,
+    Device,
+    GenerationModel,
+    Profile,
+    RolesModel,
+    ScorerLatencyModel,
+    TrainerModel,
+    new_profile_header,
+)
+
+if TYPE_CHECKING:
+    from rlsim.planner.measure.loop_set import QuietGate
+    from rlsim.planner.measure.roles import RolesGrid
+
+
+def calibrated_models(
+    runs: list[CalibrationRun], device: Device, max_running: int, measured: list[str], unmeasured: list[str]
+) -> tuple[GenerationModel | None, TrainerModel | None]:
+    """The generation and trainer models fitted to ``runs``; a line per result in ``measured``/``unmeasured``."""
+    generation = trainer = None
+    try:
+        generation = fit_generation(runs, device, max_running)
+        measured.append(
+            f"generation model from {generation.fit.n_samples} loop steps of "
+            f"{sum(not r.contended for r in runs)} run(s) (R^2 {generation.fit.r2:.3f}, "
+            f"residual {generation.fit.residual_rel_std:.1%}, core exponent {generation.unit_exponent:g}"
+            f"{'' if generation.unit_exponent_measured else ' assumed'})"
+        )
+    except RlsimError as err:
+        unmeasured.append(f"generation: {err}")
+    try:
+        trainer = fit_trainer(runs)
+        measured.append(
+            f"update/sync cost per token and step overhead ({len(runs)} run(s), core exponent "
+            f"{trainer.unit_exponent:g})"
+        )
+    except RlsimError as err:
+        unmeasured.append(f"trainer: {err}")
+    return generation, trainer
+
+
+def with_in_loop_factors(
+    runs: list[CalibrationRun],
+    runtimes: dict[str, ScorerLatencyModel],
+    generation: GenerationModel,
+    trainer: TrainerModel,
+    measured: list[str],
+    unmeasured: list[str],
+) -> dict[str, ScorerLatencyModel]:
+    """Each runtime's ``in_loop_factor`` from the loop runs that used it; the others get their median."""
+    # Only uncontended runs are used, so the (not yet fitted) contention is irrelevant: none.
+    none = ContentionModel(default=ContentionEntry(gen_slowdown=0.0, score_slowdown=0.0))
+    partial = Profile(
+        **new_profile_header("calibrating", illustrative=False),
+        runtimes=runtimes,
+        generation=generation,
+        trainer=trainer,
+        contention=none,
+    )
+    factors = fit_score_factors(runs, partial)
+    if not factors:
+        return runtimes
+    assumed = tuple(float(np.median([f[i] for f in factors.values()])) for i in range(2))
+    out = {}
+    for name, model in runtimes.items():
+        factor, overhead = factors.get(name, assumed)
+        out[name] = model.model_copy(
+            update={"in_loop_factor": factor, "call_overhead_s": overhead, "in_loop_factor_measured": name in factors}
+        )
+        if name in factors:
+            measured.append(
+                f"runtime {name}: scoring in the loop takes {factor:.2f}x its benchmarked latency "
+                f"+ {overhead * 1000:.0f} ms per call"
+            )
+        else:
+            unmeasured.append(
+                f"runtime {name}: in-loop factor not measured (no loop run used it); assumed "
+                f"{factor:.2f}x + {overhead * 1000:.0f} ms per call like {', '.join(sorted(factors))}"
+            )
+    return out
+
+
+def loop_contention(
+    runs: list[CalibrationRun],
+    runtimes: dict[str, ScorerLatencyModel],
+    generation: GenerationModel,
+    trainer: TrainerModel,
+    measured_file: ContentionModel | None,
+    measured: list[str],
+    unmeasured: list[str],
+) -> ContentionModel | None:
+    """Slowdowns fitted to the overlapped shared runs, beside (and over) those of the experiment file."""
+    usable = [r for r in runs if not r.contended or r.config.reward.runtime in runtimes]
+    partial = Profile(
+        **new_profile_header("calibrating", illustrative=False),
+        runtimes=runtimes,
+        generation=generation,
+        trainer=trainer,
+        contention=measured_file,
+    )
+    fitted = fit_contention(usable, partial)
+    if fitted is None:
+        return measured_file
+    unmeasured[:] = [u for u in unmeasured if not u.startswith("contention: no contention_results")]
+    measured.append(
+        "contention fitted to overlapped shared loop runs for "
+        + ", ".join(
+            f"{k} (gen +{v.gen_slowdown:.0%}, score +{v.score_slowdown:.0%})"
+            for k, v in sorted(fitted.per_runtime.items())
+        )
+    )
+    per_runtime = {**(measured_file.per_runtime if measured_file else {}), **fitted.per_runtime}
+    worst = ContentionEntry(
+        gen_slowdown=max(e.gen_slowdown for e in per_runtime.values()),
+        score_slowdown=max(e.score_slowdown for e in per_runtime.values()),
+    )
+    return ContentionModel(default=worst, per_runtime=per_runtime)
+
+
+def roles_section(
+    grid: RolesGrid | None,
+    measure: bool,
+    stored: Profile | None,
+    disturbed_above: float | None,
+    measured: list[str],
+    unmeasured: list[str],
+    on_cell: Callable[[str], None] | None = None,
+    quiet: QuietGate | None = None,
+) -> RolesModel | None:
+    """The ``roles`` section: timed now (``measure.roles``), or re-fitted from the samples a measured
+    ``stored`` profile keeps (``--scorers-from``; its sharing efficiency measured now when it has none per
+    thread count); None, with the reason, when neither is possible."""
+    if grid is None:
+        unmeasured.append("roles (PPO's reference and critic): no roles section in the profile config")
+        return None
+    from rlsim.planner.measure.roles import measure_roles, measure_sharing
+
+    sharing: dict[str, Any] = {}  # RolesModel's sharing fields; none: assumed 1
+    if stored is not None and stored.roles is not None and not stored.illustrative:
+        old = stored.roles
+        samples = {f"reference:{k}": m.samples for k, m in old.reference.items()}
+        samples.update(values=old.values.samples, update_critic=old.update_critic.samples)
+        where, micro_batch = f"re-fitted from the {stored.hardware_kind} profile", old.micro_batch
+        context = old.values.max_length
+        if old.sharing_efficiency_by_threads or not (measure and grid.sharing):
+            sharing = old.model_dump(include={"sharing_efficiency", "sharing_efficiency_measured"})
+            sharing["sharing_efficiency_by_threads"] = dict(old.sharing_efficiency_by_threads)
+        else:  # stored before it was measured per thread count: measure that part now (~30 s per count)
+            sharing = _sharing_fields(measure_sharing(grid, quiet))
+            where += "; sharing efficiency measured now"
+    elif measure:
+        samples, context = measure_roles(grid, on_cell, quiet)
+        where, micro_batch = f"timed on {grid.policy}", grid.micro_batch
+        sharing = _sharing_fields(measure_sharing(grid, quiet)) if grid.sharing else {}
+    else:
+        unmeasured.append("roles (PPO's reference and critic): timing skipped (--no-scorers)")
+        return None
+    fits = {key: fit_latency_model(rows, "cpu", context, disturbed_above) for key, rows in samples.items()}
+    roles = RolesModel(
+        micro_batch=micro_batch,
+        reference={k.split(":", 1)[1]: m for k, m in fits.items() if k.startswith("reference:")},
+        values=fits["values"],
+        update_critic=fits["update_critic"],
+        **sharing,
+    )
+    measured.append(
+        f"roles {where}: reference ({', '.join(sorted(roles.reference))}), critic values and update "
+        f"(lowest R^2 {min(m.fit.r2 for m in fits.values()):.3f}); in-loop factors assumed 1"
+    )
+    if not roles.sharing_efficiency_measured:
+        unmeasured.append("roles: sharing efficiency assumed 1")
+        return roles
+    by_threads = sorted(roles.sharing_efficiency_by_threads.items())
+    kept = ", ".join(f"{v:.0%} at {k} thread(s) each" for k, v in by_threads) or f"{roles.sharing_efficiency:.0%}"
+    measured.append(f"roles: two processes on the same cores keep {kept} of their work rate")
+    return roles
+
+
+def _sharing_fields(by_threads: dict[int, float]) -> dict[str, Any]:
+    """RolesModel's sharing fields from ``measure_sharing``: the headline value at the most threads."""
+    return {
+        "sharing_efficiency": by_threads[max(by_threads)],
+        "sharing_efficiency_measured": True,
+        "sharing_efficiency_by_threads": by_threads,
+    }
