@@ -23,6 +23,7 @@ from rlsim.config_loader import load_config
 from rlsim.errors import ConfigError
 from rlsim.experiment.fidelity_source import FidelitySettings, fidelity_problems
 from rlsim.loop.config import RunConfig, cross_field_problems
+from rlsim.schedule_kinds import schedule_kind
 from rlsim.scoring.base import runtime_names
 
 CONDITIONS = ("gen_alone", "score_alone", "together", "timeboxed")
@@ -101,7 +102,7 @@ class ContentionConfig(_Strict):
 
     @property
     def is_async(self) -> bool:
-        return self.loop.schedule == "async"
+        return schedule_kind(self.loop.schedule).pipelined
 
     @property
     def conditions(self) -> tuple[str, ...]:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import resource
 import time
+from collections.abc import Callable
 from typing import Any, cast
 
 import ray
@@ -29,6 +30,7 @@ from rlsim.placement import EXPERIENCE_ROLES, ResolvedPlacement, resolve_placeme
 from rlsim.rollout.prompts import make_step_requests
 from rlsim.rollout.types import RolloutRequest
 from rlsim.run_results import StepRecord
+from rlsim.schedule_kinds import schedule_kind
 
 
 class LoopSession:
@@ -90,33 +92,12 @@ class LoopSession:
             self.backend.warmup(warmup_requests(self.config))
         self.startup_s = {"models_and_ray": t1 - t0, "actors": t2 - t1, "warmup": time.perf_counter() - t2}
 
-    def step(
-        self, step: int, schedule: Schedule | None = None, progress: Progress | None = None
-    ) -> tuple[StepRecord, list]:
+    def step(self, step: int, schedule: str | None = None, progress: Progress | None = None) -> tuple[StepRecord, list]:
         """Run step ``step`` (numbered from 1); returns its ``results.json`` record and timeline rows."""
         assert self.backend is not None, "call start() first"
-        cfg = self.config
-        chosen = schedule or cfg.schedule
-        if chosen == "async":
-            from rlsim.loop.schedules.asynchronous.session import async_step
-
-            return async_step(self, step, progress)
-        requests = make_step_requests(cfg.workload.spec, step, cfg.workload.prompts_per_step, cfg.workload.group_size)
-        before = self._cpu_seconds()
-        self.backend.begin_step(step)
-        if self.experience_roles:  # the reference or the critic runs (PPO, KL): start() made an experience backend
-            backend = cast(ExperienceBackend, self.backend)
-            outcome = run_ppo_step(backend, chosen, requests, cfg.micro_batch, progress)
-        else:
-            outcome = run_step(self.backend, chosen, requests, cfg.micro_batch, progress)
-        after = self._cpu_seconds()
-        cpu = cpu_deltas(before, after)
-        tokens = {
-            "prompt": sum(len(r.prompt_ids) for r in outcome.rollouts),
-            "generated": sum(len(r.response_ids) for r in outcome.rollouts),
-        }
-        record = step_record(step, chosen, outcome, cpu, tokens)
-        return record, timeline_rows(step, outcome.events, outcome.start)
+        kind = schedule_kind(schedule or self.config.schedule)
+        run: Callable[[LoopSession, int, str, Progress | None], tuple[StepRecord, list]] = kind.load(kind.loop_step)
+        return run(self, step, kind.name, progress)
 
     def _cpu_seconds(self) -> dict[str, tuple[int, float]]:
         assert self.backend is not None
@@ -172,3 +153,25 @@ def environment() -> dict[str, Any]:
     from rlsim.fingerprint import machine_fingerprint
 
     return {"cpus": os.cpu_count(), "driver_cores": sorted(os.sched_getaffinity(0)), **machine_fingerprint()}
+
+
+def sync_step(session: LoopSession, step: int, schedule: str, progress: Progress | None) -> tuple[StepRecord, list]:
+    """``LoopSession.step`` for a step-by-step schedule (sequential, overlapped): one batch generated, scored,
+    trained on and synced, with PPO's experience phase when the session runs the reference or the critic."""
+    assert session.backend is not None, "call start() first"
+    cfg = session.config
+    requests = make_step_requests(cfg.workload.spec, step, cfg.workload.prompts_per_step, cfg.workload.group_size)
+    before = session._cpu_seconds()
+    session.backend.begin_step(step)
+    if session.experience_roles:  # the reference or the critic runs (PPO, KL): start() made an experience backend
+        backend = cast(ExperienceBackend, session.backend)
+        outcome = run_ppo_step(backend, cast(Schedule, schedule), requests, cfg.micro_batch, progress)
+    else:
+        outcome = run_step(session.backend, cast(Schedule, schedule), requests, cfg.micro_batch, progress)
+    cpu = cpu_deltas(before, session._cpu_seconds())
+    tokens = {
+        "prompt": sum(len(r.prompt_ids) for r in outcome.rollouts),
+        "generated": sum(len(r.response_ids) for r in outcome.rollouts),
+    }
+    record = step_record(step, schedule, outcome, cpu, tokens)
+    return record, timeline_rows(step, outcome.events, outcome.start)

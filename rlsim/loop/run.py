@@ -27,6 +27,7 @@ from rlsim.metrics.tensorboard import ScalarLog
 from rlsim.metrics.trace import run_trace
 from rlsim.progress import LineProgress, make_console
 from rlsim.run_results import RunResults, StepRecord
+from rlsim.schedule_kinds import schedule_kind
 
 
 class RunOutputs:
@@ -144,7 +145,9 @@ def run_loop(
     first = outputs.next_step
     own = session is None
     session = session or LoopSession(_faults_from(config, first) if resume else config)
-    if config.schedule == "async":  # checked before anything starts: a resume that cannot be exact is refused
+    if schedule_kind(
+        config.schedule
+    ).pipelined:  # checked before anything starts: a resume that cannot be exact is refused
         from rlsim.loop.schedules.asynchronous.session import async_start
 
         session.async_start = async_start(config, outputs.out, outputs.previous)

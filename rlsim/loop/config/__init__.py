@@ -25,6 +25,7 @@ from rlsim.loop.config.conventions import TrainerConventions, apply_preset, conv
 from rlsim.loop.deadline import PhaseTimeouts
 from rlsim.placement import ALL_ROLES, ActorPlacement, PlacementConfig, resolve_placement
 from rlsim.rewards.options import OPTIONS, FunctionOptions, SandboxOptions
+from rlsim.schedule_kinds import ScheduleName
 from rlsim.workloads import LognormalLengths, WorkloadSpec
 
 
@@ -263,7 +264,7 @@ class RunConfig(_Strict):
 
     steps: int = Field(3, ge=1)
     seed: int = 0
-    schedule: Literal["sequential", "overlapped", "async"] = "overlapped"
+    schedule: ScheduleName = "overlapped"  # an entry of rlsim.schedule_kinds.SCHEDULES
     micro_batch: int = Field(8, ge=1, description="overlapped: rollouts per micro-batch streamed to the scorers")
     warmup: bool = True
     policy: PolicyConfig = Field(default_factory=PolicyConfig)

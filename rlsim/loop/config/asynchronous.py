@@ -22,6 +22,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
+from rlsim.schedule_kinds import SCHEDULES, schedule_kind
+
 
 class AsyncConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
@@ -42,7 +44,8 @@ class AsyncConfig(BaseModel):
 
 def async_problems(config: Any) -> list[str]:
     """Problems of ``config.async_`` (a ``RunConfig``); empty unless ``schedule: async`` is wrong somewhere."""
-    if config.schedule != "async":
+    kind = schedule_kind(config.schedule)
+    if not kind.pipelined:
         return []
     a: AsyncConfig = config.async_
     batch = config.workload.prompts_per_step * config.workload.group_size
@@ -67,14 +70,24 @@ def async_problems(config: Any) -> list[str]:
             f"async.is_cap: {a.is_cap} is below 1; the importance weight is truncated at is_cap, and a "
             "cap below 1 would down-weight on-policy tokens"
         )
-    if config.trainer.algorithm == "ppo" or config.kl.coef > 0:
-        problems.append(
-            f"schedule: async trains without a critic or a reference (trainer.algorithm: "
-            f"{config.trainer.algorithm}, kl.coef: {config.kl.coef}): its pipeline has no value or reference "
-            "stage yet; use trainer.algorithm grpo or rloo with kl.coef 0, or a sync schedule for PPO"
-        )
-    problems += _backend_problems(config.policy.backend, a.partial_rollouts)
+    problems += _role_problems(config)
+    if kind.behaviour_logprobs:
+        problems += _backend_problems(config.policy.backend, a.partial_rollouts and kind.weight_swap_mid_call)
     return problems
+
+
+def _role_problems(config: Any) -> list[str]:
+    """The algorithm and KL penalty must be ones the schedule's pipeline can train."""
+    kind = schedule_kind(config.schedule)
+    algorithm, kl = config.trainer.algorithm, config.kl.coef
+    if algorithm in kind.algorithms and (kl <= 0 or kind.experience_roles):
+        return []
+    others = [k.name for k in SCHEDULES.values() if algorithm in k.algorithms and k.experience_roles]
+    return [
+        f"schedule: {kind.name} trains without a critic or a reference (trainer.algorithm: {algorithm}, "
+        f"kl.coef: {kl}): its pipeline has no value or reference stage yet; use trainer.algorithm "
+        f"{' or '.join(kind.algorithms)} with kl.coef 0, or schedule {' or '.join(others)} for {algorithm}"
+    ]
 
 
 def _backend_problems(backend: str, partial: bool) -> list[str]:

@@ -17,6 +17,7 @@ from rlsim.loop.roles.reward_stage import RewardStageSettings
 from rlsim.loop.roles.trainer import TrainerSettings
 from rlsim.placement import ResolvedPlacement
 from rlsim.rollout.generator import GeneratorSettings
+from rlsim.schedule_kinds import schedule_kind
 
 
 def generator_settings(config: RunConfig, placement: ResolvedPlacement) -> GeneratorSettings:
@@ -33,7 +34,7 @@ def generator_settings(config: RunConfig, placement: ResolvedPlacement) -> Gener
         top_p=p.top_p,
         cores=placement.cores,
         threads=placement.threads,
-        behaviour_logprobs=config.schedule == "async",
+        behaviour_logprobs=schedule_kind(config.schedule).behaviour_logprobs,
     )
 
 
@@ -70,8 +71,8 @@ def trainer_settings(config: RunConfig, placement: ResolvedPlacement) -> Trainer
         threads=placement.threads,
         seed=config.seed,
         algorithm=algorithm_settings(config),
-        is_cap=config.async_.is_cap if config.schedule == "async" else None,
-        is_floor=config.async_.is_floor if config.schedule == "async" else None,
+        is_cap=config.async_.is_cap if schedule_kind(config.schedule).behaviour_logprobs else None,
+        is_floor=config.async_.is_floor if schedule_kind(config.schedule).behaviour_logprobs else None,
         clip_eps_high=t.clip_eps_high,
         dual_clip=t.dual_clip,
         log_ratio_clamp=t.log_ratio_clamp,

@@ -17,7 +17,15 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
-from rlsim.loop.schedules.step import Progress, Schedule, StepBackend, StepOutcome, check_accounting, split_evenly
+from rlsim.loop.schedules.step import (
+    Progress,
+    Schedule,
+    StepBackend,
+    StepOutcome,
+    check_accounting,
+    split_evenly,
+    step_kind,
+)
 from rlsim.rollout.types import Event, Rollout, RolloutRequest
 
 # The time_s keys a step with experience roles adds (``rlsim.loop.outputs.records``), in the order they run.
@@ -85,12 +93,7 @@ def run_ppo_step(
     note = progress or (lambda phase, done, total: None)
     start = time.time()
     flight = _InFlight(backend)
-    if schedule == "sequential":
-        note("generate", 0, len(requests))
-        rollouts, events = backend.generate(requests)
-        note("score", 0, len(rollouts))
-        flight.send(rollouts, 0, None)
-    elif schedule == "overlapped":
+    if step_kind(schedule, " for a step with a reference or critic").streams:
         rollouts, events = [], []
         for k, (batch, made) in enumerate(backend.stream(requests, micro_batch)):
             rollouts += batch
@@ -98,9 +101,10 @@ def run_ppo_step(
             flight.send(batch, k, k % backend.num_scorers)
             note("generate", len(rollouts), len(requests))
     else:
-        raise ValueError(
-            f"unknown schedule {schedule!r} for a step with a reference or critic; valid: sequential, overlapped"
-        )
+        note("generate", 0, len(requests))
+        rollouts, events = backend.generate(requests)
+        note("score", 0, len(rollouts))
+        flight.send(rollouts, 0, None)
     rewards = _joined(backend.collect(flight.score), events, "scored")
     note("score", len(rewards), len(rollouts))
     counts = check_accounting(requests, rollouts, rewards)

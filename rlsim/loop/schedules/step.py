@@ -18,8 +18,9 @@ from typing import Any, Literal, Protocol
 
 from rlsim.rollout.generator import SyncResult
 from rlsim.rollout.types import Event, Rollout, RolloutRequest
+from rlsim.schedule_kinds import SCHEDULES, ScheduleKind
 
-Schedule = Literal["sequential", "overlapped"]
+Schedule = Literal["sequential", "overlapped"]  # the step-by-step entries of rlsim.schedule_kinds.SCHEDULES
 Progress = Callable[[str, int, int], None]
 
 
@@ -66,12 +67,10 @@ def run_step(
     """Run one step; raises ``RuntimeError`` if any rollout is lost or doubled between stages."""
     note = progress or (lambda phase, done, total: None)
     start = time.time()
-    if schedule == "sequential":
-        rollouts, rewards, events = _sequential(backend, requests, note)
-    elif schedule == "overlapped":
+    if step_kind(schedule).streams:
         rollouts, rewards, events = _overlapped(backend, requests, micro_batch, note)
     else:
-        raise ValueError(f"unknown schedule {schedule!r}; valid: sequential, overlapped")
+        rollouts, rewards, events = _sequential(backend, requests, note)
     counts = check_accounting(requests, rollouts, rewards)
     note("update", 0, 1)
     train, train_events = backend.train(rollouts, rewards)
@@ -82,6 +81,15 @@ def run_step(
     sync, sync_events = backend.sync()
     end = time.time()
     return StepOutcome(rollouts, rewards, train, sync, events + train_events + sync_events, start, end, counts)
+
+
+def step_kind(schedule: str, what: str = "") -> ScheduleKind:
+    """The entry of a step-by-step schedule (one batch per step); ``ValueError`` naming those for any other."""
+    kind = SCHEDULES.get(schedule)
+    if kind is None or kind.pipelined:
+        valid = ", ".join(k for k, s in SCHEDULES.items() if not s.pipelined)
+        raise ValueError(f"unknown schedule {schedule!r}{what}; valid: {valid}")
+    return kind
 
 
 def _sequential(

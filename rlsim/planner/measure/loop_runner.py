@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from rlsim.planner.measure import machine_load
+from rlsim.schedule_kinds import schedule_kind
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -91,7 +92,7 @@ class RealLoopRunner:
         An async run's pipeline keeps its actors busy between steps, so the gate holds only its first
         step (waiting later would stall the pipeline being timed), and its steps have no probed CPU
         seconds, so other programs' share cannot be told from its own (None)."""
-        pipelined = case.config.schedule == "async"
+        pipelined = schedule_kind(case.config.schedule).pipelined
         waited = wait_if_asked(self._quiet, self._say) if step == 1 or not pipelined else None
         before = machine_load.sample()
         record, rows = session.step(step)

@@ -20,6 +20,7 @@ from rlsim.planner.sim.evaluate import Evaluation, evaluate
 from rlsim.planner.spec.cluster import NodeSpec, PlacementSpec, SearchSpec
 from rlsim.planner.spec.placement import PlacementError, check_devices, resolve
 from rlsim.planner.spec.workload import Workload
+from rlsim.schedule_kinds import schedule_kind
 
 
 @dataclass(frozen=True)
@@ -62,7 +63,7 @@ def enumerate_placements(search: SearchSpec) -> list[PlacementSpec]:
             tp=tp,
             pp=pp,
             train_nodes=train,
-            max_staleness=stale if schedule == "async" else 1,  # the bound means nothing to the others
+            max_staleness=stale if schedule_kind(schedule).pipelined else 1,  # the bound means nothing to the others
         )
         key = spec.model_dump_json()
         if key not in seen:

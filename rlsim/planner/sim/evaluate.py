@@ -5,15 +5,15 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from rlsim.planner.profile.schema import Profile
-from rlsim.planner.sim.asynchronous.evaluate import evaluate_async
 from rlsim.planner.sim.ppo_roles import RolesSpec, check_roles
 from rlsim.planner.sim.step import StepInputs, simulate_step
 from rlsim.planner.sim.summary import STRAGGLER_RATIO, Evaluation, bottleneck, summarise, utilisation
 from rlsim.planner.spec.cluster import NodeSpec, PlacementSpec
 from rlsim.planner.spec.placement import PlacementError, resolve
 from rlsim.planner.spec.workload import Workload
+from rlsim.schedule_kinds import SCHEDULES, schedule_kind
 
-__all__ = ["STRAGGLER_RATIO", "Evaluation", "bottleneck", "evaluate", "summarise", "utilisation"]
+__all__ = ["STRAGGLER_RATIO", "Evaluation", "bottleneck", "evaluate", "evaluate_steps", "summarise", "utilisation"]
 
 
 def evaluate(
@@ -32,13 +32,23 @@ def evaluate(
     resources = resolve(node, profile, spec)
     inputs = StepInputs(spec=spec, resources=resources, profile=profile, workload=workload, noise=noise, roles=roles)
     check_roles(inputs)
-    if spec.schedule == "async":  # one pipelined run, not independent steps
-        if roles is not None:
-            raise PlacementError("the planner's async pipeline models GRPO's roles only; plan PPO with a sync schedule")
-        return evaluate_async(inputs, steps, seed, on_step)
+    kind = schedule_kind(spec.schedule)
+    if roles is not None and not kind.experience_roles:
+        raise PlacementError(
+            f"the planner's {kind.name} schedule models GRPO's roles only; plan PPO with "
+            + " or ".join(k for k, s in SCHEDULES.items() if s.experience_roles)
+        )
+    simulate: Callable[..., Evaluation] = kind.load(kind.simulator)
+    return simulate(inputs, steps, seed, on_step)
+
+
+def evaluate_steps(
+    inputs: StepInputs, steps: int, seed: int = 0, on_step: Callable[[int], None] | None = None
+) -> Evaluation:
+    """A step-by-step schedule (sequential, overlapped): ``steps`` independent steps, summarised."""
     results = []
     for step in range(steps):
         results.append(simulate_step(inputs, seed, step))
         if on_step:
             on_step(step)
-    return summarise(spec, resources, results, profile.illustrative)
+    return summarise(inputs.spec, inputs.resources, results, inputs.profile.illustrative)

@@ -228,7 +228,7 @@ def predict_step(cfg: GpuRunConfig, eff: Efficiency, steps: int | None = None) -
         phases["refit"] = refit_s(cfg, eff)
         phases["overhead"] = eff.step_overhead_s
         trainer = sum(phases[k] for k in ("logprobs_old", "logprobs_ref", "values", "training", "update_critic"))
-        if cfg.schedule == "async":
+        if cfg.off_policy:
             step = max(gen, trainer + phases["refit"]) + phases["overhead"]
         else:
             step = gen + trainer + phases["refit"] + phases["overhead"]

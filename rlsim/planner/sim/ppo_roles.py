@@ -35,6 +35,7 @@ from rlsim.planner.sim.events import SpeedProfile
 from rlsim.planner.sim.scoring import ScoringOutcome
 from rlsim.planner.sim.step_types import StepInputs, StepResult, union_s
 from rlsim.planner.spec.placement import PlacementError, Resources
+from rlsim.schedule_kinds import schedule_kind
 
 if TYPE_CHECKING:
     from rlsim.planner.sim.generation import EngineBatch
@@ -212,7 +213,7 @@ def _experience_calls(
 ) -> list[tuple[float, np.ndarray]]:
     """``(release s, rollout indices)`` of each reference/critic call: every rollout at the end of
     generation (sequential), or micro-batches in the order rollouts finish (overlapped)."""
-    if schedule == "sequential":
+    if not schedule_kind(schedule).streams:
         return [(gen_done, np.arange(len(arrive)))]
     order = np.argsort(arrive, kind="stable")
     parts = [order[j : j + micro_batch] for j in range(0, len(order), micro_batch)]
@@ -226,7 +227,7 @@ def _batch_releases(
     the order the loop sent them: at generation's end (sequential: one call per replica, sent before the
     reference's), or with the micro-batch its rollouts came in (the loop's round robin); a pool that pulls
     batches (not the loop's) takes each when it started with the scorers alone."""
-    if schedule == "sequential":
+    if not schedule_kind(schedule).streams:
         return [[gen_done] * len(starts) for starts in outcome.busy_starts]
     if dispatch != "round_robin":
         return [list(starts) for starts in outcome.busy_starts]

@@ -27,6 +27,7 @@ from rlsim.planner.sim.reward_pool import service_times, simulate_reward_pool
 from rlsim.planner.sim.scoring import ScoringOutcome, simulate_round_robin, simulate_scoring
 from rlsim.planner.sim.step_types import CRITICAL_PATH, PHASES, StepInputs, StepResult, union_s
 from rlsim.planner.spec.placement import Resources
+from rlsim.schedule_kinds import schedule_kind
 
 __all__ = ["CRITICAL_PATH", "PHASES", "StepInputs", "StepResult", "simulate_step", "union_s"]
 
@@ -48,7 +49,7 @@ def simulate_step(inputs: StepInputs, seed: int, step: int) -> StepResult:
     scorer = inputs.scorer
     score_tokens = np.minimum(prompts + responses, spec.max_length or scorer.max_length)
     noise = _noise(inputs, seed, step, len(responses))
-    contended = res.shared and spec.schedule == "overlapped"
+    contended = res.shared and schedule_kind(spec.schedule).streams
     gen_speeds = [SpeedProfile.constant()] * res.nodes
     previous, rounds = -1.0, 0
     while True:
@@ -105,7 +106,7 @@ def _score(
     arrive[batch.index[batch.valid]] = finish[batch.valid]
     gen_done = float(engine_end.max())
     start = 0.0
-    if spec.schedule == "sequential":
+    if not schedule_kind(spec.schedule).streams:
         arrive[:] = gen_done
         start = gen_done
     speeds = None
@@ -136,7 +137,7 @@ def _score(
             speeds,
             node_of,
             start,
-            sequential=spec.schedule == "sequential",
+            sequential=not schedule_kind(spec.schedule).streams,
             call_overhead_s=scorer.call_overhead_s,
         )
     return simulate_scoring(arrive, tokens, spec.batcher, res.replicas, latency, noise, speeds, node_of, start)
@@ -151,7 +152,7 @@ def _score_function(
     arrive = np.zeros(n)
     arrive[batch.index[batch.valid]] = finish[batch.valid]
     start = 0.0
-    if inputs.spec.schedule == "sequential":
+    if not schedule_kind(inputs.spec.schedule).streams:
         start = float(finish.max())
         arrive[:] = start
     return simulate_reward_pool(

@@ -14,8 +14,9 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from rlsim.config_loader import apply_overrides, load_yaml, validate
 from rlsim.planner.spec.workload import Workload
+from rlsim.schedule_kinds import ScheduleName, schedule_kind
 
-Schedule = Literal["sequential", "overlapped", "async"]
+Schedule = ScheduleName  # an entry of rlsim.schedule_kinds.SCHEDULES
 
 
 class _Cfg(BaseModel):
@@ -137,7 +138,7 @@ class PlacementSpec(_Cfg):
 
     def schedule_label(self) -> str:
         """``overlapped``, or ``async s<=1`` with the staleness bound (and ``q64`` for a queue size given)."""
-        if self.schedule != "async":
+        if not schedule_kind(self.schedule).pipelined:
             return self.schedule
         queue = f" q{self.queue_size}" if self.queue_size is not None else ""
         return f"async s<={self.max_staleness}{queue}" + (" partial" if self.partial_rollouts else "")
@@ -213,7 +214,9 @@ class PlanConfig(_Cfg):
         if self.search and self.search.objective == "fewest_resources" and self.target_step_s is None:
             raise ValueError("search.objective fewest_resources needs target_step_s (seconds) or --target-step-s")
         batch = self.workload.rollouts_per_step
-        queue = self.placement.queue_size if self.placement and self.placement.schedule == "async" else None
+        queue = (
+            self.placement.queue_size if self.placement and schedule_kind(self.placement.schedule).pipelined else None
+        )
         if queue is not None and queue < batch:
             raise ValueError(
                 f"placement.queue_size {queue} rollouts cannot hold one training batch (workload.prompts_per_step "

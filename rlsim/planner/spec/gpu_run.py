@@ -97,6 +97,12 @@ class GpuRunConfig(_Cfg):
     steps: int = Field(default=5, ge=1)
     seed: int = 0
 
+    @property
+    def off_policy(self) -> bool:
+        """True for NeMo-RL's async GRPO (generation of step n+1 overlaps training of step n). This is NeMo-RL's
+        ``sync``/``async`` knob, not one of the loop's schedules in ``rlsim.schedule_kinds``."""
+        return self.schedule == "async"
+
     @model_validator(mode="after")
     def _check(self) -> GpuRunConfig:
         errors = []
@@ -104,7 +110,7 @@ class GpuRunConfig(_Cfg):
             errors.append(f"model {self.model!r} is unknown: known models are {', '.join(sorted(MODELS))}")
         if self.gpu not in GPUS:
             errors.append(f"gpu {self.gpu!r} is unknown: known GPUs are {', '.join(sorted(GPUS))}")
-        if self.schedule == "async" and self.placement != "split":
+        if self.off_policy and self.placement != "split":
             errors.append("schedule async needs placement split (NeMo-RL's async GRPO runs on separate pools)")
         gen, train = self.generation_gpus, self.training_gpus
         if self.placement == "split" and (self.generation.gpus is None or gen >= self.gpus):

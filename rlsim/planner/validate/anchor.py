@@ -42,6 +42,7 @@ from rlsim.metrics.stats import mean_ci
 from rlsim.planner.measure.loop_results import finished_at
 from rlsim.planner.measure.loop_set import AnchorSpec, LoopCase, load_loop_set, resolve_cases, resolve_path
 from rlsim.planner.profile.schema import CalibrationSet, ProfileAnchor
+from rlsim.schedule_kinds import schedule_kind
 
 if TYPE_CHECKING:
     from rlsim.loop.config import RunConfig
@@ -112,7 +113,7 @@ def resolve_anchor(
 def check_anchor_case(case: LoopCase, source: str, validation_names: Sequence[str] = ()) -> None:
     """Raise RlsimError when ``case`` cannot anchor: an async schedule (compared on throughput, so its step
     time is no clock), or a validation configuration named like the anchor runs' folder."""
-    if case.config.schedule == "async":
+    if schedule_kind(case.config.schedule).pipelined:
         raise RlsimError(
             f"{source}: anchor {case.name!r} runs the async schedule, which is compared on throughput; "
             "anchor on a sequential or overlapped configuration (its step time is the host's clock)"

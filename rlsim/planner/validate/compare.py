@@ -39,6 +39,7 @@ from rlsim.planner.validate.anchor import (
 )
 from rlsim.planner.validate.predict import predict_step
 from rlsim.planner.validate.throughput import async_run_figures, async_validation_entry, with_trained_counts
+from rlsim.schedule_kinds import schedule_kind
 
 PHASES = ("generate", "score", "update", "sync", "idle")
 Note = Callable[[str, dict[str, Any] | None], None]  # (message, finished entry or None)
@@ -233,7 +234,8 @@ def _compare_case(
         results = runner.run(case, out)
     every = parse_loop_steps(results, out / "results.json", skip_first=warmup_steps)
     compare, numbers = validation_entry, steps
-    if case.config.schedule == "async":  # throughput, over the whole predicted run's steps 1, 2, ...
+    pipelined = schedule_kind(case.config.schedule).pipelined
+    if pipelined:  # throughput, over the whole predicted run's steps 1, 2, ...
         compare, numbers = async_validation_entry, list(range(1, len(predicted.steps) + 1))
         every = with_trained_counts(every, results)
     loads = step_loads(out)
@@ -251,6 +253,6 @@ def _compare_case(
         dropped_steps=dropped,
         error_all_steps=compare(case.name, predicted, every, numbers)["error"],
     )
-    if case.config.schedule == "async":
+    if pipelined:
         entry.update(async_run_figures(predicted, results))
     return entry

@@ -25,6 +25,7 @@ from rlsim.planner.sim.evaluate import Evaluation, evaluate
 from rlsim.planner.sim.ppo_roles import RolesSpec
 from rlsim.planner.spec.cluster import BatcherSpec, NodeSpec, PlacementSpec, Schedule
 from rlsim.planner.spec.workload import Workload
+from rlsim.schedule_kinds import schedule_kind
 from rlsim.workloads import FixedLengths, LengthDist
 
 if TYPE_CHECKING:
@@ -84,7 +85,7 @@ def knobs_from_run_config(config: RunConfig, cores: int | None = None) -> LoopKn
     _check_presets_only(config)
     pool = len(config.placement.pool) if config.placement.pool else (cores or len(os.sched_getaffinity(0)))
     reward = config.reward
-    window = config.micro_batch if config.schedule in ("overlapped", "async") else 128
+    window = config.micro_batch if schedule_kind(config.schedule).streams else 128
     batcher = BatcherSpec(
         kind=reward.batcher,
         batch_size=reward.batch_size,  # type: ignore[arg-type]
@@ -178,7 +179,7 @@ def predict_step(
     lengths the loop draws for them, rather than ``steps`` fresh draws from the length distributions.
     """
     if replay is not None and not isinstance(config, LoopKnobs):
-        if config.schedule == "async":
+        if schedule_kind(config.schedule).pipelined:
             return predict_async_run(config, profile, noise)
         return predict_trace(config, profile, loop_trace(config, replay), noise)
     knobs = config if isinstance(config, LoopKnobs) else knobs_from_run_config(config)

@@ -127,7 +127,9 @@ class AsyncRun:
         return async_summary(self.pipeline, self._last_end, self._before)
 
 
-def async_step(session: Any, step: int, progress: Progress | None) -> tuple[StepRecord, list[dict[str, Any]]]:
+def async_step(
+    session: Any, step: int, schedule: str, progress: Progress | None
+) -> tuple[StepRecord, list[dict[str, Any]]]:
     """``LoopSession.step`` for ``schedule: async``: the session's ``AsyncRun``, made on first use."""
     from rlsim.loop.backends.ray_async import RayAsyncBackend
 

@@ -45,6 +45,7 @@ from rlsim.planner.profile.schema import (
     TrainerModel,
 )
 from rlsim.planner.sim.generation import generation_features
+from rlsim.schedule_kinds import schedule_kind
 
 if TYPE_CHECKING:
     from rlsim.loop.config import RunConfig
@@ -67,7 +68,7 @@ class CalibrationRun:
     @property
     def contended(self) -> bool:
         """Generation shared its cores with scoring while both ran."""
-        return self.config.placement.preset == "shared" and self.config.schedule == "overlapped"
+        return self.config.placement.preset == "shared" and schedule_kind(self.config.schedule).streams
 
 
 def read_calibration_run(path: Path, skip_first: int = 1, disturbed_above: float | None = None) -> CalibrationRun:
@@ -93,7 +94,9 @@ def read_calibration_run(path: Path, skip_first: int = 1, disturbed_above: float
         ) from None
     if config.workload.spec.path is not None:
         raise RlsimError(f"{path} ran a file workload; calibrate on synthetic workloads, whose lengths are known")
-    if config.schedule == "async":  # a step there is not one batch's phases: generation of later batches runs in it
+    if schedule_kind(
+        config.schedule
+    ).pipelined:  # a step there is not one batch's phases: generation of later batches runs in it
         raise RlsimError(
             f"{path} ran schedule async, whose steps mix batches; calibrate on sequential or overlapped runs "
             "and check async plans with `rlsim plan validate configs/validate_cpu_async.yaml`"
@@ -257,7 +260,7 @@ def fit_score_factors(runs: list[CalibrationRun], profile: Profile) -> dict[str,
 
 def _score_calls(config: RunConfig, rollouts: int) -> int:
     """Scorer calls the loop makes in a step: one per micro-batch, or one per busy replica."""
-    if config.schedule == "overlapped":
+    if schedule_kind(config.schedule).streams:
         return -(-rollouts // config.micro_batch)
     return min(config.reward.replicas, rollouts)
 
