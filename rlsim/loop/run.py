@@ -135,7 +135,8 @@ def run_loop(
 ) -> RunResults:
     """Run steps up to ``config.steps``; returns the final ``results.json`` content.
 
-    ``session``: an already started session to run on (it is left open); by default a new one is
+    ``session``: an already started session to run on, with actors built for a config like this one (it
+    takes ``config``, an async run gets a pipeline of its own, and it is left open); by default a new one is
     started for ``config`` and closed at the end, also on errors and Ctrl-C. ``resume``: continue the
     run saved in ``out`` after its last completed step (faults are not injected again at or before it).
     ``tensorboard``: a folder for each step's verl-named metrics as TensorBoard scalars.
@@ -144,7 +145,10 @@ def run_loop(
     outputs = RunOutputs(out, config, resume=resume)
     first = outputs.next_step
     own = session is None
-    session = session or LoopSession(_faults_from(config, first) if resume else config)
+    if session is None:
+        session = LoopSession(_faults_from(config, first) if resume else config)
+    else:  # a session shared by several runs (tests, the planner's validation runs): this run's settings
+        session.config, session.async_run = config, None
     if schedule_kind(
         config.schedule
     ).pipelined:  # checked before anything starts: a resume that cannot be exact is refused
