@@ -64,7 +64,8 @@ class ExperimentSession:
         # check keeps loop.ray.address unset) with the pool's CPU count, as the pool may be a subset.
         self._started_ray = connect_ray(None, self.loop.ray.num_cpus or len(self.pool))
         placements = resolve_placement(self.loop.placement, self.pool, run_roles(self.loop))
-        note(f"starting the generator (vLLM), the trainer{''.join(', the ' + r for r in self.experience_roles)}")
+        engine = {"vllm": "vLLM", "hf": "Hugging Face generate"}.get(self.loop.policy.backend, "vLLM if installed")
+        note(f"starting the generator ({engine}), the trainer{''.join(', the ' + r for r in self.experience_roles)}")
         t1 = time.perf_counter()
         p = self.loop.placement
         # replicas=0: the scorers are started below, one set per runtime, with the same placement.

@@ -125,6 +125,8 @@ def test_rlsim_bench_scoring_runs_against_the_vllm_server(vllm_server, tmp_path)
                 vllm_server,
                 "--http-protocol",
                 "vllm-classify",
+                "--batchers",
+                "fixed",  # the runtime is what is under test; every batcher runs on the others in tests/bench
                 "--batch-sizes",
                 "8",
                 "--repeats",
