@@ -9,9 +9,6 @@ STAMPS := $(VENV)/.stamps
 ORT_HEADERS := third_party/onnxruntime/include/onnxruntime_cxx_api.h
 NATIVE_SRC  := $(shell find native_engine -type f)
 PYTEST_ARGS ?=
-# pytest-xdist workers; the groups that must share one are set in tests/conftest.py. PYTEST_WORKERS=0: one process.
-PYTEST_WORKERS ?= 2
-XDIST := -n $(PYTEST_WORKERS) --dist loadgroup
 export PIP_DISABLE_PIP_VERSION_CHECK=1
 
 .PHONY: setup venv native run test lint test-fast bench clean help
@@ -59,11 +56,11 @@ lint: setup
 	$(VENV)/bin/mypy
 
 test: setup lint
-	RLSIM_REQUIRE_NATIVE=1 $(PY) -m pytest $(XDIST) $(PYTEST_ARGS)
+	RLSIM_REQUIRE_NATIVE=1 $(PY) -m pytest $(PYTEST_ARGS)
 
 # The inner loop while working: everything but the tests marked slow (see pyproject's markers).
 test-fast: setup lint
-	RLSIM_REQUIRE_NATIVE=1 $(PY) -m pytest $(XDIST) -m "not slow" $(PYTEST_ARGS)
+	RLSIM_REQUIRE_NATIVE=1 $(PY) -m pytest -m "not slow" $(PYTEST_ARGS)
 
 bench: setup
 	$(PY) benchmarks/bench_scoring.py

@@ -11,19 +11,6 @@ from collections.abc import Iterator
 
 import pytest
 
-# What must run on one worker under pytest-xdist (`make test` runs two: most of the suite waits on process
-# start-ups, servers and deadlines rather than on the CPU). A session fixture starts once per worker, so every
-# test of the shared Ray cluster goes to one worker, and so do the in-process vLLM engine's; the rest is grouped
-# by module, so a module-scoped fixture (a whole experiment, a server) is built once, as without workers.
-SHARED_SESSIONS = {"ray_cluster": "ray-cluster", "vllm_generator": "vllm-engine"}
-
-
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    for item in items:
-        fixtures = getattr(item, "fixturenames", ())
-        groups = [group for name, group in SHARED_SESSIONS.items() if name in fixtures]
-        item.add_marker(pytest.mark.xdist_group(groups[0] if groups else item.nodeid.split("::")[0]))
-
 
 @pytest.fixture(scope="session")
 def ray_cluster() -> Iterator[object]:
