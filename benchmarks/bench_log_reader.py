@@ -3,7 +3,7 @@
     python benchmarks/bench_log_reader.py                 # writes benchmarks/results/bench_log_reader.json
     python benchmarks/bench_log_reader.py --mb 1 --out /tmp/log_reader.json   # a short check
 
-The log is verl console output as a Ray job prints it (``tests/planner/log_cases.py``: coloured
+The log is verl console output as a Ray job prints it (``tests/helpers/log_cases.py``: coloured
 ``(TaskRunner pid=N)`` prefix, ``np.float64(x)`` values, validation every 10 steps, a checkpoint every
 50), padded per step with the worker lines a real run prints between steps, to ``--mb`` megabytes.
 Each repeat runs the whole command (read, fit, in-sample and held-out replay, profile and summary
@@ -30,7 +30,7 @@ sys.path.insert(0, str(ROOT))
 from rlsim.fingerprint import machine_fingerprint  # noqa: E402
 from rlsim.io import atomic_write_json  # noqa: E402
 from rlsim.planner.profile.logs.frameworks import load_framework_log  # noqa: E402
-from tests.planner import log_cases  # noqa: E402
+from tests.helpers import log_cases  # noqa: E402
 
 TARGET_S = 10.0
 TARGET_MB = 300.0

@@ -283,7 +283,7 @@ def check_protocol(runtime: str, scorer: object) -> None:
     if lacking:
         raise RlsimError(
             f"runtime {runtime!r} ({type(scorer).__qualname__}) lacks {', '.join(lacking)}; "
-            "implement the rlsim.scoring.base.Scorer protocol (see tests/bench/bench_fake_runtime.py)"
+            "implement the rlsim.scoring.base.Scorer protocol (see tests/helpers/bench_fake_runtime.py)"
         )
 
 

@@ -12,13 +12,13 @@ from collections.abc import Iterator
 
 import psutil
 import pytest
-from loop_doubles import FakeStage
 
 from rlsim.actors.server_faults import ServerFault, server_fault
 from rlsim.actors.workers import ScoringWorker
 from rlsim.errors import RlsimError
 from rlsim.loop.roles.reward_stage import RewardStage, RewardStageSettings
 from rlsim.rollout.types import Rollout
+from tests.helpers.loop_doubles import FakeStage
 
 DEADLINE_S = 3.0
 ROLLOUTS = [Rollout(uid, uid // 2, [1, 2, 3], [100 + uid] * (4 + uid)) for uid in range(6)]

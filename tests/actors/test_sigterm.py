@@ -21,8 +21,7 @@ import yaml
 pytestmark = pytest.mark.slow
 
 ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "tests" / "loop"))
-from tiny_vllm_run import tiny_vllm_run  # noqa: E402  (the real-loop tests' shared run config)
+from tests.helpers.tiny_run import tiny_vllm_run  # noqa: E402  (the real-loop tests' shared run config)
 
 # The driver blocks in ray.get (where Ray turns the handler's SystemExit(143) into SystemExit(1)) or in
 # plain Python; either way it exits 143 the way rlsim's CLI does, through rlsim.signals.terminated().

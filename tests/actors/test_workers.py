@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import os
 
-from loop_doubles import FakeGenerator, FakeStage, FakeTrainer, requests
-
 from rlsim.actors.workers import RolloutWorker, ScoringWorker, TrainerWorker
 from rlsim.placement import ResolvedPlacement
+from tests.helpers.loop_doubles import FakeGenerator, FakeStage, FakeTrainer, requests
 
 
 def test_stream_events_tile_the_generation_without_gaps_for_the_consumer() -> None:

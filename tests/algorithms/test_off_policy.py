@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import math
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -12,8 +10,6 @@ import pytest
 from rlsim.algorithms.experience import Experience
 from rlsim.algorithms.off_policy import correct_off_policy, truncated_is_weights
 from rlsim.rollout.types import Rollout
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "loop"))
 
 
 def logs(*p: float) -> np.ndarray:
@@ -49,7 +45,7 @@ def test_a_rollout_without_behaviour_logprobs_is_refused() -> None:
 
 
 def test_in_the_update_a_uniform_weight_of_two_doubles_the_loss(tiny_policy) -> None:
-    from test_trainer import make, rollouts
+    from tests.loop.test_trainer import make, rollouts
 
     batch = rollouts()
     rewards = {r.uid: float(r.uid % 3) for r in batch}

@@ -1,6 +1,6 @@
 """``rlsim bench scoring`` end to end: real worker processes, real batchers, a test-only runtime.
 
-The runtime is ``fake-words`` (tests/bench/bench_fake_runtime.py), whose reward is a known function of
+The runtime is ``fake-words`` (tests/helpers/bench_fake_runtime.py), whose reward is a known function of
 the text, so the run can be checked exactly: every cell must return every text's own reward.
 """
 
@@ -16,22 +16,17 @@ from rlsim.batching import make_batcher, plan_stats
 from rlsim.cli.main import main
 from rlsim.workloads import WorkloadSpec, build_workload
 
-HERE = Path(__file__).resolve().parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture()
 def fake_runtime(monkeypatch: pytest.MonkeyPatch):
-    import bench_fake_runtime as fake_runtime  # noqa: F401  (registers "fake-words" in this process)
+    from tests.helpers import bench_fake_runtime as fake_runtime  # registers "fake-words" in this process
 
-    # Worker processes import it too: through RLSIM_PLUGINS, found on PYTHONPATH.
-    monkeypatch.setenv("RLSIM_PLUGINS", "bench_fake_runtime")
-    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [str(HERE), os.environ.get("PYTHONPATH")])))
+    # Worker processes import it too: through RLSIM_PLUGINS, found from the repository root on PYTHONPATH.
+    monkeypatch.setenv("RLSIM_PLUGINS", "tests.helpers.bench_fake_runtime")
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])))
     return fake_runtime
-
-
-@pytest.fixture(autouse=True)
-def _importable(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.syspath_prepend(str(HERE))
 
 
 def test_quick_style_run_writes_every_output(tmp_path: Path, capsys, fake_runtime) -> None:

@@ -16,11 +16,11 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from bad_input import broken_text, broken_yaml, keep, refuse
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from rlsim.cli.main import build_parser
+from tests.helpers.bad_input import broken_text, broken_yaml, keep, refuse
 
 CONFIGS = Path(__file__).resolve().parents[2] / "configs"
 FUZZ = settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow], database=None)

@@ -16,7 +16,8 @@ import tempfile
 from pathlib import Path
 
 import pytest
-from bad_input import KEEP, keep, refuse
+
+from tests.helpers.bad_input import KEEP, keep, refuse
 
 CONFIGS = Path(__file__).resolve().parents[2] / "configs"
 IS_ROOT = hasattr(os, "geteuid") and os.geteuid() == 0

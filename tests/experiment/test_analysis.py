@@ -5,7 +5,6 @@ from __future__ import annotations
 import math
 
 import pytest
-from recorded import POOL_CORES, rows
 
 from rlsim.experiment.analysis import (
     accounting_summary,
@@ -16,6 +15,7 @@ from rlsim.experiment.analysis import (
     smallest_p,
 )
 from rlsim.experiment.capacity import per_repeat
+from tests.helpers.recorded import POOL_CORES, rows
 
 T_975_DF2 = 4.302652729911275  # Student t quantile, 97.5 %, 2 degrees of freedom
 
@@ -133,7 +133,7 @@ def test_accounting_summary_reports_the_idle_waits() -> None:
 def _shared_slowdown_rows() -> list[dict]:
     """Five repeats in which a session factor (+-30 %) slows every figure of both runtimes alike;
     ``fast`` truly takes 0.9 x eager's step time and 0.5 x its scoring cost, with +-1 % noise of its own."""
-    from recorded import row
+    from tests.helpers.recorded import row
 
     session = [1.0, 1.3, 0.85, 1.15, 0.7]
     noise = [0.01, -0.01, 0.005, 0.0, -0.005]

@@ -1,17 +1,17 @@
-"""Async contention figures and where freed capacity went, on hand-made rows (tests/experiment/schedule_rows.py)."""
+"""Async contention figures and where freed capacity went, on hand-made rows (tests/helpers/schedule_rows.py)."""
 
 from __future__ import annotations
 
 import math
 
 import pytest
-from schedule_rows import POOL_CORES, async_rows
 
 from rlsim.experiment.asynchronous.analysis import async_runtime_figures
 from rlsim.experiment.capacity import per_repeat
 from rlsim.experiment.config import ContentionConfig, ContentionSettings
 from rlsim.experiment.report import render_markdown
 from rlsim.experiment.runner import build_results
+from tests.helpers.schedule_rows import POOL_CORES, async_rows
 
 T_975_DF2 = 4.302652729911275
 SAME_STALENESS, SAME_IDLE = [0.5, 0.6, 0.4], [0.3, 0.35, 0.32]

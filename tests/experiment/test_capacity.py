@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import pytest
-from recorded import POOL_CORES, rows
 
 from rlsim.experiment.capacity import capacity_samples, generation_cost_per_rollout, per_repeat, values
+from tests.helpers.recorded import POOL_CORES, rows
 
 
 @pytest.fixture(scope="module")

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pytest
-from loop_doubles import FakeGenerator, FakeStage, FakeTrainer
 
 from rlsim.actors.workers import RolloutWorker, ScoringWorker, TrainerWorker
 from rlsim.experiment.accounting import Snapshot, pool_time
@@ -12,6 +11,7 @@ from rlsim.loop.backends.local import InProcessBackend
 from rlsim.loop.sync import WeightSync
 from rlsim.rollout.types import Event, Rollout
 from rlsim.workloads import FixedLengths, WorkloadSpec
+from tests.helpers.loop_doubles import FakeGenerator, FakeStage, FakeTrainer
 
 
 def ev(phase: str, start: float, end: float, items: int = 0, actor: str | None = None) -> Event:

@@ -10,7 +10,8 @@ from pathlib import Path
 
 import psutil
 import pytest
-from contention_cli import CONFIGS, TINY, run_cli
+
+from tests.helpers.contention_cli import CONFIGS, TINY, run_cli
 
 pytestmark = pytest.mark.slow
 UPDATES = 3

@@ -12,7 +12,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from contention_cli import CONFIGS, TINY, run_cli
+
+from tests.helpers.contention_cli import CONFIGS, TINY, run_cli
 
 pytestmark = pytest.mark.slow
 ROLES = ("rollout", "scorer", "reference", "critic", "trainer")

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import pytest
-from recorded import POOL_CORES, rows
 
 from rlsim.experiment.config import ContentionConfig, ContentionSettings
 from rlsim.experiment.fidelity_rank import fidelity_section, rank_runtimes, ranking_sentences
 from rlsim.experiment.report import render_markdown
 from rlsim.experiment.runner import build_results
+from tests.helpers.recorded import POOL_CORES, rows
 
 RULES = {"max_pair_flip_rate": 0.02, "min_spearman": 0.99, "fp32_max_abs_diff": 1e-4}
 

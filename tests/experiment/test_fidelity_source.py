@@ -7,11 +7,11 @@ import json
 from pathlib import Path
 
 import pytest
-from fidelity_doubles import METRICS
 
 from rlsim.errors import ConfigError
 from rlsim.experiment.config import ContentionConfig, ContentionSettings, contention_problems, load_contention_config
 from rlsim.experiment.fidelity_source import FidelitySettings, experiment_fidelity
+from tests.helpers.fidelity_doubles import METRICS
 
 
 def verify_json(tmp_path: Path, runtimes: dict[str, dict | None], model: str = "minilm-rm", rules: bool = True) -> str:

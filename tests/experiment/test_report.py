@@ -5,13 +5,13 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from recorded import POOL_CORES, rows
 
 from rlsim.experiment.config import ContentionConfig, ContentionSettings
 from rlsim.experiment.plots import write_figures
 from rlsim.experiment.report import render_markdown
 from rlsim.experiment.runner import build_results, condition_order, runtime_order
 from rlsim.io import atomic_write_json
+from tests.helpers.recorded import POOL_CORES, rows
 
 
 @pytest.fixture(scope="module")

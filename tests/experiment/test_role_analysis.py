@@ -1,4 +1,4 @@
-"""PPO's per-role figures and where freed capacity went, on hand-made rows (tests/experiment/schedule_rows.py)."""
+"""PPO's per-role figures and where freed capacity went, on hand-made rows (tests/helpers/schedule_rows.py)."""
 
 from __future__ import annotations
 
@@ -6,14 +6,14 @@ import math
 import statistics
 
 import pytest
-from recorded import rows as grpo_rows
-from schedule_rows import POOL_CORES, ppo_rows
 
 from rlsim.experiment.capacity import per_repeat
 from rlsim.experiment.config import ContentionConfig, ContentionSettings
 from rlsim.experiment.report import render_markdown
 from rlsim.experiment.role_analysis import role_figures
 from rlsim.experiment.runner import UNITS, build_results
+from tests.helpers.recorded import rows as grpo_rows
+from tests.helpers.schedule_rows import POOL_CORES, ppo_rows
 
 T_975_DF3 = 3.182446305284263  # Student t quantile, 97.5 %, 3 degrees of freedom
 NOISE = (0.1, -0.1, 0.2, -0.2)

@@ -1,6 +1,6 @@
 """The together condition with PPO's roles and under the async schedule, on in-process doubles.
 
-The doubles are the loop's own (tests/loop_doubles.py) inside the real workers; the accountant hands
+The doubles are the loop's own (tests/helpers/loop_doubles.py) inside the real workers; the accountant hands
 out known CPU seconds per process, so every core-second figure is worked out by hand.
 """
 
@@ -9,7 +9,6 @@ from __future__ import annotations
 from functools import partial
 
 import pytest
-from loop_doubles import FakeCritic, FakeGenerator, FakePpoTrainer, FakeReference, FakeStage, FakeTrainer
 
 from rlsim.actors.role_workers import CriticWorker, ReferenceWorker
 from rlsim.actors.workers import RolloutWorker, ScoringWorker, TrainerWorker
@@ -21,6 +20,7 @@ from rlsim.loop.backends.local_async import ThreadedAsyncBackend
 from rlsim.loop.schedules.asynchronous.pipeline import AsyncSettings
 from rlsim.loop.sync import WeightSync
 from rlsim.workloads import FixedLengths, WorkloadSpec
+from tests.helpers.loop_doubles import FakeCritic, FakeGenerator, FakePpoTrainer, FakeReference, FakeStage, FakeTrainer
 
 # pid -> CPU seconds it gains per snapshot: rollout 7, scorer 8, trainer 9, reference 10, critic 11
 GAIN = {7: 0.5, 8: 0.25, 9: 0.2, 10: 0.1, 11: 0.3}

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pytest
-from recorded import rows
 
 from rlsim.experiment.stopping import (
     Precision,
@@ -15,6 +14,7 @@ from rlsim.experiment.stopping import (
     stop_reason,
     stopped_by,
 )
+from tests.helpers.recorded import rows
 
 REPEAT_S = 300.0  # every fake repeat takes 5 minutes on the fake clock
 BASELINE_COST = 2.0  # core-s: the baseline's scoring cost, for the 5 % floor

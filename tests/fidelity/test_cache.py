@@ -7,12 +7,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from fidelity_doubles import METRICS
 
 from rlsim.fidelity.cache import cache_key, cached_runtime_fidelity, entry_path
 from rlsim.fidelity.check import FidelityRules
 from rlsim.fidelity.corpus import FidelityCorpus
 from rlsim.scoring.base import ScorerSettings
+from tests.helpers.fidelity_doubles import METRICS
 
 CORPUS = FidelityCorpus(("a b c", "d e f"), np.array([0, 0]), seed=0)
 

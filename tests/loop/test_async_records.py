@@ -3,16 +3,13 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 from rlsim.loop.outputs.asynchronous import async_markdown, async_step_record, async_summary
 from rlsim.loop.outputs.report import write_async_figures
 from rlsim.loop.schedules.asynchronous.pipeline import AsyncSettings
 from rlsim.run_results import RunResults
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from test_async_schedule import TimedGenerator, TimedStage, TimedTrainer, run  # noqa: E402
+from tests.loop.test_async_schedule import TimedGenerator, TimedStage, TimedTrainer, run
 
 
 def test_records_of_a_one_step_off_policy_run(tmp_path: Path) -> None:

@@ -15,7 +15,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from loop_doubles import FakeGenerator, FakeStage, FakeTrainer
 
 from rlsim.actors.workers import RolloutWorker, ScoringWorker, TrainerWorker
 from rlsim.errors import RlsimError
@@ -26,6 +25,7 @@ from rlsim.loop.schedules.asynchronous.session import CHECKPOINTS, AsyncRun
 from rlsim.loop.sync import WeightSync
 from rlsim.rollout.generator import SyncResult
 from rlsim.rollout.types import Rollout, RolloutRequest
+from tests.helpers.loop_doubles import FakeGenerator, FakeStage, FakeTrainer
 
 GROUP = 2
 BATCH = 2 * GROUP  # rollouts per update

@@ -17,7 +17,6 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from loop_doubles import FakeGenerator, FakeStage, FakeTrainer, requests
 
 from rlsim.actors.workers import RolloutWorker, ScoringWorker, TrainerWorker
 from rlsim.loop.backends.local_async import ThreadedAsyncBackend
@@ -25,6 +24,7 @@ from rlsim.loop.outputs.records import union_length
 from rlsim.loop.schedules.asynchronous.pipeline import AsyncPipeline, AsyncSettings
 from rlsim.loop.sync import WeightSync
 from rlsim.rollout.types import Rollout, RolloutRequest
+from tests.helpers.loop_doubles import FakeGenerator, FakeStage, FakeTrainer, requests
 
 
 class TimedGenerator(FakeGenerator):

@@ -15,10 +15,10 @@ import math
 from pathlib import Path
 
 import pytest
-from tiny_vllm_run import tiny_vllm_run
 
 from rlsim.loop.config import RunConfig
 from rlsim.loop.outputs.records import union_length
+from tests.helpers.tiny_run import tiny_vllm_run
 
 pytestmark = pytest.mark.slow
 

@@ -15,35 +15,16 @@ import pytest
 
 from rlsim.errors import RlsimError
 from rlsim.loop.config import RunConfig
+from tests.helpers.tiny_run import tiny_hf_run
 
 pytestmark = pytest.mark.slow
 ray = pytest.importorskip("ray")
 
-CONFIG = {
-    "steps": 3,
-    "micro_batch": 2,
-    "schedule": "overlapped",
-    "policy": {"model": "tiny-llama", "backend": "hf"},
-    "workload": {
-        "prompts_per_step": 2,
-        "group_size": 2,
-        "spec": {
-            "seed": 1,
-            "prompt": {"kind": "fixed", "tokens": 8},
-            "response": {"kind": "uniform", "min": 4, "max": 16},
-        },
-    },
-    "reward": {"runtime": "http", "server_runtime": "eager", "batch_size": 4, "max_length": 64, "http_deadline_s": 5},
-    "trainer": {"micro_batch": 4, "sync": "simulated", "simulated_sync_s": 0},
-    "placement": {
-        "preset": "shared",
-        "strategy": "PACK",
-        "rollout": {"num_cpus": 0.25},
-        "scorer": {"num_cpus": 0.25},
-        "trainer": {"num_cpus": 0.25},
-    },
-    "faults": {"kill_http_server_steps": [2], "stall_http_server_steps": [3]},
-}
+CONFIG = tiny_hf_run(
+    steps=3,
+    reward={"runtime": "http", "server_runtime": "eager", "batch_size": 4, "max_length": 64, "http_deadline_s": 5},
+    faults={"kill_http_server_steps": [2], "stall_http_server_steps": [3]},
+)
 
 
 def test_http_scoring_in_the_loop_survives_a_killed_server_and_stops_clearly_on_a_stalled_one(

@@ -11,11 +11,11 @@ import json
 from pathlib import Path
 
 import pytest
-from tiny_vllm_run import tiny_vllm_run
 
 from rlsim.loop.config import RunConfig, cross_field_problems
 from rlsim.loop.schedules.ppo import EXPERIENCE_PHASES
 from rlsim.run_results import StepRecord
+from tests.helpers.tiny_run import tiny_vllm_run
 
 pytestmark = pytest.mark.slow
 

@@ -10,10 +10,10 @@ import json
 from pathlib import Path
 
 import pytest
-from tiny_vllm_run import tiny_vllm_run
 
 from rlsim.loop.config import RunConfig
 from rlsim.run_results import StepRecord
+from tests.helpers.tiny_run import tiny_vllm_run
 
 pytestmark = pytest.mark.slow
 

@@ -10,34 +10,12 @@ from pathlib import Path
 import pytest
 
 from rlsim.loop.config import RunConfig
+from tests.helpers.tiny_run import tiny_hf_run
 
 pytestmark = pytest.mark.slow
 ray = pytest.importorskip("ray")
 
-CONFIG = {
-    "steps": 2,
-    "micro_batch": 2,
-    "schedule": "overlapped",
-    "policy": {"model": "tiny-llama", "backend": "hf"},
-    "workload": {
-        "prompts_per_step": 2,
-        "group_size": 2,
-        "spec": {
-            "seed": 1,
-            "prompt": {"kind": "fixed", "tokens": 8},
-            "response": {"kind": "uniform", "min": 4, "max": 16},
-        },  # fmt: skip
-    },
-    "reward": {"runtime": "sandbox", "batch_size": 4, "sandbox": {"workers": 2}},
-    "trainer": {"micro_batch": 4, "sync": "simulated", "simulated_sync_s": 0},
-    "placement": {
-        "preset": "shared",
-        "strategy": "PACK",
-        "rollout": {"num_cpus": 0.25},
-        "scorer": {"num_cpus": 0.25},
-        "trainer": {"num_cpus": 0.25},
-    },  # fmt: skip
-}
+CONFIG = tiny_hf_run(reward={"runtime": "sandbox", "batch_size": 4, "sandbox": {"workers": 2}})
 
 
 @pytest.mark.parametrize(

@@ -12,7 +12,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from loop_doubles import FakeGenerator, FakeStage, requests
+
+from tests.helpers.loop_doubles import FakeGenerator, FakeStage, requests
 
 torch = pytest.importorskip("torch")
 pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")]

@@ -7,7 +7,6 @@ from functools import partial
 
 import numpy as np
 import pytest
-from loop_doubles import FakeCritic, FakeGenerator, FakePpoTrainer, FakeReference, FakeStage, requests
 
 from rlsim.actors.role_workers import ColocatedWorker, CriticWorker, ReferenceWorker
 from rlsim.actors.workers import RolloutWorker, ScoringWorker, TrainerWorker
@@ -15,6 +14,7 @@ from rlsim.loop.backends.local import InProcessExperienceBackend
 from rlsim.loop.outputs.records import step_record
 from rlsim.loop.schedules.ppo import EXPERIENCE_PHASES, run_ppo_step
 from rlsim.loop.sync import WeightSync
+from tests.helpers.loop_doubles import FakeCritic, FakeGenerator, FakePpoTrainer, FakeReference, FakeStage, requests
 
 
 def backend(

@@ -9,14 +9,14 @@ from __future__ import annotations
 from functools import partial
 from pathlib import Path
 
-import loop_doubles
 import pytest
-from loop_doubles import FakeGenerator, FakeStage, FakeTrainer, requests
 
 from rlsim.errors import RlsimError
 from rlsim.loop.schedules.step import run_step
 from rlsim.loop.sync import WeightSync
 from rlsim.placement import ResolvedPlacement
+from tests.helpers import loop_doubles
+from tests.helpers.loop_doubles import FakeGenerator, FakeStage, FakeTrainer, requests
 
 pytestmark = pytest.mark.slow
 ray = pytest.importorskip("ray")

@@ -6,7 +6,6 @@ import math
 from functools import partial
 
 import pytest
-from loop_doubles import FakeGenerator, FakeStage, FakeTrainer, requests
 
 from rlsim.actors.workers import RolloutWorker, ScoringWorker, TrainerWorker
 from rlsim.errors import RlsimError
@@ -14,6 +13,7 @@ from rlsim.loop.backends.local import InProcessBackend
 from rlsim.loop.outputs.records import step_record
 from rlsim.loop.schedules.step import run_step, split_evenly
 from rlsim.loop.sync import WeightSync
+from tests.helpers.loop_doubles import FakeGenerator, FakeStage, FakeTrainer, requests
 
 
 def backend(

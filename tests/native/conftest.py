@@ -8,7 +8,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from native_graphs import export_tiny_bert, reward_graph
+
+from tests.helpers.native_graphs import export_tiny_bert, reward_graph
 
 
 @pytest.fixture(scope="session")

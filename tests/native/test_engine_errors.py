@@ -12,7 +12,8 @@ from typing import Any
 
 import numpy as np
 import pytest
-from native_graphs import reward_graph
+
+from tests.helpers.native_graphs import reward_graph
 
 pytestmark = pytest.mark.native
 

@@ -7,7 +7,8 @@ from typing import Any
 
 import numpy as np
 import pytest
-from native_graphs import expected_reward, random_batch, reward_graph
+
+from tests.helpers.native_graphs import expected_reward, random_batch, reward_graph
 
 pytestmark = pytest.mark.native
 

@@ -13,7 +13,8 @@ from typing import Any
 
 import numpy as np
 import pytest
-from native_graphs import random_batch
+
+from tests.helpers.native_graphs import random_batch
 
 pytestmark = pytest.mark.native
 

@@ -8,7 +8,6 @@ from pathlib import Path
 
 import pytest
 import yaml
-from planner_cases import fixed_workload, make_profile, placement
 
 from rlsim.cli.main import main
 from rlsim.planner.measure.loop_set import LoopCase, load_loop_set, resolve_cases
@@ -19,6 +18,7 @@ from rlsim.planner.spec.cluster import BatcherSpec, NodeSpec, SearchSpec
 from rlsim.planner.validate.compare import run_validation
 from rlsim.planner.validate.predict import predict_step
 from rlsim.run_results import RunResults
+from tests.helpers.planner_cases import fixed_workload, make_profile, placement
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -54,7 +54,7 @@ def test_with_roles_the_trainer_shares_the_scorers_core_at_the_measured_efficien
     # Trainer on the scorer's core: generation 1 s per batch (core 0); scoring (2 calls of 0.5 s) and the
     # update (0.3 s) share core 1, the bottleneck. With a roles section the pair runs at efficiency x 1/2
     # each while both are busy; at efficiency 1 core 1 does its 1.3 s of work per step without loss.
-    from planner_cases import roles_profile
+    from tests.helpers.planner_cases import roles_profile
 
     spec = placement("async", batcher_window=4, train_on="scoring")
     profile = roles_profile().model_copy(update={"contention": make_profile(max_running=1).contention})

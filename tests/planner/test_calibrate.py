@@ -7,7 +7,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from planner_cases import EXACT, make_profile
 
 from rlsim.errors import RlsimError
 from rlsim.loop.config import RunConfig
@@ -23,6 +22,7 @@ from rlsim.planner.profile.fitting.loops import (
 from rlsim.planner.profile.schema import ContentionEntry, ContentionModel, GenerationModel, Profile, TrainerModel
 from rlsim.planner.sim.generation import generation_features
 from rlsim.planner.validate.predict import loop_trace, predict_trace
+from tests.helpers.planner_cases import EXACT, make_profile
 
 BASE, PER_SEQ, PREFILL, ALPHA = 0.004, 0.0002, 0.00005, 0.8
 

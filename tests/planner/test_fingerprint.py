@@ -8,7 +8,7 @@ from rlsim.fingerprint import fingerprint_differences, gpu_family, machine_finge
 from rlsim.planner.profile.machine_check import check_cluster, check_here
 from rlsim.planner.search.plan import execute, prepare
 from rlsim.planner.spec.cluster import NodeSpec, PlanConfig
-from tests.planner.planner_cases import fixed_workload, make_profile, placement
+from tests.helpers.planner_cases import fixed_workload, make_profile, placement
 
 HERE = {
     "cpu_model": "AMD EPYC 7B13",

@@ -6,10 +6,10 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from planner_cases import EXACT
 
 from rlsim.planner.profile.schema import GenerationModel
 from rlsim.planner.sim.generation import completion_work_s, deal
+from tests.helpers.planner_cases import EXACT
 
 
 def _model(base: float, per_seq: float, prefill: float = 0.0, max_running: int = 64) -> GenerationModel:

@@ -11,7 +11,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from layering import forbidden_imports
+from tests.helpers.layering import forbidden_imports
 
 ROOT = Path(__file__).resolve().parents[2]
 PLANNER = ROOT / "rlsim" / "planner"

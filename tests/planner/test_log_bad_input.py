@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from rlsim.cli.main import main
-from tests.planner import log_cases
+from tests.helpers import log_cases
 
 VERL = Path(__file__).resolve().parent / "data" / "verl_metrics.jsonl"
 

@@ -13,7 +13,7 @@ from rlsim.errors import RlsimError
 from rlsim.planner.profile.fitting.logs import LogLayout, fit_log_profile, fit_warnings, replay_steps
 from rlsim.planner.profile.logs.frameworks import load_framework_log
 from rlsim.planner.profile.logs.replay import replay
-from tests.planner import log_cases
+from tests.helpers import log_cases
 
 
 def _write(tmp_path: Path, name: str, lines: list[str]) -> Path:

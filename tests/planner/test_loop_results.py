@@ -6,11 +6,11 @@ import json
 from pathlib import Path
 
 import pytest
-from planner_cases import make_profile
 
 from rlsim.errors import RlsimError
 from rlsim.planner.measure.build_profile import LoopRun, ProfileConfig, build_profile
 from rlsim.planner.measure.loop_results import generation_point, read_contention, read_loop_steps, trainer_model
+from tests.helpers.planner_cases import make_profile
 
 
 def write_run(path: Path, tokens: list[int], gen_tps: float, update_per_token: float = 0.001) -> Path:
@@ -145,11 +145,10 @@ def test_profile_measures_a_real_scorer(tmp_path: Path) -> None:
 
 
 def test_validation_entry_and_report(tmp_path: Path) -> None:
-    from planner_cases import fixed_workload, placement
-
     from rlsim.planner.sim.evaluate import evaluate
     from rlsim.planner.spec.cluster import NodeSpec
     from rlsim.planner.validate.compare import validation_entry, validation_report
+    from tests.helpers.planner_cases import fixed_workload, placement
 
     node = NodeSpec(count=1, cores=2, gpus=0, kind="test-kind")
     # Hand case of test_simulate: predicted step 5.5 s for 4 rollouts.

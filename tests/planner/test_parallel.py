@@ -12,7 +12,7 @@ from rlsim.planner.sim.evaluate import evaluate
 from rlsim.planner.sim.generation import completion_work_s, deal
 from rlsim.planner.spec.cluster import NodeSpec
 from rlsim.planner.spec.placement import PlacementError, resolve
-from tests.planner.planner_cases import EXACT, fixed_workload, make_profile, placement
+from tests.helpers.planner_cases import EXACT, fixed_workload, make_profile, placement
 
 SCALING = ParallelScaling(tp_speedup={1: 1.0, 2: 1.6, 4: 2.5}, tp_comm_s={2: 0.002, 4: 0.004}, pp_hop_s=0.001, max_pp=4)
 

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 import yaml
-from planner_cases import make_profile
 
 from rlsim.cli.main import main
 from rlsim.planner.profile.schema import save_profile
+from tests.helpers.planner_cases import make_profile
 
 ROOT = Path(__file__).resolve().parents[2]
 CPU_CONFIG = ROOT / "configs" / "cluster_cpu_small.yaml"

@@ -53,7 +53,7 @@ def test_impossible_placements_say_why(node: NodeSpec, spec: PlacementSpec, mess
 
 
 def test_cuda_runtime_without_gpus_is_named() -> None:
-    from planner_cases import make_profile
+    from tests.helpers.planner_cases import make_profile
 
     node = NodeSpec(count=1, cores=8, gpus=0, kind="test-kind")
     profile = make_profile()

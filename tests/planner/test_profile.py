@@ -7,12 +7,12 @@ import logging
 from pathlib import Path
 
 import pytest
-from planner_cases import make_profile
 
 import rlsim
 from rlsim.errors import RlsimError
 from rlsim.planner.profile.examples import cpu_profile, gpu_profile
 from rlsim.planner.profile.schema import SCHEMA_VERSION, load_profile, save_profile
+from tests.helpers.planner_cases import make_profile
 
 SHIPPED = Path(__file__).resolve().parents[2] / "configs" / "profiles"
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from planner_cases import constant, roles_profile
 from pydantic import ValidationError
 
 from rlsim.errors import RlsimError
@@ -17,6 +16,7 @@ from rlsim.planner.search.plan import prepare
 from rlsim.planner.spec.cluster import load_plan_config
 from rlsim.planner.validate.compare import validation_report
 from rlsim.planner.validate.predict import knobs_from_run_config, predict_step
+from tests.helpers.planner_cases import constant, roles_profile
 
 CONFIGS = Path(__file__).resolve().parents[2] / "configs"
 
@@ -142,13 +142,12 @@ def test_profile_times_the_real_reference_and_critic() -> None:
 def test_a_ppo_runs_role_phases_are_compared(tmp_path: Path) -> None:
     import json
 
-    from planner_cases import fixed_workload, placement
-
     from rlsim.planner.measure.loop_results import read_loop_steps
     from rlsim.planner.sim.evaluate import evaluate
     from rlsim.planner.sim.ppo_roles import RolesSpec
     from rlsim.planner.spec.cluster import NodeSpec
     from rlsim.planner.validate.compare import validation_entry
+    from tests.helpers.planner_cases import fixed_workload, placement
 
     phases = {"generate": 2.0, "score": 1.0, "update": 1.0, "sync": 0.2, "idle": 0.1, "total": 4.5}
     roles = {"reference": 0.5, "values": 0.4, "advantages": 0.1, "update_actor": 0.6, "update_critic": 0.5}

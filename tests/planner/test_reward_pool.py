@@ -9,7 +9,7 @@ from rlsim.planner.profile.scaling import RewardFunctionModel
 from rlsim.planner.sim.evaluate import evaluate
 from rlsim.planner.sim.reward_pool import allen_cunneen_wait_s, erlang_c_wait_s, simulate_reward_pool
 from rlsim.planner.spec.cluster import NodeSpec
-from tests.planner.planner_cases import fixed_workload, make_profile, placement
+from tests.helpers.planner_cases import fixed_workload, make_profile, placement
 
 
 def mean_wait(model: RewardFunctionModel, rate: float, workers: int, seed: int, n: int = 200_000) -> float:

@@ -10,7 +10,6 @@ wants both cores, so while k are busy each runs at 1/k speed.
 from __future__ import annotations
 
 import pytest
-from planner_cases import fixed_workload, make_profile, placement, roles_profile
 
 from rlsim.errors import RlsimError
 from rlsim.planner.sim.evaluate import Evaluation, evaluate
@@ -20,6 +19,7 @@ from rlsim.planner.spec.placement import PlacementError
 from rlsim.planner.spec.workload import Workload
 from rlsim.planner.validate.predict import ReplayWorkload
 from rlsim.workloads import FixedLengths
+from tests.helpers.planner_cases import fixed_workload, make_profile, placement, roles_profile
 
 
 def step(

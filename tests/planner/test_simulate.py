@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import pytest
-from planner_cases import fixed_workload, make_profile, placement
 
 from rlsim.planner.sim.evaluate import evaluate
 from rlsim.planner.spec.cluster import BatcherSpec, NodeSpec, PlacementSpec
 from rlsim.planner.spec.workload import Workload
 from rlsim.workloads import FixedLengths, LognormalLengths
+from tests.helpers.planner_cases import fixed_workload, make_profile, placement
 
 
 def test_sequential_step_by_hand(two_core_node: NodeSpec) -> None:

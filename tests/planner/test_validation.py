@@ -8,7 +8,6 @@ from typing import Any
 
 import pytest
 import yaml
-from planner_cases import make_profile
 
 from rlsim.cli.main import main
 from rlsim.errors import ConfigError, RlsimError
@@ -19,6 +18,7 @@ from rlsim.planner.validate.command import validate_command
 from rlsim.planner.validate.compare import run_validation
 from rlsim.planner.validate.predict import loop_trace, predict_step
 from rlsim.rollout.prompts import make_step_requests
+from tests.helpers.planner_cases import make_profile
 
 ROOT = Path(__file__).resolve().parents[2]
 

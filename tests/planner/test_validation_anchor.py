@@ -17,7 +17,6 @@ from typing import Any
 
 import pytest
 import yaml
-from planner_cases import make_profile
 from rich.console import Console
 
 from rlsim.cli.main import build_parser
@@ -29,6 +28,7 @@ from rlsim.planner.validate.anchor import apply_anchor, identical_run_floor
 from rlsim.planner.validate.command import validate_command, validation_table
 from rlsim.planner.validate.predict import predict_step
 from rlsim.rollout.prompts import make_step_requests
+from tests.helpers.planner_cases import make_profile
 
 ROOT = Path(__file__).resolve().parents[2]
 PHASES = ("generate", "score", "update", "sync", "idle")

@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 import yaml
-from test_validation import ROOT, loop_profile
 
 from rlsim.cli.main import main
 from rlsim.planner.profile.schema import save_profile
+from tests.planner.test_validation import ROOT, loop_profile
 
 pytestmark = pytest.mark.slow
 

@@ -1,14 +1,11 @@
-import sys
 import time
-from pathlib import Path
 
 import pytest
 
 from rlsim.errors import RlsimError
 from rlsim.rewards.call_pool import CallPool
 
-sys.path.insert(0, str(Path(__file__).parent))  # reward_fns, importable here and (via PYTHONPATH) in the workers
-FNS = "reward_fns"
+FNS = "tests.helpers.reward_fns"  # importable here and in the workers (the repo root is on sys.path)
 
 
 def test_calls_come_back_in_input_order_across_workers():

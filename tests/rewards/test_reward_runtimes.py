@@ -1,8 +1,5 @@
 """The ``function`` and ``sandbox`` runtimes as scorers, and their config sections."""
 
-import sys
-from pathlib import Path
-
 import pytest
 
 from rlsim.errors import ConfigError, RlsimError
@@ -10,7 +7,7 @@ from rlsim.models import resolve_reward_model
 from rlsim.scoring import ScorerSettings, make_scorer
 from rlsim.scoring.base import SCORERS, CountingScorer, PairScorer, expand_runtimes, runtime_names
 
-sys.path.insert(0, str(Path(__file__).parent))
+FNS = "tests.helpers.reward_fns"  # importable in the worker processes too: the repo root is on sys.path
 
 
 @pytest.fixture(scope="module")
@@ -19,7 +16,7 @@ def model():
 
 
 def test_function_scores_pairs_and_counts_timeouts_with_the_default(model):
-    scorer = make_scorer("function", model, ScorerSettings(options={"target": "reward_fns:sleepy", "timeout_s": 0.5,
+    scorer = make_scorer("function", model, ScorerSettings(options={"target": f"{FNS}:sleepy", "timeout_s": 0.5,
                                                                     "default_reward": -1.0}))  # fmt: skip
     try:
         assert isinstance(scorer, PairScorer) and isinstance(scorer, CountingScorer)
@@ -31,14 +28,14 @@ def test_function_scores_pairs_and_counts_timeouts_with_the_default(model):
 
 
 def test_function_on_timeout_fail_and_on_error_fail_name_the_setting(model):
-    scorer = make_scorer("function", model, ScorerSettings(options={"target": "reward_fns:sleepy", "timeout_s": 0.3,
+    scorer = make_scorer("function", model, ScorerSettings(options={"target": f"{FNS}:sleepy", "timeout_s": 0.3,
                                                                     "on_timeout": "fail"}))  # fmt: skip
     try:
         with pytest.raises(RlsimError, match="reward.function.timeout_s"):
             scorer.score_pairs([""], ["20"])
     finally:
         scorer.close()
-    scorer = make_scorer("function", model, ScorerSettings(options={"target": "reward_fns:raises"}))
+    scorer = make_scorer("function", model, ScorerSettings(options={"target": f"{FNS}:raises"}))
     try:
         with pytest.raises(RlsimError, match="ValueError: bad answer.*on_error"):
             scorer.score_pairs([""], ["x"])
@@ -71,7 +68,7 @@ def test_bad_options_are_config_errors(model):
         with pytest.raises(ConfigError, match=where):
             make_scorer("sandbox", model, ScorerSettings(options=options))
     with pytest.raises(ConfigError, match="no callable 'nope'"):
-        make_scorer("function", model, ScorerSettings(options={"target": "reward_fns:nope"}))
+        make_scorer("function", model, ScorerSettings(options={"target": f"{FNS}:nope"}))
 
 
 def test_rewards_that_are_no_model_stay_out_of_the_model_sets():

@@ -22,6 +22,7 @@ import pytest
 
 from rlsim.scoring import make_scorer
 from rlsim.scoring.base import ScorerSettings
+from tests.helpers.tiny_run import tiny_hf_run
 
 pytest.importorskip("vllm")
 pytestmark = pytest.mark.slow
@@ -155,37 +156,16 @@ def test_rlsim_run_scores_its_rollouts_with_the_vllm_server(vllm_server, ray_clu
     from rlsim.loop.run import run_loop
 
     config = RunConfig.model_validate(
-        {
-            "steps": 2,
-            "micro_batch": 2,
-            "schedule": "overlapped",
-            "policy": {"model": "tiny-llama", "backend": "hf"},
-            "workload": {
-                "prompts_per_step": 2,
-                "group_size": 2,
-                "spec": {
-                    "seed": 1,
-                    "prompt": {"kind": "fixed", "tokens": 8},
-                    "response": {"kind": "uniform", "min": 4, "max": 16},
-                },
-            },
-            "reward": {
+        tiny_hf_run(
+            reward={
                 "model": "tiny-llama-rm",
                 "runtime": "http",
                 "url": vllm_server,
                 "http_protocol": "vllm-classify",
                 "batch_size": 4,
                 "max_length": 64,
-            },
-            "trainer": {"micro_batch": 4, "sync": "simulated", "simulated_sync_s": 0},
-            "placement": {
-                "preset": "shared",
-                "strategy": "PACK",
-                "rollout": {"num_cpus": 0.25},
-                "scorer": {"num_cpus": 0.25},
-                "trainer": {"num_cpus": 0.25},
-            },
-        }
+            }
+        )
     )
     assert not cross_field_problems(config)
     run_loop(config, tmp_path, show_progress=False)

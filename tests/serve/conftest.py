@@ -8,12 +8,12 @@ from dataclasses import replace
 from typing import Any
 
 import pytest
-from serve_helpers import Running, backend_factory, wait_ready
-from tiny_scorer import TinyScorer, tiny_spec
 
 from rlsim.scoring.base import ScorerSettings
 from rlsim.serve.runner import make_server
 from rlsim.serve.settings import ServeSettings
+from tests.helpers.serve_helpers import Running, backend_factory, wait_ready
+from tests.helpers.tiny_scorer import TinyScorer, tiny_spec
 
 
 @pytest.fixture(scope="session")

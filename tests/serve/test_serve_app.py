@@ -13,12 +13,12 @@ from concurrent.futures import ThreadPoolExecutor
 import httpx
 import numpy as np
 import pytest
-from serve_helpers import WAIT, backend_factory
-from tiny_scorer import TextOnlyScorer, tiny_spec
 
 from rlsim.errors import RlsimError
 from rlsim.scoring.base import ScorerSettings
 from rlsim.serve.settings import ServeSettings
+from tests.helpers.serve_helpers import WAIT, backend_factory
+from tests.helpers.tiny_scorer import TextOnlyScorer, tiny_spec
 
 
 def wait_until(predicate, what: str) -> None:

@@ -5,7 +5,8 @@ from __future__ import annotations
 from concurrent.futures import ThreadPoolExecutor
 
 from prometheus_client.parser import text_string_to_metric_families
-from serve_helpers import WAIT
+
+from tests.helpers.serve_helpers import WAIT
 
 
 def scrape(client) -> dict[str, list]:

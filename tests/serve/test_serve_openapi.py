@@ -7,9 +7,9 @@ from __future__ import annotations
 import jsonschema
 import pytest
 from hypothesis import HealthCheck, given, settings
-from tiny_scorer import TextOnlyScorer, tiny_spec
 
 from rlsim.scoring.base import ScorerSettings
+from tests.helpers.tiny_scorer import TextOnlyScorer, tiny_spec
 
 schemathesis = pytest.importorskip("schemathesis")
 from schemathesis import GenerationMode  # noqa: E402

@@ -15,11 +15,11 @@ import httpx
 import numpy as np
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
-from serve_helpers import WAIT, process_url, serve_process, terminate, wait_ready
-from tiny_scorer import TinyScorer
 
 from rlsim.scoring.base import register_scorer
 from rlsim.scoring.tokenizing import EncodedBatch
+from tests.helpers.serve_helpers import WAIT, process_url, serve_process, terminate, wait_ready
+from tests.helpers.tiny_scorer import TinyScorer
 
 
 @register_scorer("test-file-gated")

@@ -13,7 +13,8 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
-from serve_helpers import WAIT
+
+from tests.helpers.serve_helpers import WAIT
 
 vllm_classify = pytest.importorskip("vllm.entrypoints.pooling.classify.protocol")
 vllm_engine = pytest.importorskip("vllm.entrypoints.serve.engine.protocol")

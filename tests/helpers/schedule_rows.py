@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from recorded import row
+from tests.helpers.recorded import row
 
 POOL_CORES = 2
 BASE = {"generate": 12.0, "score": 10.0, "reference": 4.0, "critic": 4.0, "update": 6.0}

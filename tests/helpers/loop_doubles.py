@@ -1,6 +1,6 @@
 """In-process test doubles for the loop's three roles: deterministic, instant, and able to misbehave on cue.
 
-Shared by tests/loop and tests/actors (this folder is on sys.path through tests/conftest.py). Ray
+Shared by tests/loop and tests/actors (tests/helpers). Ray
 workers cannot import it, so Ray tests register it with ``cloudpickle.register_pickle_by_value``.
 """
 

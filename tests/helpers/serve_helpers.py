@@ -65,9 +65,8 @@ def wait_ready(url: str, deadline_s: float = WAIT) -> None:
 def serve_process(*args: str, env: dict[str, str] | None = None, port_file: Path) -> subprocess.Popen[bytes]:
     """``python -m rlsim serve ARGS`` with the test runtimes importable; stderr is piped."""
     full_env = dict(os.environ, **(env or {}))
-    here = str(Path(__file__).resolve().parent)
-    full_env["PYTHONPATH"] = os.pathsep.join([str(ROOT), here, full_env.get("PYTHONPATH", "")])
-    cmd = [sys.executable, "-m", "rlsim", "serve", "--import", "tiny_scorer", "--port", "0"]
+    full_env["PYTHONPATH"] = os.pathsep.join([str(ROOT), full_env.get("PYTHONPATH", "")])
+    cmd = [sys.executable, "-m", "rlsim", "serve", "--import", "tests.helpers.tiny_scorer", "--port", "0"]
     cmd += ["--port-file", str(port_file), *args]
     return subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=full_env)
 

@@ -1,5 +1,5 @@
 """Fidelity metrics of a runtime that passes the default rules, shared by the tests of the fidelity cache and
-of the experiment's fidelity source (this folder is on sys.path through tests/conftest.py)."""
+of the experiment's fidelity source."""
 
 from __future__ import annotations
 
