@@ -1,4 +1,5 @@
-"""Session-scoped fixtures for slow shared resources: a two-node Ray cluster and an in-process vLLM engine.
+"""The suite's own cache folder, and session-scoped fixtures for slow shared resources: a two-node Ray cluster
+and an in-process vLLM engine.
 
 Both take tens of seconds to start on this 2-core machine, so every test that needs one shares it.
 They start lazily: a test run that selects neither never pays for them.
@@ -8,8 +9,18 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
+
+# The suite builds and reads its models, ONNX graphs, fidelity and program-bank entries in a folder of its own,
+# $RLSIM_TEST_CACHE or ~/.cache/rlsim-tests (beside XDG_CACHE_HOME's rlsim), never in the developer's
+# ~/.cache/rlsim: what a developer's cache holds cannot change a result, and the suite writes nothing there.
+# The first run on a machine builds it (the builders lock, so concurrent runs wait for one another); later runs
+# and other checkouts reuse it. Set at import, before any test, so every subprocess, Ray worker and vLLM engine
+# the tests start inherits it.
+_XDG = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+os.environ["RLSIM_CACHE"] = os.environ.get("RLSIM_TEST_CACHE") or str(Path(_XDG) / "rlsim-tests")
 
 
 @pytest.fixture(scope="session")
