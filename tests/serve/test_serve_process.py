@@ -27,7 +27,7 @@ class FileGatedScorer(TinyScorer):
     """``test-tiny`` whose every batch waits until the file ``$RLSIM_TEST_GATE`` exists.
 
     The server runs in another process, so a ``threading.Event`` cannot hold it: a file can. The
-    server imports this module (``--import test_serve_process``) to find the runtime.
+    server imports this module (``--import tests.serve.test_serve_process``) to find the runtime.
     """
 
     name = "test-file-gated"
@@ -69,7 +69,7 @@ def test_signal_finishes_every_accepted_request(tmp_path: Path, sig: signal.Sign
     # slowly the client threads start; then the gate opens and all four must still be answered.
     port_file, gate = tmp_path / "port", tmp_path / "gate"
     proc = serve_process(
-        "--import", "test_serve_process", "--runtime", "test-file-gated", "--model", "minilm-rm",
+        "--import", "tests.serve.test_serve_process", "--runtime", "test-file-gated", "--model", "minilm-rm",
         "--max-batch-size", "1", "--max-wait-ms", "0", "--no-warmup",
         env={"RLSIM_TEST_GATE": str(gate)}, port_file=port_file,
     )  # fmt: skip
