@@ -65,15 +65,16 @@ def paragraphs_in(buckets: tuple[int, ...]) -> list[Paragraph]:
     return [p for p in stdlib_paragraphs() if split_of(p, SPLITS) in buckets]
 
 
-def build_corpus(min_texts: int = 320, seed: int = 0) -> FidelityCorpus:
+def build_corpus(min_texts: int = 320, seed: int = 0, buckets: tuple[int, ...] = CORPUS_BUCKETS) -> FidelityCorpus:
     """At least ``min_texts`` texts in groups of 4, 8 or 16 (fewer only if the source runs out).
 
     Each module's paragraphs are shuffled and cut into groups (a paragraph is used once), the
     groups are shuffled, and whole groups are taken until ``min_texts`` is reached.
+    ``buckets``: which module buckets the paragraphs come from (the table above).
     """
     rng = random.Random(seed)
     by_module: dict[str, list[str]] = defaultdict(list)
-    for p in paragraphs_in(CORPUS_BUCKETS):
+    for p in paragraphs_in(buckets):
         if len(p.text.split()) >= MIN_CORPUS_WORDS:
             by_module[p.module].append(p.text)
     chunks: list[list[str]] = []
@@ -101,6 +102,12 @@ def _maybe_corrupt(text: str, rng: random.Random) -> str:
     bad = corrupt(text, rng, strength=rng.uniform(0.2, 1.0))
     # Keep every text within 16..512 tokens (a repeated long sentence can pass 512).
     return bad if MIN_CORPUS_WORDS <= len(bad.split()) <= MAX_WORDS else text
+
+
+def calibration_corpus(min_texts: int = 160, seed: int = 0) -> FidelityCorpus:
+    """The calibration split in groups, built like the corpus: what a choice of precision per layer is made on
+    (``rlsim.fidelity.sensitivity``), so the corpus that judges the result never took part in it."""
+    return build_corpus(min_texts, seed, CALIBRATION_BUCKETS)
 
 
 def calibration_texts(count: int = 64, seed: int = 0) -> list[str]:

@@ -221,7 +221,7 @@ def cpu_flags(cpuinfo: str = "/proc/cpuinfo") -> frozenset[str]:
 BUILTIN_RUNTIME_MODULES = tuple(
     f"rlsim.scoring.{m}"
     for m in ("torch_scorers", "ort_scorer", "native_scorer", "http_scorer", "half_precision_scorers",
-              "int8_static_scorers")
+              "int8_static_scorers", "int8_mixed_scorers")
 ) + ("rlsim.rewards.function_reward", "rlsim.rewards.sandbox_reward")  # fmt: skip
 SCORERS: Registry[type, RuntimeInfo] = Registry("scoring runtime", RuntimeInfo, builtins=BUILTIN_RUNTIME_MODULES)
 register_scorer = SCORERS.register

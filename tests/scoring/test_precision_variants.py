@@ -50,3 +50,25 @@ def test_half_precision_runs_where_the_hardware_has_it(minilm, texts, runtime):
     # 16-bit floats keep about 3 significant digits: close to fp32, and the order mostly kept.
     assert np.abs(out - ref).max() < 0.05 * max(1.0, float(np.abs(ref).max()))
     assert spearman(out, ref) > 0.9
+
+
+@pytest.mark.slow  # the first use chooses the layers: a sensitivity report and a bisection (~30 s on tiny-llama-rm)
+@pytest.mark.parametrize("runtime", ["ort-int8-mixed", "native-int8-mixed"])
+def test_mixed_int8_runtimes_score_with_the_chosen_graph(tiny_llama_rm, texts, runtime):
+    from rlsim.fidelity.sensitivity import graph_scores
+    from rlsim.scoring.int8_mixed_scorers import mixed_int8_choice, mixed_int8_graph
+
+    if runtime.startswith("native") and unavailable_reason(runtime):
+        pytest.skip(unavailable_reason(runtime))
+    settings = ScorerSettings(threads=1, max_length=128)
+    scorer = make_scorer(runtime, tiny_llama_rm, settings)
+    try:
+        out = scorer.score_batch(texts)
+    finally:
+        scorer.close()
+    graph = mixed_int8_graph(tiny_llama_rm)
+    np.testing.assert_allclose(out, graph_scores(tiny_llama_rm, settings, graph, texts), atol=1e-5)
+    choice = mixed_int8_choice(tiny_llama_rm)
+    assert choice["calibration"]["split"] == "calibration" and choice["int8_nodes"]
+    assert choice["pair_flip_rate"] <= choice["rules"]["max_pair_flip_rate"]
+    assert len(choice["fp32_nodes"]) + len(choice["int8_nodes"]) == len(choice["sensitivity"])

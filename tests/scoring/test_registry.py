@@ -17,7 +17,8 @@ def test_all_is_every_builtin_runtime_in_registration_order() -> None:
 
 
 def test_variants_are_named_apart_from_all_and_expand_once() -> None:
-    variants = ["eager-bf16", "eager-fp16", "compile-bf16", "ort-int8-static", "native-int8-static"]
+    variants = ["eager-bf16", "eager-fp16", "compile-bf16", "ort-int8-static", "native-int8-static",
+                "ort-int8-mixed", "native-int8-mixed"]  # fmt: skip
     assert runtime_names(variants=True) == variants
     assert expand_runtimes("all,variants,ort") == runtime_names() + variants
     # fp16 is CUDA only, so it is never among the variants a CPU can run.
@@ -28,7 +29,7 @@ def test_variants_are_named_apart_from_all_and_expand_once() -> None:
 def test_reduced_precision_comes_from_the_registry() -> None:
     reduced = [n for n in runtime_names() + runtime_names(variants=True) if SCORERS.info(n).reduced_precision]
     assert reduced == ["ort-int8", "native-int8", "eager-bf16", "eager-fp16", "compile-bf16", "ort-int8-static",
-                       "native-int8-static"]  # fmt: skip
+                       "native-int8-static", "ort-int8-mixed", "native-int8-mixed"]  # fmt: skip
     assert [n for n in reduced if SCORERS.info(n).calibrated] == ["ort-int8-static", "native-int8-static"]
     assert not SCORERS.info("http").reduced_precision  # that of the runtime it wraps, judged there
 

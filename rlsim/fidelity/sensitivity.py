@@ -1,0 +1,265 @@
+"""Where int8's reward flips come from: each weight MatMul (or each group of them) quantized on its own.
+
+``rlsim verify --sensitivity`` takes the plain fp32 ONNX export of a reward model, quantizes one unit at a time
+the way ``ort-int8`` quantizes all of them (ONNX Runtime's ``quantize_dynamic``: int8 weights per tensor,
+activations quantized per batch; here with ``nodes_to_quantize`` set to the unit), scores the fidelity corpus's
+calibration split (``calibration_corpus``: modules the corpus never uses) with each graph, and ranks the units
+by the within-group pair flips and the Spearman they cost.
+
+A unit is one node that dynamic int8 quantizes (``layer``): a MatMul/Gemm whose second input is a weight, or a
+Gather from an embedding table; or every such node of one kind (``group``: embedding, attention projections,
+FFN, pooler, head). The reference is the plain fp32 graph itself on the same
+texts and batches: it matches fp32 eager to ~1e-6 (``rlsim verify``'s fp32 rule is 1e-4), and it makes the
+report a function of the graph alone, so a graph with one layer broken on purpose can be checked. Only the
+calibration split is scored: a precision choice made from this report is judged afterwards on the corpus.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import tempfile
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+import numpy as np
+
+from rlsim.errors import RlsimError
+from rlsim.fidelity.check import score_in_length_order
+from rlsim.fidelity.corpus import FidelityCorpus, calibration_corpus
+from rlsim.fidelity.metrics import fidelity_metrics
+
+if TYPE_CHECKING:
+    from rlsim.models.reward import RewardModelSpec
+    from rlsim.scoring.base import ScorerSettings
+
+Unit = Literal["layer", "group"]
+GROUPS = ("embedding", "attention", "ffn", "pooler", "head", "other")
+# Module names in the exported node names, per architecture family: BERT-style (query/key/value,
+# attention/output/dense, intermediate/dense, output/dense) and Llama-style (q/k/v/o_proj, gate/up/down_proj).
+_GROUP_PATTERNS = (
+    ("embedding", re.compile(r"embed")),
+    ("attention", re.compile(r"attention|self_attn|/(query|key|value)/|[qkvo]_proj")),
+    ("ffn", re.compile(r"intermediate|mlp|(gate|up|down)_proj|/layer\.\d+/output/")),
+    ("pooler", re.compile(r"pooler")),
+    ("head", re.compile(r"classifier|score|head")),
+)
+
+
+@dataclass(frozen=True)
+class WeightMatMul:
+    """A node with a weight initializer that dynamic int8 quantizes: MatMul/Gemm (weight second), Gather (table
+    first)."""
+
+    node: str
+    group: str
+
+
+@dataclass(frozen=True)
+class UnitHarm:
+    """What quantizing ``nodes`` alone costs on the calibration split."""
+
+    unit: str
+    group: str
+    nodes: tuple[str, ...]
+    pair_flip_rate: float
+    spearman: float
+    max_abs_diff: float
+
+    def as_dict(self) -> dict[str, Any]:
+        return {**asdict(self), "nodes": list(self.nodes)}
+
+
+def group_of(node: str) -> str:
+    """The kind of layer a node name belongs to (``GROUPS``); ``other`` when no pattern matches."""
+    for group, pattern in _GROUP_PATTERNS:
+        if pattern.search(node):
+            return group
+    return "other"
+
+
+# Where each op type that ``quantize_dynamic`` turns into int8 takes its weight (ONNX Runtime's
+# ``onnxruntime/quantization/registry.py`` IntegerOpsRegistry: MatMul and Gemm as MatMulInteger, Gather as a
+# quantized table); activation x activation MatMuls (attention scores) stay fp32 there and are no unit here.
+_WEIGHT_INPUT = {"MatMul": 1, "Gemm": 1, "Gather": 0}
+
+
+def weight_matmuls(graph: Path) -> list[WeightMatMul]:
+    """Every node of ``graph`` that dynamic int8 quantizes (``_WEIGHT_INPUT``), in graph order."""
+    import onnx
+
+    model = onnx.load(str(graph), load_external_data=False)
+    weights = {init.name for init in model.graph.initializer}
+    found = []
+    for node in model.graph.node:
+        at = _WEIGHT_INPUT.get(node.op_type)
+        if at is not None and len(node.input) > at and node.input[at] in weights:
+            if not node.name:
+                raise RlsimError(f"{graph}: a {node.op_type} node has no name, so it cannot be quantized alone")
+            found.append(WeightMatMul(node.name, group_of(node.name)))
+    return found
+
+
+def units_of(matmuls: Sequence[WeightMatMul], by: Unit) -> dict[str, tuple[str, ...]]:
+    """``{unit name: its nodes}``: one unit per node (``layer``) or per group present (``group``)."""
+    if by == "layer":
+        return {m.node: (m.node,) for m in matmuls}
+    out = {g: tuple(m.node for m in matmuls if m.group == g) for g in GROUPS}
+    return {g: nodes for g, nodes in out.items() if nodes}
+
+
+def quantize_nodes(plain: Path, out: Path, nodes: Sequence[str] | None) -> Path:
+    """``plain`` with ``nodes`` in dynamic int8 (None: every weight MatMul, as ``ort-int8``; empty: none)."""
+    import shutil
+
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+
+    if nodes is not None and not nodes:
+        shutil.copyfile(plain, out)
+        return out
+    # Dynamic quantization first rewrites each Gemm as a MatMul named "<gemm>_MatMul" (onnxruntime/quantization/
+    # onnx_model.py, replace_gemm_with_matmul), so a Gemm is named both ways; a name not in the graph is ignored.
+    kwargs = {} if nodes is None else {"nodes_to_quantize": [x for n in nodes for x in (n, f"{n}_MatMul")]}
+    # ONNX Runtime logs "Please consider to run pre-processing before quantization" on the root logger for every
+    # graph: dozens of identical lines per report, and nothing a user of rlsim can act on.
+    previous = logging.root.manager.disable
+    logging.disable(logging.WARNING)
+    try:
+        quantize_dynamic(str(plain), str(out), weight_type=QuantType.QInt8, **kwargs)
+    except Exception as err:  # onnxruntime raises bare Exceptions for graphs it cannot quantize
+        raise RlsimError(f"int8 quantization of {plain} failed ({err}); the fp32 runtimes still work") from err
+    finally:
+        logging.disable(previous)
+    return out
+
+
+def graph_scores(spec: RewardModelSpec, settings: ScorerSettings, graph: Path, texts: Sequence[str]) -> np.ndarray:
+    """Rewards of ``texts`` from ``graph`` with the ``ort`` runtime's session, tokenizer and batches."""
+    from rlsim.scoring.ort_scorer import OrtScorer
+
+    class GraphScorer(OrtScorer):
+        name = "ort-graph"
+
+        def graph_file(self, model: RewardModelSpec) -> Path:
+            return graph
+
+    scorer = GraphScorer(spec, settings)
+    try:
+        return score_in_length_order(scorer, texts)
+    finally:
+        scorer.close()
+
+
+def harm_order(harms: Sequence[UnitHarm]) -> list[UnitHarm]:
+    """Most harmful first: more pair flips, then lower Spearman, then larger |diff|; ties by name."""
+    return sorted(harms, key=lambda h: (-h.pair_flip_rate, h.spearman, -h.max_abs_diff, h.unit))
+
+
+def sensitivity(
+    spec: RewardModelSpec,
+    settings: ScorerSettings,
+    by: Unit = "layer",
+    plain: Path | None = None,
+    corpus: FidelityCorpus | None = None,
+    progress: Callable[[str, int, int], None] = lambda what, done, total: None,
+) -> dict[str, Any]:
+    """The report: every unit's harm (most harmful first), the all-int8 graph's, and what was scored.
+
+    ``plain``: the fp32 graph (default: the model's cached plain export); ``corpus``: default the calibration
+    split. ``progress(what, done, total)`` is called before each unit."""
+    from rlsim.scoring.export import export_reward_model
+
+    plain = plain or Path(export_reward_model(spec).plain)
+    corpus = corpus or calibration_corpus()
+    units = units_of(weight_matmuls(plain), by)
+    if not units:
+        raise RlsimError(f"{plain} has no MatMul, Gemm or Gather with a weight: nothing int8 would quantize")
+    reference = graph_scores(spec, settings, plain, corpus.texts)
+    with tempfile.TemporaryDirectory(prefix="rlsim-sensitivity-") as tmp:
+
+        def harm(name: str, nodes: tuple[str, ...] | None, done: int) -> UnitHarm:
+            progress(name, done, len(units) + 1)
+            graph = quantize_nodes(plain, Path(tmp) / f"unit-{done}.onnx", nodes)
+            m = fidelity_metrics(reference, graph_scores(spec, settings, graph, corpus.texts), corpus.groups)
+            group = group_of(nodes[0]) if nodes and by == "layer" else name
+            return UnitHarm(name, group, nodes or (), m.pair_flip_rate, m.spearman, m.max_abs_diff)
+
+        harms = harm_order([harm(name, nodes, k) for k, (name, nodes) in enumerate(units.items())])
+        everything = harm("all int8", None, len(units))
+    return {
+        "model": spec.name,
+        "by": by,
+        "graph": str(plain),
+        "quantization": "dynamic int8 weights per tensor, activations per batch (ONNX Runtime quantize_dynamic)",
+        "reference": "the fp32 graph on the same texts and batches",
+        "corpus": {
+            "split": "calibration",
+            "texts": len(corpus.texts),
+            "groups": corpus.group_count,
+            "digest": corpus.digest,
+        },  # fmt: skip
+        "units": [h.as_dict() for h in harms],
+        "all_int8": {k: v for k, v in everything.as_dict().items() if k not in ("unit", "group", "nodes")},
+    }
+
+
+@dataclass(frozen=True)
+class MixedChoice:
+    """Which weight MatMuls stay fp32 so that the rest in int8 keeps the reward order on the calibration split."""
+
+    fp32_nodes: tuple[str, ...]
+    int8_nodes: tuple[str, ...]
+    pair_flip_rate: float
+    spearman: float
+    tried: tuple[int, ...]  # how many of the most harmful were kept in fp32 at each graph scored
+
+    def as_dict(self) -> dict[str, Any]:
+        return {k: list(v) if isinstance(v, tuple) else v for k, v in asdict(self).items()}
+
+
+def choose_mixed(
+    spec: RewardModelSpec,
+    settings: ScorerSettings,
+    out: Path,
+    max_pair_flip_rate: float = 0.02,
+    min_spearman: float = 0.99,
+    plain: Path | None = None,
+    corpus: FidelityCorpus | None = None,
+    progress: Callable[[str, int, int], None] = lambda what, done, total: None,
+) -> tuple[dict[str, Any], MixedChoice]:
+    """Keep the ``k`` most harmful layers of the sensitivity report in fp32, the fewest that pass the rules with
+    every other layer in int8, and write that graph to ``out``; returns the report and the choice.
+
+    ``k`` is found by bisection over 0..n (n: every layer fp32, which is the fp32 graph and always passes), so a
+    model with no sensitive layer gets k = 0, the whole ``ort-int8`` graph. Everything is scored on the
+    calibration split only; the same graph, split and settings give the same choice."""
+    from rlsim.scoring.export import export_reward_model
+
+    plain = plain or Path(export_reward_model(spec).plain)
+    corpus = corpus or calibration_corpus()
+    report = sensitivity(spec, settings, "layer", plain, corpus, progress)
+    order = [u["unit"] for u in report["units"]]
+    reference = graph_scores(spec, settings, plain, corpus.texts)
+    scored: dict[int, tuple[float, float]] = {}
+
+    def passes(k: int) -> bool:
+        progress(f"mixed graph: {k} of {len(order)} layers in fp32", len(scored), len(scored) + 1)
+        quantize_nodes(plain, out, order[k:])
+        m = fidelity_metrics(reference, graph_scores(spec, settings, out, corpus.texts), corpus.groups)
+        scored[k] = (m.pair_flip_rate, m.spearman)
+        return m.pair_flip_rate <= max_pair_flip_rate and m.spearman >= min_spearman
+
+    low, high = 0, len(order)  # passes(high) holds: no layer in int8
+    while low < high:
+        mid = (low + high) // 2
+        if passes(mid):
+            high = mid
+        else:
+            low = mid + 1
+    if list(scored)[-1:] != [low]:  # ``out`` holds the last graph scored: write (and score) the chosen one
+        passes(low)
+    flips, rho = scored[low]
+    choice = MixedChoice(tuple(order[:low]), tuple(order[low:]), flips, rho, tuple(scored))
+    return report, choice

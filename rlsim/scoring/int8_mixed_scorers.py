@@ -1,0 +1,86 @@
+"""Mixed int8/fp32 graphs that keep the reward order: ``ort-int8-mixed`` and ``native-int8-mixed``.
+
+``ort-int8`` quantizes every weight MatMul (dynamic int8) and flips ~9% of within-group pairs on the fidelity
+corpus. Here the layers that cost the order are left in fp32: ``rlsim.fidelity.sensitivity.choose_mixed`` ranks
+the layers by harm on the fidelity corpus's calibration split and keeps the fewest of the most harmful in fp32
+with which the rest in int8 passes the fidelity rules (pair flips <= 2%, Spearman >= 0.99) on that split. The
+corpus that judges the runtime afterwards (``rlsim verify --fidelity``) never took part in the choice.
+
+The graph is built once per model and cached next to the other exports (``<model key>-int8-mixed-v1``) with
+``choice.json``: the layers kept in fp32 and in int8, and the calibration figures. The choice is scored with
+fixed settings (one thread, the model's own truncation), so the same model gives the same graph here.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from rlsim.models.builtin import _locked
+from rlsim.models.reward import RewardModelSpec
+from rlsim.paths import cache_dir
+from rlsim.scoring.base import RuntimeInfo, ScorerSettings, register_scorer
+from rlsim.scoring.native_scorer import NativeScorer
+from rlsim.scoring.needs import NATIVE, ORT
+from rlsim.scoring.ort_scorer import OrtScorer
+
+MIXED_VERSION = "v1"
+GRAPH = "model.int8-mixed.onnx"
+CHOICE = "choice.json"
+
+
+def mixed_int8_folder(spec: RewardModelSpec) -> Path:
+    return cache_dir() / "onnx" / f"{spec.key}-int8-mixed-{MIXED_VERSION}"
+
+
+def mixed_int8_graph(spec: RewardModelSpec, out_dir: Path | None = None) -> Path:
+    """The mixed graph for ``spec`` (chosen and built once, cached, process-safe)."""
+    from rlsim.fidelity.check import FidelityRules
+    from rlsim.fidelity.sensitivity import choose_mixed
+
+    out = out_dir or mixed_int8_folder(spec)
+    graph = out / GRAPH
+    if graph.is_file() and (out / CHOICE).is_file():
+        return graph
+    out.parent.mkdir(parents=True, exist_ok=True)
+    with _locked(out.parent / f".{out.name}.lock"):
+        if graph.is_file() and (out / CHOICE).is_file():
+            return graph
+        tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
+        try:
+            settings = ScorerSettings(threads=1, max_length=spec.max_length)
+            rules = FidelityRules()
+            report, choice = choose_mixed(spec, settings, tmp / GRAPH, rules.max_pair_flip_rate, rules.min_spearman)
+            info = {"model": spec.name, "rules": rules.as_dict(), "calibration": report["corpus"],
+                    **choice.as_dict(), "sensitivity": report["units"]}  # fmt: skip
+            (tmp / CHOICE).write_text(json.dumps(info, indent=2))
+            if out.exists():
+                shutil.rmtree(out)
+            tmp.rename(out)
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+    return graph
+
+
+def mixed_int8_choice(spec: RewardModelSpec) -> dict[str, Any]:
+    """``choice.json`` of the model's mixed graph (built first if needed)."""
+    return json.loads((mixed_int8_graph(spec).parent / CHOICE).read_text())
+
+
+@register_scorer("ort-int8-mixed", RuntimeInfo(needs=ORT, precision="int8", quantized=True, variant=True))
+class OrtInt8MixedScorer(OrtScorer):
+    name = "ort-int8-mixed"
+
+    def graph_file(self, model: RewardModelSpec) -> Path:
+        return mixed_int8_graph(model)
+
+
+@register_scorer("native-int8-mixed", RuntimeInfo(needs=NATIVE, precision="int8", quantized=True, variant=True))
+class NativeInt8MixedScorer(NativeScorer):
+    name = "native-int8-mixed"
+
+    def graph_file(self, model: RewardModelSpec) -> Path:
+        return mixed_int8_graph(model)
