@@ -1,8 +1,12 @@
-"""Where rlsim keeps materialised models and exported graphs."""
+"""Where rlsim keeps materialised models and exported graphs, and how a cached folder is built once."""
 
 from __future__ import annotations
 
+import fcntl
 import os
+import shutil
+import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
 
@@ -16,3 +20,24 @@ def cache_dir() -> Path:
         root = (Path(xdg) if xdg else Path.home() / ".cache") / "rlsim"
     root.mkdir(parents=True, exist_ok=True)
     return root
+
+
+def build_folder_once(out: Path, done: Callable[[Path], bool], build: Callable[[Path], None]) -> None:
+    """Make the cached folder ``out`` unless ``done(out)``: ``build(tmp)`` fills a fresh folder beside it, which
+    then replaces ``out`` in one rename, so a reader never sees half a folder. A file lock beside ``out`` makes
+    concurrent processes wait for the first one's result instead of building it again."""
+    if done(out):
+        return
+    out.parent.mkdir(parents=True, exist_ok=True)
+    with open(out.parent / f".{out.name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if done(out):
+            return
+        tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
+        try:
+            build(tmp)
+            if out.exists():
+                shutil.rmtree(out)
+            tmp.rename(out)
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)

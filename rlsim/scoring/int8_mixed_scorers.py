@@ -14,14 +14,11 @@ fixed settings (one thread, the model's own truncation), so the same model gives
 from __future__ import annotations
 
 import json
-import shutil
-import tempfile
 from pathlib import Path
 from typing import Any
 
-from rlsim.models.builtin import _locked
 from rlsim.models.reward import RewardModelSpec
-from rlsim.paths import cache_dir
+from rlsim.paths import build_folder_once, cache_dir
 from rlsim.scoring.base import RuntimeInfo, ScorerSettings, register_scorer
 from rlsim.scoring.native_scorer import NativeScorer
 from rlsim.scoring.needs import NATIVE, ORT
@@ -38,31 +35,21 @@ def mixed_int8_folder(spec: RewardModelSpec) -> Path:
 
 def mixed_int8_graph(spec: RewardModelSpec, out_dir: Path | None = None) -> Path:
     """The mixed graph for ``spec`` (chosen and built once, cached, process-safe)."""
+    out = out_dir or mixed_int8_folder(spec)
+    build_folder_once(out, lambda d: (d / GRAPH).is_file() and (d / CHOICE).is_file(), lambda tmp: _choose(spec, tmp))
+    return out / GRAPH
+
+
+def _choose(spec: RewardModelSpec, folder: Path) -> None:
     from rlsim.fidelity.check import FidelityRules
     from rlsim.fidelity.sensitivity import choose_mixed
 
-    out = out_dir or mixed_int8_folder(spec)
-    graph = out / GRAPH
-    if graph.is_file() and (out / CHOICE).is_file():
-        return graph
-    out.parent.mkdir(parents=True, exist_ok=True)
-    with _locked(out.parent / f".{out.name}.lock"):
-        if graph.is_file() and (out / CHOICE).is_file():
-            return graph
-        tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
-        try:
-            settings = ScorerSettings(threads=1, max_length=spec.max_length)
-            rules = FidelityRules()
-            report, choice = choose_mixed(spec, settings, tmp / GRAPH, rules.max_pair_flip_rate, rules.min_spearman)
-            info = {"model": spec.name, "rules": rules.as_dict(), "calibration": report["corpus"],
-                    **choice.as_dict(), "sensitivity": report["units"]}  # fmt: skip
-            (tmp / CHOICE).write_text(json.dumps(info, indent=2))
-            if out.exists():
-                shutil.rmtree(out)
-            tmp.rename(out)
-        finally:
-            shutil.rmtree(tmp, ignore_errors=True)
-    return graph
+    settings = ScorerSettings(threads=1, max_length=spec.max_length)
+    rules = FidelityRules()
+    report, choice = choose_mixed(spec, settings, folder / GRAPH, rules.max_pair_flip_rate, rules.min_spearman)
+    info = {"model": spec.name, "rules": rules.as_dict(), "calibration": report["corpus"], **choice.as_dict(),
+            "sensitivity": report["units"]}  # fmt: skip
+    (folder / CHOICE).write_text(json.dumps(info, indent=2))
 
 
 def mixed_int8_choice(spec: RewardModelSpec) -> dict[str, Any]:

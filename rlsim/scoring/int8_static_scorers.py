@@ -12,17 +12,14 @@ same graph bytes; the graph is cached next to the other exports (``<model key>-i
 from __future__ import annotations
 
 import json
-import shutil
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
 
 from rlsim.errors import RlsimError
-from rlsim.models.builtin import _locked
 from rlsim.models.reward import RewardModelSpec
-from rlsim.paths import cache_dir
+from rlsim.paths import build_folder_once, cache_dir
 from rlsim.scoring.base import RuntimeInfo, ScorerSettings, register_scorer
 from rlsim.scoring.export import export_reward_model
 from rlsim.scoring.native_scorer import NativeScorer
@@ -43,21 +40,11 @@ def static_int8_graph(spec: RewardModelSpec, count: int = CALIBRATION_TEXTS, out
     """The calibrated QDQ graph for ``spec`` (built once, cached, process-safe)."""
     out = out_dir or cache_dir() / "onnx" / f"{spec.key}-int8-static-{STATIC_VERSION}-c{count}"
     graph = out / "model.int8-static.onnx"
-    if graph.is_file():
-        return graph
-    out.parent.mkdir(parents=True, exist_ok=True)
-    with _locked(out.parent / f".{out.name}.lock"):
-        if graph.is_file():
-            return graph
-        plain = export_reward_model(spec).plain
-        tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
-        try:
-            quantize_with_calibration(spec, plain, tmp / graph.name, count)
-            if out.exists():
-                shutil.rmtree(out)
-            tmp.rename(out)
-        finally:
-            shutil.rmtree(tmp, ignore_errors=True)
+    build_folder_once(
+        out,
+        lambda d: (d / graph.name).is_file(),
+        lambda tmp: quantize_with_calibration(spec, export_reward_model(spec).plain, tmp / graph.name, count),
+    )
     return graph
 
 
