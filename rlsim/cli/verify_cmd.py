@@ -24,6 +24,20 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         help="also score the fidelity corpus (~330 stdlib paragraphs in groups) and judge reduced precision by "
         "within-group pair flips and Spearman there",
     )
+    p.add_argument(
+        "--sensitivity",
+        action="store_true",
+        help="instead: quantize each node of the model's fp32 ONNX graph that ort-int8 quantizes (weight "
+        "MatMul/Gemm, embedding Gather) to int8 on its own and rank them by the pair flips and Spearman they cost "
+        "on the fidelity corpus's calibration split (rlsim.fidelity.sensitivity)",
+    )
+    p.add_argument(
+        "--sensitivity-by",
+        choices=("layer", "group"),
+        default="layer",
+        help="with --sensitivity: one node at a time (layer, the default) or one kind at a time (group: "
+        "embedding, attention, ffn, pooler, head)",
+    )
     p.add_argument("--max-pair-flip-rate", type=fraction, default=0.02, help="fidelity pass rule (default 0.02)")
     p.add_argument("--min-spearman", type=correlation, default=0.99, help="fidelity pass rule (default 0.99)")
     add_settings_args(p)
@@ -42,6 +56,8 @@ def run(args: argparse.Namespace) -> int:
     console = make_console(stderr=True)
     if args.json:
         check_output_file(args.json, "--json")  # now, not after minutes of scoring
+    if args.sensitivity:
+        return _sensitivity(args, console)
     runtimes = expand_runtimes(args.runtimes or ("all,variants" if args.fidelity else "all"))
     not_models = [r for r in runtimes if SCORERS.info(r).kind != "model"]
     if not_models:
@@ -101,4 +117,59 @@ def _table(report):
                 else ["-"] * 4
             )
         t.add_row(*row, f"{r.load_s:.1f}", f"{r.compile_s:.1f}", note)
+    return t
+
+
+def _sensitivity(args: argparse.Namespace, console) -> int:
+    from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsedColumn
+
+    from rlsim.errors import RlsimError
+    from rlsim.fidelity.sensitivity import sensitivity
+    from rlsim.io import atomic_write_json
+    from rlsim.models import resolve_reward_model
+    from rlsim.progress import LineProgress
+
+    if args.runtimes or args.fidelity:
+        raise RlsimError(
+            "--sensitivity ranks the layers of the model's own int8 graph, so it takes neither --runtimes nor "
+            "--fidelity; run those as a separate rlsim verify"
+        )
+    spec = resolve_reward_model(args.model)
+    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
+    with LineProgress(*columns, console=console) as bar:
+        task = bar.add_task("scoring the calibration split with the fp32 graph", total=None)
+        report = sensitivity(
+            spec,
+            settings_from_args(args),
+            by=args.sensitivity_by,
+            progress=lambda what, done, total: bar.update(task, description=what, completed=done, total=total),
+        )
+    make_console().print(_sensitivity_table(report, args.max_pair_flip_rate, args.min_spearman))
+    if args.json:
+        atomic_write_json(args.json, report)
+        console.print(f"wrote {args.json}")
+    return 0
+
+
+def _sensitivity_table(report, max_flips: float, min_spearman: float):
+    from rich.table import Table
+
+    c = report["corpus"]
+    t = Table(
+        title=f"rlsim verify --sensitivity: {report['model']}, one {report['by']} in int8 at a time, most harmful "
+        f"first ({c['texts']} calibration texts in {c['groups']} groups, against the fp32 graph)"
+    )
+    for col in ("unit", "group", "pair flips", "Spearman", "max|diff|", "alone passes"):
+        t.add_column(col)
+    rows = [*report["units"], {"unit": "all int8 (ort-int8)", "group": "-", **report["all_int8"]}]
+    for u in rows:
+        passes = u["pair_flip_rate"] <= max_flips and u["spearman"] >= min_spearman
+        t.add_row(
+            u["unit"],
+            u["group"],
+            f"{u['pair_flip_rate']:.1%}",
+            f"{u['spearman']:.4f}",
+            f"{u['max_abs_diff']:.2e}",
+            "[green]yes[/]" if passes else "[red]no[/]",
+        )
     return t
