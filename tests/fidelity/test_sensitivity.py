@@ -119,6 +119,7 @@ def test_the_broken_layer_is_named_first(spec, corpus, broken_graph) -> None:
     assert 0 <= report["all_int8"]["pair_flip_rate"] <= 1
 
 
+@pytest.mark.slow  # 5 graphs quantized and scored
 def test_the_cli_ranks_groups_and_writes_json(tmp_path: Path, capsys) -> None:
     out = tmp_path / "sens.json"
     assert main(["verify", "--sensitivity", "--sensitivity-by", "group", "--model", "tiny-llama-rm",

@@ -52,6 +52,7 @@ def wait_gone(pid: int) -> None:
         time.sleep(0.1)
 
 
+@pytest.mark.slow  # starts an rlsim serve process with a real model (~4-5 s each)
 def test_http_matches_eager_and_a_dead_server_fails_fast(minilm, texts) -> None:
     eager = make_scorer("eager", minilm, ScorerSettings(threads=1, max_length=64))
     http = make_scorer("http", minilm, ScorerSettings(server_runtime="eager", threads=1, max_length=64))
@@ -73,6 +74,7 @@ def test_http_matches_eager_and_a_dead_server_fails_fast(minilm, texts) -> None:
     assert not http_scorer._LIVE
 
 
+@pytest.mark.slow  # starts an rlsim serve process with a real model (~4-5 s each)
 def test_server_dies_with_the_process_that_started_it(minilm) -> None:
     script = (
         "from rlsim.models import resolve_reward_model; from rlsim.scoring import make_scorer, ScorerSettings\n"
@@ -201,6 +203,7 @@ def test_unreachable_url_is_reported_within_the_start_deadline(minilm, monkeypat
         make_scorer("http", minilm, ScorerSettings(url="http://127.0.0.1:9"))
 
 
+@pytest.mark.slow  # starts an rlsim serve process with a real model (~4-5 s each)
 def test_http_scorer_gives_token_lengths_for_batch_planning():
     """Batchers (and the loop's reward stage) plan http batches by length with the client-side tokenizer."""
     from rlsim.batching import make_batcher, score_texts

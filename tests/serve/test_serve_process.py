@@ -63,6 +63,7 @@ def wait_until_not_listening(url: str) -> None:
 
 
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
+@pytest.mark.slow  # starts an rlsim serve process with a real model (~4-5 s each)
 def test_signal_finishes_every_accepted_request(tmp_path: Path, sig: signal.Signals) -> None:
     # The model is held shut by a gate file until the server has taken the signal, so "four
     # requests accepted, one in the model and three queued, when the signal lands" holds however
@@ -131,6 +132,7 @@ def test_port_in_use_exits_2_naming_the_fix(tmp_path: Path) -> None:
     assert "cannot listen on 127.0.0.1" in done.stderr.decode() and "--port" in done.stderr.decode()
 
 
+@pytest.mark.slow  # starts an rlsim serve process with a real model (~4-5 s each)
 def test_server_exits_when_the_process_it_serves_dies(tmp_path: Path) -> None:
     parent = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
     port_file = tmp_path / "port"
