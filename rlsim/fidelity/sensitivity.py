@@ -228,18 +228,23 @@ def choose_mixed(
     plain: Path | None = None,
     corpus: FidelityCorpus | None = None,
     progress: Callable[[str, int, int], None] = lambda what, done, total: None,
+    report: dict[str, Any] | None = None,
 ) -> tuple[dict[str, Any], MixedChoice]:
     """Keep the ``k`` most harmful layers of the sensitivity report in fp32, the fewest that pass the rules with
     every other layer in int8, and write that graph to ``out``; returns the report and the choice.
 
     ``k`` is found by bisection over 0..n (n: every layer fp32, which is the fp32 graph and always passes), so a
     model with no sensitive layer gets k = 0, the whole ``ort-int8`` graph. Everything is scored on the
-    calibration split only; the same graph, split and settings give the same choice."""
+    calibration split only; the same graph, split and settings give the same choice. ``report``: this graph's
+    layer report on this split, if one was made already (it is not made again)."""
     from rlsim.scoring.export import export_reward_model
 
     plain = plain or Path(export_reward_model(spec).plain)
     corpus = corpus or calibration_corpus()
-    report = sensitivity(spec, settings, "layer", plain, corpus, progress)
+    if report is None:
+        report = sensitivity(spec, settings, "layer", plain, corpus, progress)
+    elif report["by"] != "layer" or report["corpus"]["digest"] != corpus.digest or report["graph"] != str(plain):
+        raise RlsimError("choose_mixed: the report given is not this graph's layer report on this corpus")
     order = [u["unit"] for u in report["units"]]
     reference = graph_scores(spec, settings, plain, corpus.texts)
     scored: dict[int, tuple[float, float]] = {}

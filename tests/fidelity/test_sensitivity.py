@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 from rlsim.cli.main import main
+from rlsim.errors import RlsimError
 from rlsim.fidelity.corpus import calibration_corpus
 from rlsim.fidelity.sensitivity import (
     UnitHarm,
@@ -104,12 +105,19 @@ def test_no_node_in_int8_is_the_fp32_graph_and_every_node_is_ort_int8(spec, corp
     assert not np.array_equal(every, fp32)
 
 
-@pytest.mark.slow  # 30 graphs quantized and scored: ~20 s here
-def test_the_broken_layer_is_named_first(spec, corpus, broken_graph) -> None:
+@pytest.fixture(scope="module")
+def broken_report(spec, corpus, broken_graph) -> tuple[dict, list[str]]:
+    """The broken graph's layer report (30 graphs quantized and scored: ~20 s here) and its progress calls."""
     seen: list[str] = []
     report = sensitivity(
         spec, SETTINGS, "layer", plain=broken_graph, corpus=corpus, progress=lambda w, d, t: seen.append(w)
     )
+    return report, seen
+
+
+@pytest.mark.slow
+def test_the_broken_layer_is_named_first(broken_report, corpus, broken_graph) -> None:
+    report, seen = broken_report
     units = report["units"]
     assert units[0]["unit"] == BROKEN and units[0]["group"] == "ffn"
     assert units[0]["pair_flip_rate"] > units[1]["pair_flip_rate"] and units[0]["spearman"] < units[1]["spearman"]
@@ -137,14 +145,15 @@ def test_sensitivity_takes_no_runtimes(capsys) -> None:
     assert "--sensitivity ranks the layers" in capsys.readouterr().err
 
 
-@pytest.mark.slow  # the report and a bisection: ~35 graphs
+@pytest.mark.slow  # a report and two bisections: ~35 graphs
 def test_the_mixed_choice_keeps_the_broken_layer_in_fp32_and_is_the_same_each_time(
-    spec, corpus, broken_graph, tmp_path
+    spec, corpus, broken_graph, broken_report, tmp_path
 ) -> None:
-    runs = [choose_mixed(spec, SETTINGS, tmp_path / f"mixed-{k}.onnx", plain=broken_graph, corpus=corpus)
-            for k in range(2)]  # fmt: skip
-    (report, choice), (_, again) = runs
-    assert choice == again and report["units"][0]["unit"] == BROKEN
+    # Made twice from the split: once from scratch, once from the report the module fixture made earlier.
+    report, choice = choose_mixed(spec, SETTINGS, tmp_path / "mixed-0.onnx", plain=broken_graph, corpus=corpus)
+    _, again = choose_mixed(spec, SETTINGS, tmp_path / "mixed-1.onnx", plain=broken_graph, corpus=corpus,
+                            report=broken_report[0])  # fmt: skip
+    assert report == broken_report[0] and choice == again and report["units"][0]["unit"] == BROKEN
     assert BROKEN in choice.fp32_nodes and BROKEN not in choice.int8_nodes and choice.int8_nodes
     assert choice.pair_flip_rate <= 0.02 and choice.spearman >= 0.99
     kept = set(choice.fp32_nodes)
@@ -156,6 +165,8 @@ def test_the_mixed_choice_keeps_the_broken_layer_in_fp32_and_is_the_same_each_ti
 def test_a_model_with_no_sensitive_layer_becomes_fully_int8(spec, corpus, tmp_path) -> None:
     # Lenient rules: no single layer (nor all of them) is sensitive by them.
     report, choice = choose_mixed(spec, SETTINGS, tmp_path / "m.onnx", 0.5, 0.5, corpus=corpus)
+    with pytest.raises(RlsimError, match="not this graph's layer report"):
+        choose_mixed(spec, SETTINGS, tmp_path / "n.onnx", corpus=calibration_corpus(24), report=report)
     assert choice.fp32_nodes == () and len(choice.int8_nodes) == len(report["units"]) and choice.tried[-1] == 0
     mixed = graph_scores(spec, SETTINGS, tmp_path / "m.onnx", corpus.texts)
     shipped = graph_scores(spec, SETTINGS, Path(export_reward_model(spec).int8), corpus.texts)
