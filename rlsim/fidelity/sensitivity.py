@@ -80,9 +80,11 @@ def group_of(node: str) -> str:
     return "other"
 
 
-# Where each op type that ``quantize_dynamic`` turns into int8 takes its weight (ONNX Runtime's
-# ``onnxruntime/quantization/registry.py`` IntegerOpsRegistry: MatMul and Gemm as MatMulInteger, Gather as a
-# quantized table); activation x activation MatMuls (attention scores) stay fp32 there and are no unit here.
+# Where each op type that ``quantize_dynamic`` turns into int8 takes its weight. ONNX Runtime 1.32's
+# ``onnxruntime/quantization/registry.py`` IntegerOpsRegistry quantizes MatMul (as MatMulInteger; a Gemm is first
+# rewritten as a MatMul, ``onnx_model.py``) and Gather (a quantized table), and also Conv, Attention, LSTM and
+# EmbedLayerNormalization, which rlsim's plain exports do not contain (a graph with them would keep them fp32 in
+# every unit here). Activation x activation MatMuls (attention scores) get no weight and are no unit.
 _WEIGHT_INPUT = {"MatMul": 1, "Gemm": 1, "Gather": 0}
 
 
