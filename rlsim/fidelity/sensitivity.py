@@ -29,7 +29,7 @@ import numpy as np
 from rlsim.errors import RlsimError
 from rlsim.fidelity.check import score_in_length_order
 from rlsim.fidelity.corpus import FidelityCorpus, calibration_corpus
-from rlsim.fidelity.metrics import fidelity_metrics
+from rlsim.fidelity.metrics import FidelityMetrics, fidelity_metrics
 
 if TYPE_CHECKING:
     from rlsim.models.reward import RewardModelSpec
@@ -139,19 +139,44 @@ def quantize_nodes(plain: Path, out: Path, nodes: Sequence[str] | None) -> Path:
 
 def graph_scores(spec: RewardModelSpec, settings: ScorerSettings, graph: Path, texts: Sequence[str]) -> np.ndarray:
     """Rewards of ``texts`` from ``graph`` with the ``ort`` runtime's session, tokenizer and batches."""
-    from rlsim.scoring.ort_scorer import OrtScorer
-
-    class GraphScorer(OrtScorer):
-        name = "ort-graph"
-
-        def graph_file(self, model: RewardModelSpec) -> Path:
-            return graph
-
-    scorer = GraphScorer(spec, settings)
+    scoring = _GraphScoring(spec, settings, graph, texts)
     try:
-        return score_in_length_order(scorer, texts)
+        return scoring.reference
     finally:
-        scorer.close()
+        scoring.close()
+
+
+class _GraphScoring:
+    """One ``ort`` scorer for many graphs of one model (its tokenizer loaded once, the session swapped per graph)
+    and the reference rewards of ``texts`` from the fp32 graph ``plain``."""
+
+    def __init__(self, spec: RewardModelSpec, settings: ScorerSettings, plain: Path, texts: Sequence[str]) -> None:
+        from rlsim.scoring.ort_scorer import OrtScorer
+
+        class GraphScorer(OrtScorer):
+            name = "ort-graph"
+
+            def graph_file(self, model: RewardModelSpec) -> Path:
+                return plain
+
+        self.texts = texts
+        self._scorer = GraphScorer(spec, settings)
+        self.reference = self.scores(plain)
+        if not np.all(np.isfinite(self.reference)):
+            raise RlsimError(f"{plain} gives non-finite rewards in fp32; there is no order for int8 to keep")
+
+    def scores(self, graph: Path) -> np.ndarray:
+        self._scorer.use_graph(graph)
+        return score_in_length_order(self._scorer, self.texts)
+
+    def metrics(self, graph: Path, groups: np.ndarray, what: str) -> FidelityMetrics:
+        try:
+            return fidelity_metrics(self.reference, self.scores(graph), groups)
+        except ValueError as err:  # non-finite rewards from the int8 graph
+            raise RlsimError(f"{what}: {err}; that graph cannot be judged") from err
+
+    def close(self) -> None:
+        self._scorer.close()
 
 
 def harm_order(harms: Sequence[UnitHarm]) -> list[UnitHarm]:
@@ -175,16 +200,36 @@ def sensitivity(
 
     plain = plain or Path(export_reward_model(spec).plain)
     corpus = corpus or calibration_corpus()
+    units = _units(plain, by)
+    scoring = _GraphScoring(spec, settings, plain, corpus.texts)
+    try:
+        return _report(spec, scoring, plain, corpus, units, by, progress)
+    finally:
+        scoring.close()
+
+
+def _units(plain: Path, by: Unit) -> dict[str, tuple[str, ...]]:
     units = units_of(weight_matmuls(plain), by)
     if not units:
         raise RlsimError(f"{plain} has no MatMul, Gemm or Gather with a weight: nothing int8 would quantize")
-    reference = graph_scores(spec, settings, plain, corpus.texts)
+    return units
+
+
+def _report(
+    spec: RewardModelSpec,
+    scoring: _GraphScoring,
+    plain: Path,
+    corpus: FidelityCorpus,
+    units: dict[str, tuple[str, ...]],
+    by: Unit,
+    progress: Callable[[str, int, int], None],
+) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="rlsim-sensitivity-") as tmp:
 
         def harm(name: str, nodes: tuple[str, ...] | None, done: int) -> UnitHarm:
             progress(name, done, len(units) + 1)
             graph = quantize_nodes(plain, Path(tmp) / f"unit-{done}.onnx", nodes)
-            m = fidelity_metrics(reference, graph_scores(spec, settings, graph, corpus.texts), corpus.groups)
+            m = scoring.metrics(graph, corpus.groups, f"{name} in int8")
             group = group_of(nodes[0]) if nodes and by == "layer" else name
             return UnitHarm(name, group, nodes or (), m.pair_flip_rate, m.spearman, m.max_abs_diff)
 
@@ -243,18 +288,36 @@ def choose_mixed(
 
     plain = plain or Path(export_reward_model(spec).plain)
     corpus = corpus or calibration_corpus()
-    if report is None:
-        report = sensitivity(spec, settings, "layer", plain, corpus, progress)
-    elif report["by"] != "layer" or report["corpus"]["digest"] != corpus.digest or report["graph"] != str(plain):
+    if report is not None and (
+        report["by"] != "layer" or report["corpus"]["digest"] != corpus.digest or report["graph"] != str(plain)
+    ):
         raise RlsimError("choose_mixed: the report given is not this graph's layer report on this corpus")
-    order = [u["unit"] for u in report["units"]]
-    reference = graph_scores(spec, settings, plain, corpus.texts)
+    scoring = _GraphScoring(spec, settings, plain, corpus.texts)
+    try:
+        report = report or _report(spec, scoring, plain, corpus, _units(plain, "layer"), "layer", progress)
+        return report, _bisect(scoring, plain, out, corpus, [u["unit"] for u in report["units"]],
+                               max_pair_flip_rate, min_spearman, progress)  # fmt: skip
+    finally:
+        scoring.close()
+
+
+def _bisect(
+    scoring: _GraphScoring,
+    plain: Path,
+    out: Path,
+    corpus: FidelityCorpus,
+    order: list[str],
+    max_pair_flip_rate: float,
+    min_spearman: float,
+    progress: Callable[[str, int, int], None],
+) -> MixedChoice:
+    """The smallest k for which ``order[k:]`` in int8 passes; ``out`` is left holding that graph."""
     scored: dict[int, tuple[float, float]] = {}
 
     def passes(k: int) -> bool:
         progress(f"mixed graph: {k} of {len(order)} layers in fp32", len(scored), len(scored) + 1)
         quantize_nodes(plain, out, order[k:])
-        m = fidelity_metrics(reference, graph_scores(spec, settings, out, corpus.texts), corpus.groups)
+        m = scoring.metrics(out, corpus.groups, f"the graph with {k} layers in fp32")
         scored[k] = (m.pair_flip_rate, m.spearman)
         return m.pair_flip_rate <= max_pair_flip_rate and m.spearman >= min_spearman
 
@@ -268,5 +331,4 @@ def choose_mixed(
     if list(scored)[-1:] != [low]:  # ``out`` holds the last graph scored: write (and score) the chosen one
         passes(low)
     flips, rho = scored[low]
-    choice = MixedChoice(tuple(order[:low]), tuple(order[low:]), flips, rho, tuple(scored))
-    return report, choice
+    return MixedChoice(tuple(order[:low]), tuple(order[low:]), flips, rho, tuple(scored))

@@ -44,9 +44,13 @@ class OrtScorer(TokenizingScorer):
 
     def __init__(self, model: RewardModelSpec, settings: ScorerSettings) -> None:
         super().__init__(model, settings)
-        self.graph_path = self.graph_file(model)
-        check_graph_matches(self.graph_path, model)
-        self._session = ort_session(self.graph_path, settings)
+        self.use_graph(self.graph_file(model))
+
+    def use_graph(self, path: Path) -> None:
+        """Score with the graph at ``path`` from now on (the tokenizer stays loaded)."""
+        check_graph_matches(path, self.model)
+        self.graph_path = path
+        self._session = ort_session(path, self.settings)
         self._inputs = {i.name for i in self._session.get_inputs()}
 
     def graph_file(self, model: RewardModelSpec) -> Path:

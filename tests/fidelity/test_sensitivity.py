@@ -171,3 +171,19 @@ def test_a_model_with_no_sensitive_layer_becomes_fully_int8(spec, corpus, tmp_pa
     mixed = graph_scores(spec, SETTINGS, tmp_path / "m.onnx", corpus.texts)
     shipped = graph_scores(spec, SETTINGS, Path(export_reward_model(spec).int8), corpus.texts)
     np.testing.assert_array_equal(mixed, shipped)
+
+
+def test_a_graph_with_non_finite_rewards_is_refused_naming_it(spec, corpus, tmp_path) -> None:
+    import onnx
+    from onnx import numpy_helper
+
+    model = onnx.load(export_reward_model(spec).plain)
+    init = next(i for i in model.graph.initializer if i.name == next(
+        n for n in model.graph.node if n.name == BROKEN).input[1])  # fmt: skip
+    w = numpy_helper.to_array(init).copy()
+    w[:] = np.nan
+    init.CopyFrom(numpy_helper.from_array(w, init.name))
+    path = tmp_path / "nan.onnx"
+    onnx.save(model, str(path))
+    with pytest.raises(RlsimError, match="non-finite rewards in fp32"):
+        sensitivity(spec, SETTINGS, "group", plain=path, corpus=corpus)
