@@ -149,9 +149,7 @@ def run_loop(
         session = LoopSession(_faults_from(config, first) if resume else config)
     else:  # a session shared by several runs (tests, the planner's validation runs): this run's settings
         session.config, session.async_run = config, None
-    if schedule_kind(
-        config.schedule
-    ).pipelined:  # checked before anything starts: a resume that cannot be exact is refused
+    if schedule_kind(config.schedule).pipelined:  # checked before anything starts: an inexact resume is refused
         from rlsim.loop.schedules.asynchronous.session import async_start
 
         session.async_start = async_start(config, outputs.out, outputs.previous)

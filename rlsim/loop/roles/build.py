@@ -61,6 +61,7 @@ def reward_settings(config: RunConfig, placement: ResolvedPlacement) -> RewardSt
 
 def trainer_settings(config: RunConfig, placement: ResolvedPlacement) -> TrainerSettings:
     t = config.trainer
+    off_policy = schedule_kind(config.schedule).behaviour_logprobs  # corrected with the generator's log-probs
     return TrainerSettings(
         lr=t.lr,
         clip_eps=t.clip_eps,
@@ -71,8 +72,8 @@ def trainer_settings(config: RunConfig, placement: ResolvedPlacement) -> Trainer
         threads=placement.threads,
         seed=config.seed,
         algorithm=algorithm_settings(config),
-        is_cap=config.async_.is_cap if schedule_kind(config.schedule).behaviour_logprobs else None,
-        is_floor=config.async_.is_floor if schedule_kind(config.schedule).behaviour_logprobs else None,
+        is_cap=config.async_.is_cap if off_policy else None,
+        is_floor=config.async_.is_floor if off_policy else None,
         clip_eps_high=t.clip_eps_high,
         dual_clip=t.dual_clip,
         log_ratio_clamp=t.log_ratio_clamp,
