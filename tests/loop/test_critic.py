@@ -56,3 +56,39 @@ def test_missing_returns_are_refused(tiny_policy) -> None:
     rs = batch()
     with pytest.raises(ValueError, match="no returns"):
         critic.update(rs, {}, critic.values(rs))
+
+
+def _critic_params(critic: CriticModel) -> dict[str, torch.Tensor]:
+    named = dict(critic._backbone.named_parameters())
+    assert critic._head is not None
+    named.update({f"head.{k}": v for k, v in critic._head.named_parameters()})
+    return {k: v.detach().clone() for k, v in named.items()}
+
+
+def test_mini_batches_are_separate_critic_steps_each_timed(tiny_policy) -> None:
+    # Six rollouts in mini-batches of 3, two epochs: four AdamW steps, each on its own mini-batch's
+    # token-mean loss, so the weights end where four plain updates (0-2, 3-5, 0-2, 3-5) leave them.
+    rs = batch()
+    returns = {r.uid: np.full(len(r.response_ids), 1.0 if r.uid % 2 else -1.0, dtype=np.float32) for r in rs}
+    split = CriticModel(tiny_policy, CriticSettings(lr=1e-4, threads=1, micro_batch=2, epochs=2, mini_batch_size=3))
+    old = split.values(rs)
+    stats = split.update(rs, returns, old)
+    assert stats.optimizer_steps == 4 and stats.step_seconds is not None and len(stats.step_seconds) == 4
+    assert stats.optimizer_seconds is not None and len(stats.optimizer_seconds) == 4
+    assert all(0 < o < s for o, s in zip(stats.optimizer_seconds, stats.step_seconds, strict=True))
+    plain = CriticModel(tiny_policy, CriticSettings(lr=1e-4, threads=1, micro_batch=2))
+    for part in (rs[:3], rs[3:], rs[:3], rs[3:]):
+        assert plain.update(part, returns, old).optimizer_steps == 1
+    a, b = _critic_params(split), _critic_params(plain)
+    assert all(torch.allclose(a[k], b[k], atol=1e-7) for k in a)
+    with pytest.raises(ValueError, match="does not divide the batch of 6"):
+        CriticModel(tiny_policy, CriticSettings(threads=1, mini_batch_size=4)).update(rs, returns, old)
+
+
+def test_the_critic_takes_the_trainers_mini_batches_and_epochs() -> None:
+    from rlsim.loop.config import RunConfig
+    from rlsim.loop.config.algorithm import critic_settings
+
+    config = RunConfig.model_validate({"trainer": {"algorithm": "ppo", "mini_batch_size": 8, "epochs": 2}})
+    settings = critic_settings(config)
+    assert (settings.mini_batch_size, settings.epochs) == (8, 2)

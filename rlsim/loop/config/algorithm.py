@@ -176,6 +176,7 @@ def critic_settings(config: RunConfig, threads: int | None = None) -> CriticSett
         value_clip=t.value_clip,
         epochs=t.epochs,
         micro_batch=config.critic.micro_batch,
+        mini_batch_size=t.mini_batch_size,  # the actor's, as verl's critic.yaml and OpenRLHF default it
         max_grad_norm=t.max_grad_norm,
         device=config.critic.device,
         threads=threads,

@@ -97,6 +97,7 @@ class TrainStats:
     sequence_reward_mean: float | None = None
     optimizer_steps: int = 1  # epochs x mini-batches
     step_seconds: list[float] | None = None  # each optimizer step's forward + backward + step, seconds
+    optimizer_seconds: list[float] | None = None  # and of it the gradient clip and AdamW step alone
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -205,6 +206,7 @@ class PolicyTrainer:
             if exp.ref_logprobs is not None:
                 b.extra["ref"] = b.flat(exp.ref_logprobs)
         step_s: list[float] = []
+        opt_s: list[float] = []
         for _ in range(self.settings.epochs):
             sums: dict[str, float] = {}
             norms = []
@@ -212,15 +214,18 @@ class PolicyTrainer:
                 t_step = time.perf_counter()
                 for k, v in self._epoch(part, sum(b.tokens for b in part)).items():
                     sums[k] = sums.get(k, 0.0) + v
+                t_opt = time.perf_counter()
                 norm = torch.nn.utils.clip_grad_norm_(self._model.parameters(), self.settings.max_grad_norm)
                 norms.append(float(norm))
                 self._opt.step()
                 self._opt.zero_grad(set_to_none=True)
+                opt_s.append(time.perf_counter() - t_opt)
                 step_s.append(time.perf_counter() - t_step)
         stats = self._stats(rollouts, exp, sums, len(parts), float(np.mean(norms)))
         if exp.kl is not None:  # the coefficient for the next step (verl: after apply_kl_penalty)
             self._kl_control.update(sequence_mean_kl(exp.kl.values()), len(rollouts))
         stats.optimizer_steps, stats.step_seconds = len(step_s), [round(x, 6) for x in step_s]
+        stats.optimizer_seconds = [round(x, 6) for x in opt_s]
         stats.seconds = time.perf_counter() - t0
         return stats
 
