@@ -51,7 +51,7 @@ def test_the_roles_grid_lists_every_problem() -> None:
     with pytest.raises(ValidationError) as err:
         RolesGrid(reference_runtimes=["ort"], batch_sizes=[4, 32], micro_batch=16)
     assert "needs eager" in str(err.value) and "exceed micro_batch 16" in str(err.value)
-    assert RolesGrid().calls() == 4 * 2 * 2 * 2 * 3  # 4 operations x 2 threads x 2 x 2 cells x (1 + 2 repeats)
+    assert RolesGrid().calls() == 5 * 2 * 2 * 2 * 3  # 5 operations x 2 threads x 2 x 2 cells x (1 + 2 repeats)
 
 
 def test_synthetic_rollouts_have_the_asked_lengths() -> None:

@@ -2,7 +2,9 @@
 
 The models are the loop's own (``rlsim.loop.roles.reference``, ``rlsim.loop.roles.critic``) on the policy the
 loop trains, called the way their actors call them: ``logprobs`` (per reference runtime),
-``values`` and ``update`` on synthetic rollouts of ``prompt_tokens`` + each response length, on
+``values`` and ``update``, and the policy trainer's ``update`` (the actor's forward, backward and
+one optimizer step, whose clip + AdamW step is also timed alone) on synthetic rollouts of
+``prompt_tokens`` + each response length, on
 ``units`` threads. Each cell (sequences x response length) is warmed up once, then timed ``repeats``
 times; every timed call is one ``LatencySample`` (one micro-batch: batch sizes are at most
 ``micro_batch``), which ``fit_latency_model`` turns into the same latency model a scorer has.
@@ -23,6 +25,7 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
@@ -35,8 +38,20 @@ if TYPE_CHECKING:
     from rlsim.planner.measure.loop_set import QuietGate
     from rlsim.rollout.types import Rollout
 
-# Sample keys: the reference per runtime, then the critic's forward and update.
+# Sample keys: the reference per runtime, then the critic's forward and update, then the actor's update.
 CRITIC_OPS = ("values", "update_critic")
+UPDATE_OPS = ("update_critic", "update_actor")  # whose optimizer step is timed apart as well
+
+
+@dataclass
+class RolesSamples:
+    """What ``measure_roles`` timed: latency samples per key, the policy's context length (tokens), and
+    per updating role (``actor``, ``critic``) and thread count the seconds of each gradient clip +
+    AdamW step (``optimizer_seconds`` of the loop's own trainer and critic)."""
+
+    samples: dict[str, list[LatencySample]]
+    context: int
+    optimizer: dict[str, dict[int, list[float]]] = field(default_factory=dict)
 
 
 class RolesGrid(BaseModel):
@@ -71,7 +86,7 @@ class RolesGrid(BaseModel):
 
     def calls(self) -> int:
         """Timed calls in all, warm-ups included (for ``--dry-run``)."""
-        ops = len(self.reference_runtimes) + len(CRITIC_OPS)
+        ops = len(self.reference_runtimes) + len(CRITIC_OPS) + 1  # + the actor's update
         return ops * len(self.units) * len(self.batch_sizes) * len(self.lengths) * (self.repeats + 1)
 
 
@@ -87,19 +102,24 @@ def synthetic_rollouts(count: int, prompt: int, response: int, vocab: int, salt:
 
 
 def measure_roles(
-    grid: RolesGrid, on_cell: Callable[[str], None] | None = None, quiet: QuietGate | None = None
-) -> tuple[dict[str, list[LatencySample]], int]:
-    """Samples per key (``reference:eager``, ``reference:ort``, ``values``, ``update_critic``) and the
-    policy's context length (tokens). ``quiet``: wait for idle cores before each cell."""
+    grid: RolesGrid,
+    on_cell: Callable[[str], None] | None = None,
+    quiet: QuietGate | None = None,
+    only: tuple[str, ...] | None = None,
+) -> RolesSamples:
+    """Samples per key (``reference:eager``, ``reference:ort``, ``values``, ``update_critic``,
+    ``update_actor``), the context length and the optimizer steps' seconds. ``quiet``: wait for idle
+    cores before each cell. ``only``: time these keys alone (what a stored profile lacks)."""
     import json
 
     from rlsim.models import resolve_policy
 
     policy_dir = resolve_policy(grid.policy)
     config = json.loads((policy_dir / "config.json").read_text())
-    samples: dict[str, list[LatencySample]] = {}
+    out = RolesSamples({}, int(config.get("max_position_embeddings") or grid.prompt_tokens + max(grid.lengths)))
     for units in grid.units:
-        ops = _operations(policy_dir, grid, units)
+        optimizer = {"update_critic": [], "update_actor": []}  # type: dict[str, list[float]]
+        ops = _operations(policy_dir, grid, units, optimizer, only)
         for batch in grid.batch_sizes:
             for length in grid.lengths:
                 rollouts = synthetic_rollouts(batch, grid.prompt_tokens, length, int(config["vocab_size"]))
@@ -107,31 +127,62 @@ def measure_roles(
                     machine_load.wait_until_quiet(quiet.busy_below, quiet.max_wait_s)
                 padded = batch * (grid.prompt_tokens + length)
                 for key, op in ops.items():
-                    samples.setdefault(key, []).extend(_time_cell(op, rollouts, padded, units, grid.repeats))
+                    out.samples.setdefault(key, []).extend(_time_cell(op, rollouts, padded, units, grid.repeats))
                 if on_cell:
                     on_cell(f"roles x{units} b{batch} len{length}")
-    return samples, int(config.get("max_position_embeddings") or grid.prompt_tokens + max(grid.lengths))
+        for key, seconds in optimizer.items():
+            if seconds:
+                out.optimizer.setdefault(key.removeprefix("update_"), {})[units] = seconds
+    return out
 
 
-def _operations(policy_dir: Any, grid: RolesGrid, units: int) -> dict[str, Callable[[list[Rollout]], object]]:
-    """The calls to time on ``units`` threads, each taking the cell's rollouts."""
+def _operations(
+    policy_dir: Any,
+    grid: RolesGrid,
+    units: int,
+    optimizer: dict[str, list[float]],
+    only: tuple[str, ...] | None = None,
+) -> dict[str, Callable[[list[Rollout]], object]]:
+    """The calls to time on ``units`` threads, each taking the cell's rollouts; the updates append
+    their optimizer steps' seconds to ``optimizer[key]``."""
     import numpy as np
 
     from rlsim.loop.roles.critic import CriticModel, CriticSettings
     from rlsim.loop.roles.reference import ReferenceSettings, make_reference
+    from rlsim.loop.roles.trainer import PolicyTrainer, TrainerSettings
 
+    wanted = (lambda key: True) if only is None else (lambda key: key in only)
     ops: dict[str, Callable[[list[Rollout]], object]] = {}
     for runtime in grid.reference_runtimes:
-        ref = make_reference(policy_dir, ReferenceSettings(runtime, grid.micro_batch, "cpu", units))
-        ops[f"reference:{runtime}"] = ref.logprobs
-    critic = CriticModel(policy_dir, CriticSettings(micro_batch=grid.micro_batch, threads=units))
+        if wanted(f"reference:{runtime}"):
+            ops[f"reference:{runtime}"] = make_reference(
+                policy_dir, ReferenceSettings(runtime, grid.micro_batch, "cpu", units)
+            ).logprobs
+    if wanted("values") or wanted("update_critic"):
+        critic = CriticModel(policy_dir, CriticSettings(micro_batch=grid.micro_batch, threads=units))
 
-    def update(rollouts: list[Rollout]) -> object:
-        zeros = {x.uid: np.zeros(len(x.response_ids), dtype=np.float32) for x in rollouts}
-        return critic.update(rollouts, zeros, zeros)
+        def update_critic(rollouts: list[Rollout]) -> object:
+            zeros = {x.uid: np.zeros(len(x.response_ids), dtype=np.float32) for x in rollouts}
+            stats = critic.update(rollouts, zeros, zeros)
+            optimizer["update_critic"] += stats.optimizer_seconds or []
+            return stats
 
-    ops["values"] = critic.values
-    ops["update_critic"] = update
+        if wanted("values"):
+            ops["values"] = critic.values
+        if wanted("update_critic"):
+            ops["update_critic"] = update_critic
+    if wanted("update_actor"):
+        trainer = PolicyTrainer(policy_dir, TrainerSettings(micro_batch=grid.micro_batch, threads=units))
+        cell: dict[str, Any] = {}  # the cell's experience, made on its warm-up call: only the update is timed
+
+        def update_actor(rollouts: list[Rollout]) -> object:
+            if cell.get("rollouts") is not rollouts:
+                cell.update(rollouts=rollouts, exp=trainer.experience(rollouts, {x.uid: 0.0 for x in rollouts}))
+            stats = trainer.update(rollouts, cell["exp"])
+            optimizer["update_actor"] += stats.optimizer_seconds or []
+            return stats
+
+        ops["update_actor"] = update_actor
     return ops
 
 

@@ -157,9 +157,10 @@ def roles_section(
     if grid is None:
         unmeasured.append("roles (PPO's reference and critic): no roles section in the profile config")
         return None
-    from rlsim.planner.measure.roles import measure_roles, measure_sharing
+    from rlsim.planner.measure.roles import UPDATE_OPS, measure_roles, measure_sharing
 
     sharing: dict[str, Any] = {}  # RolesModel's sharing fields; none: assumed 1
+    optimizer: dict[str, dict[int, float]] = {}
     if stored is not None and stored.roles is not None and not stored.illustrative:
         old = stored.roles
         samples = {f"reference:{k}": m.samples for k, m in old.reference.items()}
@@ -172,8 +173,16 @@ def roles_section(
         else:  # stored before it was measured per thread count: measure that part now (~30 s per count)
             sharing = _sharing_fields(measure_sharing(grid, quiet))
             where += "; sharing efficiency measured now"
+        optimizer = {role: dict(v) for role, v in old.optimizer_step_s.items()}
+        if old.update_actor is not None:
+            samples["update_actor"] = old.update_actor.samples
+        elif measure:  # stored before the actor's update was timed: time it (and the optimizer steps) now
+            now = measure_roles(grid, on_cell, quiet, only=UPDATE_OPS)
+            samples["update_actor"], optimizer = now.samples["update_actor"], _medians(now.optimizer)
+            where += "; the actor's update and the optimizer steps timed now"
     elif measure:
-        samples, context = measure_roles(grid, on_cell, quiet)
+        timed = measure_roles(grid, on_cell, quiet)
+        samples, context, optimizer = timed.samples, timed.context, _medians(timed.optimizer)
         where, micro_batch = f"timed on {grid.policy}", grid.micro_batch
         sharing = _sharing_fields(measure_sharing(grid, quiet)) if grid.sharing else {}
     else:
@@ -185,10 +194,13 @@ def roles_section(
         reference={k.split(":", 1)[1]: m for k, m in fits.items() if k.startswith("reference:")},
         values=fits["values"],
         update_critic=fits["update_critic"],
+        update_actor=fits.get("update_actor"),
+        optimizer_step_s=optimizer,
         **sharing,
     )
+    actor = ", actor update" if roles.update_actor else ""
     measured.append(
-        f"roles {where}: reference ({', '.join(sorted(roles.reference))}), critic values and update "
+        f"roles {where}: reference ({', '.join(sorted(roles.reference))}), critic values and update{actor} "
         f"(lowest R^2 {min(m.fit.r2 for m in fits.values()):.3f}); in-loop factors assumed 1"
     )
     if not roles.sharing_efficiency_measured:
@@ -198,6 +210,13 @@ def roles_section(
     kept = ", ".join(f"{v:.0%} at {k} thread(s) each" for k, v in by_threads) or f"{roles.sharing_efficiency:.0%}"
     measured.append(f"roles: two processes on the same cores keep {kept} of their work rate")
     return roles
+
+
+def _medians(optimizer: dict[str, dict[int, list[float]]]) -> dict[str, dict[int, float]]:
+    """``RolesModel.optimizer_step_s`` from the timed optimizer steps: the median per role and thread count."""
+    import statistics
+
+    return {role: {u: statistics.median(xs) for u, xs in by.items()} for role, by in optimizer.items()}
 
 
 def _sharing_fields(by_threads: dict[int, float]) -> dict[str, Any]:

@@ -246,13 +246,23 @@ class RolesModel(_Strict):
     tokens), ``values`` (the critic's forward) and ``update_critic`` (the critic's forward and
     backward; ``intercept_s`` holds the optimizer step). ``reference["eager"]`` is the policy's own
     forward too (the same model and computation), which is how the trainer's measured update is
-    split into the advantages pass (the policy's log-probs) and the actor update.
+    split into the advantages pass (the policy's log-probs) and the actor update. ``update_actor`` (the
+    policy trainer's update of one micro-batch and one optimizer step) and ``optimizer_step_s`` price
+    what ``trainer.mini_batch_size`` and ``trainer.epochs`` add (``sim/update_steps.py``).
     """
 
     micro_batch: int = Field(ge=1, description="sequences per micro-batch the calls were timed with")
     reference: dict[str, ScorerLatencyModel] = Field(description="by reference runtime: eager (required), ort")
     values: ScorerLatencyModel
     update_critic: ScorerLatencyModel
+    update_actor: ScorerLatencyModel | None = Field(
+        default=None,
+        description="the policy trainer's update of one micro-batch with one optimizer step (None: not timed)",
+    )
+    optimizer_step_s: dict[str, dict[int, float]] = Field(
+        default_factory=dict,
+        description="median seconds of one gradient clip + AdamW step, by role (actor, critic) and thread count",
+    )
     sharing_efficiency: float = Field(
         default=1.0,
         gt=0,
@@ -270,6 +280,14 @@ class RolesModel(_Strict):
             "with that many threads); sharing_efficiency is the one at the most threads"
         ),
     )
+
+    def optimizer_s(self, role: str, units: float) -> float | None:
+        """One optimizer step of ``role`` (``actor``, ``critic``) at the measured thread count nearest
+        ``units`` (the larger of two as near); None when the profile did not time it."""
+        by_threads = self.optimizer_step_s.get(role)
+        if not by_threads:
+            return None
+        return by_threads[min(by_threads, key=lambda t: (abs(t - units), -t))]
 
     def efficiency(self, threads: float) -> float:
         """Sharing efficiency of processes with ``threads`` threads each: the one measured at the most

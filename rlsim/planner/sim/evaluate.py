@@ -4,10 +4,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+import numpy as np
+
 from rlsim.planner.profile.schema import Profile
 from rlsim.planner.sim.ppo_roles import RolesSpec, check_roles
 from rlsim.planner.sim.step import StepInputs, simulate_step
 from rlsim.planner.sim.summary import STRAGGLER_RATIO, Evaluation, bottleneck, summarise, utilisation
+from rlsim.planner.sim.update_steps import UpdateShape, extra_actor_s
 from rlsim.planner.spec.cluster import NodeSpec, PlacementSpec
 from rlsim.planner.spec.placement import PlacementError, resolve
 from rlsim.planner.spec.workload import Workload
@@ -26,12 +29,26 @@ def evaluate(
     noise: bool = True,
     on_step: Callable[[int], None] | None = None,
     roles: RolesSpec | None = None,
+    update: UpdateShape | None = None,
 ) -> Evaluation:
     """Simulate ``steps`` steps of ``spec``; raises ``PlacementError`` before simulating if impossible.
-    ``roles``: PPO's reference and critic (``sim/ppo_roles.py``), None for a GRPO step."""
+    ``roles``: PPO's reference and critic (``sim/ppo_roles.py``), None for a GRPO step; ``update``: the
+    trainer's micro/mini-batches and epochs (``sim/update_steps.py``; None: one step, as profiled)."""
     resources = resolve(node, profile, spec)
-    inputs = StepInputs(spec=spec, resources=resources, profile=profile, workload=workload, noise=noise, roles=roles)
+    inputs = StepInputs(
+        spec=spec,
+        resources=resources,
+        profile=profile,
+        workload=workload,
+        noise=noise,
+        roles=roles,
+        update=update or UpdateShape(),
+    )
     check_roles(inputs)
+    try:  # priced on a one-rollout batch: only whether the profile can price it is asked here
+        extra_actor_s(profile.roles, np.ones(1, dtype=np.int64), inputs.update, resources.train_units)
+    except ValueError as err:
+        raise PlacementError(str(err)) from err
     kind = schedule_kind(spec.schedule)
     if roles is not None and not kind.experience_roles:
         raise PlacementError(

@@ -17,7 +17,8 @@ actor and critic updates. The step simulated is ``rlsim.loop.schedules.ppo``'s:
 
 ``score_tail`` of a PPO step is the wait after generation for every experience output (rewards,
 reference log-probs, values), not for the rewards alone. Modelled on one node, as the loop runs.
-Approximations: the critic update is costed for one epoch; scorer batches keep the composition they
+The critic's update is cut into the trainer's mini-batches and epochs (``sim/update_steps.py``).
+Approximations: scorer batches keep the composition they
 have with the scorers alone (a dynamic batcher would batch differently when slowed).
 """
 
@@ -34,6 +35,7 @@ from rlsim.planner.sim.core_sharing import Call, SpeedFn, busy_intervals, share_
 from rlsim.planner.sim.events import SpeedProfile
 from rlsim.planner.sim.scoring import ScoringOutcome
 from rlsim.planner.sim.step_types import StepInputs, StepResult, union_s
+from rlsim.planner.sim.update_steps import UpdateShape, critic_update_s
 from rlsim.planner.spec.placement import PlacementError, Resources
 from rlsim.schedule_kinds import schedule_kind
 
@@ -129,8 +131,9 @@ class Experience:
             ends += [call.end] * repeat
         return [SpeedProfile.from_load(starts, ends, res.replicas_per_node, slowdown)]
 
-    def assemble(self, result: StepResult, inputs: StepInputs, batch: EngineBatch) -> StepResult:
-        """``result`` (from ``step._assemble``) with the experience tail and the PPO update."""
+    def assemble(self, result: StepResult, inputs: StepInputs, batch: EngineBatch, ordered: np.ndarray) -> StepResult:
+        """``result`` (from ``step._assemble``) with the experience tail and the PPO update; ``ordered``:
+        the rollouts' prompt + response tokens in the order the trainer and critic get them."""
         roles, res = inputs.roles, inputs.resources
         assert roles is not None and inputs.profile.roles is not None
         model = inputs.profile.roles
@@ -141,7 +144,8 @@ class Experience:
         updates = [Call(roles.process("trainer"), "update_actor", 0.0, max(result.time_s["update"] - forward, 0.0))]
         weights = {updates[0].process: min(res.train_units, pool)}
         if roles.critic:
-            work = call_s(model.update_critic, tokens, roles.critic_micro_batch, pool)
+            shape = UpdateShape(roles.critic_micro_batch, inputs.update.mini_batch_size, inputs.update.epochs)
+            work = critic_update_s(model, ordered, shape, pool)
             updates.append(Call(roles.process("critic"), "update_critic", 0.0, work, 1))
             weights[updates[1].process] = max(weights.get(updates[1].process, 0.0), pool)
         # The loop puts the trainer on the scoring cores (split) or on every core (shared): one pool.

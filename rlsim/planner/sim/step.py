@@ -26,6 +26,7 @@ from rlsim.planner.sim.ppo_roles import Experience, run_experience
 from rlsim.planner.sim.reward_pool import service_times, simulate_reward_pool
 from rlsim.planner.sim.scoring import ScoringOutcome, simulate_round_robin, simulate_scoring
 from rlsim.planner.sim.step_types import CRITICAL_PATH, PHASES, StepInputs, StepResult, union_s
+from rlsim.planner.sim.update_steps import extra_actor_s
 from rlsim.planner.spec.placement import Resources
 from rlsim.schedule_kinds import schedule_kind
 
@@ -70,7 +71,16 @@ def simulate_step(inputs: StepInputs, seed: int, step: int) -> StepResult:
         else:
             gen_speeds = _generation_speeds(outcome, res, inputs.contention.gen_slowdown)
     result = _assemble(inputs, batch, finish, engine_end, outcome, int(responses.sum()), rounds)
-    return experience.assemble(result, inputs, batch) if experience else result
+    return experience.assemble(result, inputs, batch, trainer_order(inputs, batch, finish)) if experience else result
+
+
+def trainer_order(inputs: StepInputs, batch: EngineBatch, finish: np.ndarray) -> np.ndarray:
+    """Prompt + response tokens of the step's rollouts in the order the trainer gets them: as they
+    finished when the schedule streams them (``loop/schedules/step.py`` ``_overlapped``), else in the
+    order they were requested."""
+    tokens = (batch.prompts + batch.responses)[batch.valid]
+    key = finish[batch.valid] if schedule_kind(inputs.spec.schedule).streams else batch.index[batch.valid]
+    return tokens[np.argsort(key, kind="stable")]
 
 
 def _noise(inputs: StepInputs, seed: int, step: int, rollouts: int) -> np.ndarray:
@@ -181,6 +191,7 @@ def _assemble(
 ) -> StepResult:
     res, trainer = inputs.resources, inputs.profile.trainer
     assert trainer is not None
+    steps_s = extra_actor_s(inputs.profile.roles, trainer_order(inputs, batch, finish), inputs.update, res.train_units)
     gen_done = float(engine_end.max())
     rewards_done = max(outcome.done_s, gen_done)
     time_s = {
@@ -193,7 +204,8 @@ def _assemble(
             int(batch.valid.sum()),
             float(batch.prompts[batch.valid].sum()),
             res.train_node_count,
-        ),
+        )
+        + steps_s,
         "sync": trainer.sync_split_s(tokens) if res.train_nodes else trainer.sync_s(tokens),
         "idle": trainer.step_overhead_s,
     }

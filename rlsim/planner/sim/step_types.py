@@ -11,6 +11,7 @@ import numpy as np
 from rlsim.planner.profile.scaling import RewardFunctionModel
 from rlsim.planner.profile.schema import ContentionEntry, Profile, ScorerLatencyModel
 from rlsim.planner.sim.scoring import ScoringOutcome
+from rlsim.planner.sim.update_steps import UpdateShape
 from rlsim.planner.spec.cluster import PlacementSpec
 from rlsim.planner.spec.placement import Resources
 from rlsim.planner.spec.workload import Workload
@@ -53,6 +54,7 @@ class StepInputs:
     workload: Workload
     noise: bool = True
     roles: RolesSpec | None = None  # PPO's reference and critic (sim/ppo_roles.py); None: GRPO
+    update: UpdateShape = UpdateShape()  # the update's micro/mini-batches and epochs (sim/update_steps.py)
 
     @property
     def scorer(self) -> ScorerLatencyModel:

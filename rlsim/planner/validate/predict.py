@@ -23,6 +23,7 @@ from rlsim.placement import active_roles, split_pool
 from rlsim.planner.profile.schema import Profile
 from rlsim.planner.sim.evaluate import Evaluation, evaluate
 from rlsim.planner.sim.ppo_roles import RolesSpec
+from rlsim.planner.sim.update_steps import UpdateShape
 from rlsim.planner.spec.cluster import BatcherSpec, NodeSpec, PlacementSpec, Schedule
 from rlsim.planner.spec.workload import Workload
 from rlsim.schedule_kinds import schedule_kind
@@ -64,6 +65,8 @@ class LoopKnobs(BaseModel):
     reference_micro_batch: int = Field(default=16, ge=1)
     critic_micro_batch: int = Field(default=16, ge=1)
     trainer_micro_batch: int = Field(default=16, ge=1)
+    mini_batch_size: int | None = Field(default=None, ge=1, description="trainer.mini_batch_size (None: one step)")
+    epochs: int = Field(default=1, ge=1, description="trainer.epochs")
     colocate: list[list[str]] = Field(default_factory=list, description="placement.colocate groups")
 
     @model_validator(mode="after")
@@ -118,6 +121,8 @@ def knobs_from_run_config(config: RunConfig, cores: int | None = None) -> LoopKn
         reference_micro_batch=config.reference.micro_batch,
         critic_micro_batch=config.critic.micro_batch,
         trainer_micro_batch=config.trainer.micro_batch,
+        mini_batch_size=config.trainer.mini_batch_size,
+        epochs=config.trainer.epochs,
         colocate=config.placement.colocate,
     )
 
@@ -239,7 +244,10 @@ def _evaluate(knobs: LoopKnobs, profile: Profile, noise: bool, workload: Workloa
         prompt_tokens=knobs.prompt_tokens,
         response_tokens=knobs.response_tokens,
     )
-    return evaluate(node, profile, workload, spec, knobs.steps, seed=knobs.seed, noise=noise, roles=_roles(knobs))
+    update = UpdateShape(knobs.trainer_micro_batch, knobs.mini_batch_size, knobs.epochs)
+    return evaluate(
+        node, profile, workload, spec, knobs.steps, seed=knobs.seed, noise=noise, roles=_roles(knobs), update=update
+    )
 
 
 def _roles(knobs: LoopKnobs) -> RolesSpec | None:

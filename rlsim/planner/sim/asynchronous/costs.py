@@ -32,6 +32,7 @@ from rlsim.planner.sim.asynchronous.pipeline import ROLLOUT, TRAINER
 from rlsim.planner.sim.generation import completion_work_s, deal
 from rlsim.planner.sim.scoring import split_call
 from rlsim.planner.sim.step import StepInputs
+from rlsim.planner.sim.update_steps import extra_actor_s
 from rlsim.planner.spec.placement import Resources
 
 TRAINER_ASSUMPTION = (
@@ -101,7 +102,9 @@ class ProfileCosts:
         update = trainer.update_s(
             float(responses.sum()), res.train_units, len(responses), float(prompts.sum()), res.train_node_count
         )
-        return update + trainer.step_overhead_s
+        # The trainer gets the batch's groups in queue order (sim/update_steps.py prices its optimizer steps).
+        steps = extra_actor_s(self._in.profile.roles, prompts + responses, self._in.update, res.train_units)
+        return update + steps + trainer.step_overhead_s
 
     def response_tokens(self, groups: Sequence[int]) -> int:
         """Generated tokens of ``groups`` (what the update and the sync are fitted against)."""

@@ -1,0 +1,95 @@
+"""What ``trainer.mini_batch_size`` and ``trainer.epochs`` add to the planner's update (sim/update_steps.py),
+on cases worked out by hand."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from rlsim.loop.config import RunConfig
+from rlsim.planner.profile.schema import Profile, RolesModel, ScorerLatencyModel
+from rlsim.planner.sim.evaluate import evaluate
+from rlsim.planner.sim.ppo_roles import RolesSpec
+from rlsim.planner.sim.update_steps import UpdateShape, critic_update_s, extra_actor_s, update_calls_s
+from rlsim.planner.spec.cluster import NodeSpec
+from rlsim.planner.spec.placement import PlacementError
+from rlsim.planner.validate.predict import knobs_from_run_config
+from tests.helpers.planner_cases import EXACT, fixed_workload, placement, roles_profile
+
+# 0.1 s per call + 1 ms per padded token; an optimizer step of 0.05 s.
+PADDED = ScorerLatencyModel(
+    device="cpu", units=1, intercept_s=0.1, per_sequence_s=0.0, per_padded_token_s=0.001, max_length=512, fit=EXACT
+)
+TOKENS = np.array([10, 100, 20, 90])  # in the order the trainer gets them
+
+
+def test_one_sorted_batch_pads_short_with_short() -> None:
+    # Whole batch, micro-batches of 2: sorted [10, 20] (padded 40: 0.14 s) and [90, 100] (200: 0.30 s);
+    # each timed call held one optimizer step, which the batch makes once: 0.09 + 0.25 + 0.05.
+    assert update_calls_s(PADDED, 0.05, TOKENS, UpdateShape(2), 1) == pytest.approx(0.39)
+    # Mini-batches of 2 in arrival order: [10, 100] pads to 200 (0.30 s), [20, 90] to 180 (0.28 s), each
+    # with its own step: 0.58 s, so cutting this batch costs 0.19 s more, mostly padding.
+    assert update_calls_s(PADDED, 0.05, TOKENS, UpdateShape(2, 2), 1) == pytest.approx(0.58)
+    # Two epochs: everything twice.
+    assert update_calls_s(PADDED, 0.05, TOKENS, UpdateShape(2, None, 2), 1) == pytest.approx(0.78)
+
+
+def _with_actor(profile: Profile, optimizer_s: float = 0.05) -> Profile:
+    assert profile.roles is not None
+    roles = profile.roles.model_copy(
+        update={"update_actor": PADDED, "optimizer_step_s": {"actor": {1: optimizer_s}, "critic": {1: 0.02}}}
+    )
+    return profile.model_copy(update={"roles": roles})
+
+
+def test_the_extra_is_the_difference_from_the_profiled_one_step_update() -> None:
+    roles = _with_actor(roles_profile()).roles
+    assert extra_actor_s(roles, TOKENS, UpdateShape(2), 1) == 0.0  # what the fit measured
+    assert extra_actor_s(roles, TOKENS, UpdateShape(2, 2), 1) == pytest.approx(0.19)
+    assert extra_actor_s(roles, TOKENS, UpdateShape(2, None, 3), 1) == pytest.approx(2 * 0.39)
+    # The critic (constant 0.25 s per timed call, 0.02 s of it the step): two mini-batches of one
+    # micro-batch each are two calls; the whole batch, two micro-batches with one step: 0.48 s.
+    assert roles is not None
+    assert critic_update_s(roles, TOKENS, UpdateShape(2, 2), 1) == pytest.approx(0.5)
+    assert critic_update_s(roles, TOKENS, UpdateShape(2), 1) == pytest.approx(0.48)
+
+
+def test_a_profile_that_never_timed_the_actor_update_is_refused_with_the_fix(two_core_node: NodeSpec) -> None:
+    with pytest.raises(ValueError, match="roles.update_actor.*rlsim profile"):
+        extra_actor_s(None, TOKENS, UpdateShape(2, 2), 1)
+    with pytest.raises(PlacementError, match="trainer.mini_batch_size or trainer.epochs"):
+        evaluate(two_core_node, roles_profile(), fixed_workload(), placement(), 1, update=UpdateShape(16, 2))
+    evaluate(two_core_node, roles_profile(), fixed_workload(), placement(), 1, update=UpdateShape(16))  # one step
+
+
+def test_the_simulated_update_grows_by_the_extra_steps(two_core_node: NodeSpec) -> None:
+    profile = _with_actor(roles_profile())
+    work = fixed_workload(prompts=1, group=4, response=10, prompt=5)  # four rollouts of 15 tokens
+
+    def update(shape: UpdateShape, roles: RolesSpec | None = None) -> dict[str, float]:
+        run = evaluate(two_core_node, profile, work, placement(), 1, noise=False, roles=roles, update=shape)
+        return run.steps[0].time_s
+
+    one, two = update(UpdateShape(2)), update(UpdateShape(2, None, 2))
+    # A second epoch adds the whole-batch calls once: two micro-batches of 2 x 15 tokens (0.13 s each)
+    # less a step each, plus one step, on the profile's one unit.
+    assert two["update"] - one["update"] == pytest.approx(2 * (0.13 - 0.05) + 0.05)
+    assert two["total"] - one["total"] == pytest.approx(two["update"] - one["update"])
+    # With PPO's critic the same shape cuts the critic's update too (0.25 s per call, 0.02 s of it the step).
+    ppo = RolesSpec(reference_runtime="ort", critic=True, critic_micro_batch=4)
+    a, b = update(UpdateShape(2), ppo), update(UpdateShape(2, 2), ppo)
+    assert b["update_critic"] > a["update_critic"]
+
+
+def test_a_run_configs_mini_batches_and_epochs_reach_the_planner() -> None:
+    config = RunConfig.model_validate({"trainer": {"mini_batch_size": 8, "epochs": 2}})
+    knobs = knobs_from_run_config(config, cores=2)
+    assert (knobs.mini_batch_size, knobs.epochs, knobs.trainer_micro_batch) == (8, 2, config.trainer.micro_batch)
+
+
+def test_the_nearest_measured_thread_count_gives_the_optimizer_step() -> None:
+    roles = RolesModel.model_validate(
+        {**roles_profile().roles.model_dump(), "optimizer_step_s": {"actor": {1: 0.2, 2: 0.12}}}  # type: ignore[union-attr]
+    )
+    assert [roles.optimizer_s("actor", u) for u in (1, 1.5, 2, 8)] == [0.2, 0.12, 0.12, 0.12]
+    assert roles.optimizer_s("critic", 2) is None
