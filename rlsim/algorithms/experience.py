@@ -4,18 +4,23 @@ Inputs arrive keyed by rollout uid, one float per response token, because the re
 critic may run in other processes (Ray actors) and answer micro-batch by micro-batch; nothing here
 needs a model.
 
-- ``grpo`` / ``rloo``: one advantage per sequence (group-normalised / leave-one-out), spread over
-  its tokens. With ``kl.target: reward`` the sequence's summed KL times ``kl.coef`` is taken off its
-  reward before the group baseline: verl's handling (``apply_kl_penalty`` in
+- ``grpo`` / ``rloo``: the group baseline (group-normalised / leave-one-out) on each sequence's
+  score. With ``kl.target: reward``, ``kl.reward_form`` says where ``kl.coef`` x the KL goes:
+  ``sequence`` (the default, verl's form) takes the sequence's summed KL off its score before the
+  baseline and spreads the one advantage over its tokens (``apply_kl_penalty`` in
   ``verl/trainer/ppo/ray_trainer.py`` makes token-level rewards ``score - coef * KL``, and
   ``compute_grpo_outcome_advantage`` / ``compute_rloo_outcome_advantage`` in
-  ``verl/trainer/ppo/core_algos.py`` sum them per sequence). OpenRLHF does it differently
-  (``openrlhf/trainer/ppo_utils/experience_maker.py`` ``compute_advantages_and_returns``): the group
-  baseline comes off the raw score first, then ``compute_reward`` subtracts ``coef * KL`` per token
-  and each token's advantage is its reward-to-go, so early tokens carry more of the penalty.
+  ``verl/trainer/ppo/core_algos.py`` sum them per sequence; TRL's RLOO does the same). ``token``
+  (OpenRLHF's form: ``compute_advantages_and_returns`` in
+  ``openrlhf/trainer/ppo_utils/experience_maker.py``) takes the baseline off the raw score first,
+  then puts that on the last token and ``-coef * KL`` on every token (``compute_reward`` in
+  ``openrlhf/models/utils.py``); each token's advantage is its undiscounted reward-to-go
+  (``get_cumulative_returns``; OpenRLHF sets gamma to 1 for its group estimators and does not
+  whiten them), so early tokens carry more of the penalty.
 - ``ppo``: token-level rewards (score on the last token, minus ``coef * KL`` per token when
   ``kl.target: reward``), GAE with the critic's values, advantages whitened over the batch (as verl
-  and OpenRLHF do); the returns are the critic's targets.
+  and OpenRLHF do); the returns are the critic's targets. ``kl.reward_form`` does not apply: the KL
+  is per token in both forms (both frameworks put it there for GAE).
 """
 
 from __future__ import annotations
@@ -34,6 +39,7 @@ if TYPE_CHECKING:
 
 Algorithm = Literal["grpo", "ppo", "rloo"]
 PerToken = Mapping[int, np.ndarray]
+KlRewardForm = Literal["sequence", "token"]
 
 
 @dataclass(frozen=True)
@@ -46,6 +52,7 @@ class AlgorithmSettings:
     kl_coef: float = 0.0
     kl_estimator: KlEstimator = "k3"
     kl_target: Literal["reward", "loss"] = "loss"
+    kl_reward_form: KlRewardForm = "sequence"  # grpo / rloo with kl_target reward (module docstring)
     normalize_std: bool = True
     std_ddof: int = 0  # group std: 0 population (rlsim), 1 unbiased (verl, OpenRLHF, TRL)
     std_eps: float = 1e-6
@@ -69,8 +76,10 @@ class Experience:
     """Everything the policy and critic updates need, per uid as float32 arrays of the rollout's
     response length: the behaviour policy's log-probs, the advantages; ``returns`` and ``values``
     only for ppo; ``kl`` (behaviour policy vs reference) and ``ref_logprobs`` only when the KL is on.
-    ``sequence_rewards``: per uid the sum of its token-level rewards (the score, minus ``coef`` x its
-    summed KL when ``kl.target: reward``), what verl's ``critic/rewards/mean`` averages."""
+    ``sequence_rewards``: per uid the score, minus ``coef`` x its summed KL when ``kl.target: reward``
+    (verl's summed token-level rewards, what its ``critic/rewards/mean`` averages), in both
+    ``kl.reward_form``s: the token form's rewards sum to the baselined score minus the penalty
+    instead (OpenRLHF's ``return``), which is no reward scale to chart."""
 
     old_logprobs: dict[int, np.ndarray]
     advantages: dict[int, np.ndarray]
@@ -102,28 +111,62 @@ def make_experience(
     ref = None
     if ref_logprobs is not None and settings.uses_reference:
         ref = {x.uid: np.asarray(ref_logprobs[x.uid], dtype=np.float32) for x in rollouts}
-    scores = [float(rewards[x.uid]) for x in rollouts]
-    if kl is not None and settings.kl_target == "reward":
-        scores = [s - settings.kl_coef * float(kl[x.uid].sum()) for s, x in zip(scores, rollouts, strict=True)]
-    summed = {x.uid: s for x, s in zip(rollouts, scores, strict=True)}
+    kl_in_reward = kl if settings.kl_target == "reward" else None
+    summed = {x.uid: float(rewards[x.uid]) - _penalty(settings, kl_in_reward, x.uid) for x in rollouts}
     if settings.algorithm == "ppo":
         assert values is not None
         adv, ret = _ppo(settings, rollouts, rewards, values, kl)
         vals = {x.uid: np.asarray(values[x.uid], dtype=np.float32) for x in rollouts}
         return Experience(old, adv, ref, returns=ret, values=vals, kl=kl, sequence_rewards=summed)
+    adv = _outcome_advantages(settings, rollouts, rewards, summed, kl_in_reward)
+    return Experience(old_logprobs=old, advantages=adv, ref_logprobs=ref, kl=kl, sequence_rewards=summed)
+
+
+def _outcome_advantages(
+    settings: AlgorithmSettings,
+    rollouts: Sequence[Rollout],
+    rewards: Mapping[int, float],
+    penalised: Mapping[int, float],
+    kl_in_reward: dict[int, np.ndarray] | None,
+) -> dict[int, np.ndarray]:
+    """grpo / rloo per-token advantages in ``kl.reward_form`` (module docstring): the baseline on the
+    ``penalised`` scores, constant over each sequence; or, in the token form with the KL in the
+    reward, the baseline on the raw ``rewards`` and then each token's reward-to-go."""
+    if kl_in_reward is None or settings.kl_reward_form == "sequence":
+        seq = _baselined(settings, rollouts, [penalised[x.uid] for x in rollouts])
+        return {x.uid: np.full(len(x.response_ids), a, dtype=np.float32) for x, a in zip(rollouts, seq, strict=True)}
+    seq = _baselined(settings, rollouts, [float(rewards[x.uid]) for x in rollouts])
+    return {
+        x.uid: _reward_to_go(float(a), kl_in_reward[x.uid], settings.kl_coef)
+        for x, a in zip(rollouts, seq, strict=True)
+    }
+
+
+def _penalty(settings: AlgorithmSettings, kl: dict[int, np.ndarray] | None, uid: int) -> float:
+    """``coef`` x the sequence's summed KL when the KL is in the reward, else 0."""
+    return settings.kl_coef * float(kl[uid].sum()) if kl is not None else 0.0
+
+
+def _baselined(settings: AlgorithmSettings, rollouts: Sequence[Rollout], scores: Sequence[float]) -> np.ndarray:
+    """One advantage per sequence: ``scores`` less their group's baseline (rloo / grpo), float32 ``(n,)``."""
     groups = [x.group for x in rollouts]
     if settings.algorithm == "rloo":
         from rlsim.algorithms.rloo import rloo_advantages
 
-        seq = rloo_advantages(groups, scores)
-    else:
-        from rlsim.algorithms.advantages import group_advantages
+        return rloo_advantages(groups, scores)
+    from rlsim.algorithms.advantages import group_advantages
 
-        seq = group_advantages(
-            groups, scores, settings.normalize_std, settings.std_eps, settings.std_ddof, settings.group_of_one
-        )
-    adv = {x.uid: np.full(len(x.response_ids), a, dtype=np.float32) for x, a in zip(rollouts, seq, strict=True)}
-    return Experience(old_logprobs=old, advantages=adv, ref_logprobs=ref, kl=kl, sequence_rewards=summed)
+    return group_advantages(
+        groups, scores, settings.normalize_std, settings.std_eps, settings.std_ddof, settings.group_of_one
+    )
+
+
+def _reward_to_go(advantage: float, kl: np.ndarray, coef: float) -> np.ndarray:
+    """The token form's advantages, float32 like ``kl``: token ``t``'s undiscounted sum of the rewards
+    from ``t`` on, where ``advantage`` (the baselined score) sits on the last token and ``-coef * kl``
+    on every token; so token ``t`` pays for its own KL and every later token's."""
+    penalty_to_go = np.cumsum(np.asarray(kl, dtype=np.float64)[::-1])[::-1]
+    return (advantage - coef * penalty_to_go).astype(np.float32)
 
 
 def _check_inputs(

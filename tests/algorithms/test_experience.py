@@ -93,3 +93,80 @@ def test_the_grpo_std_settings_reach_the_advantages() -> None:
     s = AlgorithmSettings("grpo", std_ddof=1, std_eps=0.0)
     exp = make_experience(s, ROLLOUTS, REWARDS, OLD)
     assert float(exp.advantages[1][0]) == pytest.approx(1 / np.sqrt(2), rel=1e-6)
+
+
+# One group of 2: response lengths 1 and 3, scores 1 and 2. Log-probs -1 against the reference's -1.5 and
+# -4, -3, -2 give k1 KLs 0.5 and 3, 2, 1; coef 0.2 makes per-token penalties 0.1 and 0.6, 0.4, 0.2.
+PAIR = [Rollout(10, 0, [1], [5]), Rollout(11, 0, [1], [5, 6, 7])]
+PAIR_SCORES = {10: 1.0, 11: 2.0}
+PAIR_OLD = {10: np.array([-1.0], np.float32), 11: np.full(3, -1.0, np.float32)}
+PAIR_REF = {10: np.array([-1.5], np.float32), 11: np.array([-4.0, -3.0, -2.0], np.float32)}
+ORLHF_GRPO = {"std_ddof": 1, "std_eps": 1e-9}  # OpenRLHF group_norm: torch.std (unbiased) + 1e-9
+
+
+def pair_experience(algorithm: str, form: str, **kw):
+    s = AlgorithmSettings(algorithm, kl_coef=0.2, kl_estimator="k1", kl_target="reward", kl_reward_form=form, **kw)  # type: ignore[arg-type]
+    return make_experience(s, PAIR, PAIR_SCORES, PAIR_OLD, PAIR_REF)
+
+
+def test_the_token_form_baselines_the_raw_score_then_adds_the_kl_to_go() -> None:
+    # Baseline on the raw scores 1, 2: mean 1.5, unbiased std sqrt(0.5^2 * 2 / 1) = sqrt(0.5), so
+    # h = 0.5 / (sqrt(0.5) + 1e-9) = 0.7071 and the baselined scores are -h, +h. h sits on the last token,
+    # -0.2 x KL on every token; each token's advantage is the sum from it to the end (gamma 1):
+    # rollout 10: -h - 0.1; rollout 11: h - (0.6 + 0.4 + 0.2), h - (0.4 + 0.2), h - 0.2.
+    exp = pair_experience("grpo", "token", **ORLHF_GRPO)
+    h = 0.5 / (np.sqrt(0.5) + 1e-9)
+    np.testing.assert_allclose(exp.advantages[10], [-h - 0.1], rtol=1e-6)
+    np.testing.assert_allclose(exp.advantages[11], [h - 1.2, h - 0.6, h - 0.2], rtol=1e-5)
+    # Still verl's critic/rewards/mean input: score - coef x summed KL (1 - 0.1, 2 - 1.2).
+    assert exp.sequence_rewards == pytest.approx({10: 0.9, 11: 0.8})
+
+
+def test_the_sequence_form_is_unchanged_and_takes_the_kl_off_before_the_baseline() -> None:
+    # Penalised scores 1 - 0.1 = 0.9 and 2 - 1.2 = 0.8: the longer response now ranks lower. Mean 0.85,
+    # unbiased std sqrt(0.05^2 * 2) = 0.0707, advantages +-0.05 / (0.0707 + 1e-9) = +-0.7071 on every token.
+    exp = pair_experience("grpo", "sequence", **ORLHF_GRPO)
+    a = 0.05 / (np.sqrt(0.005) + 1e-9)
+    np.testing.assert_allclose(exp.advantages[10], [a], rtol=1e-5)
+    np.testing.assert_allclose(exp.advantages[11], [-a, -a, -a], rtol=1e-5)
+    assert exp.sequence_rewards == pytest.approx({10: 0.9, 11: 0.8})
+
+
+def test_rloo_in_the_token_form() -> None:
+    # Leave-one-out on the raw scores: 1 - 2 = -1 and 2 - 1 = +1 (no std). Then the KL to go as above:
+    # rollout 10: -1 - 0.1; rollout 11: 1 - 1.2, 1 - 0.6, 1 - 0.2. (Sequence form: 0.9 - 0.8 = +-0.1 flat.)
+    exp = pair_experience("rloo", "token")
+    np.testing.assert_allclose(exp.advantages[10], [-1.1], rtol=1e-6)
+    np.testing.assert_allclose(exp.advantages[11], [-0.2, 0.4, 0.8], rtol=1e-5, atol=1e-6)
+    flat = pair_experience("rloo", "sequence")
+    np.testing.assert_allclose(flat.advantages[11], [-0.1] * 3, rtol=1e-5)
+
+
+def test_the_reward_form_does_not_apply_to_ppo_or_to_the_kl_in_the_loss() -> None:
+    values = {10: np.zeros(1, np.float32), 11: np.zeros(3, np.float32)}
+    ppo = [
+        make_experience(
+            AlgorithmSettings("ppo", 1.0, 1.0, 0.2, "k1", "reward", kl_reward_form=form),
+            PAIR,
+            PAIR_SCORES,
+            PAIR_OLD,
+            PAIR_REF,
+            values,
+        )
+        for form in ("sequence", "token")
+    ]
+    assert ppo[0].returns is not None and ppo[1].returns is not None
+    np.testing.assert_array_equal(ppo[0].returns[11], ppo[1].returns[11])
+    np.testing.assert_allclose(ppo[0].returns[11], [2 - 1.2, 2 - 0.6, 2 - 0.2], rtol=1e-5)
+    in_loss = [
+        make_experience(
+            AlgorithmSettings("grpo", kl_coef=0.2, kl_target="loss", kl_reward_form=form),
+            PAIR,
+            PAIR_SCORES,
+            PAIR_OLD,
+            PAIR_REF,
+        )
+        for form in ("sequence", "token")
+    ]
+    np.testing.assert_array_equal(in_loss[1].advantages[11], in_loss[0].advantages[11])
+    assert len(set(in_loss[1].advantages[11].tolist())) == 1  # flat: the KL is not in the reward

@@ -62,6 +62,18 @@ def test_per_target_rules_follow_the_kl_target_and_estimator() -> None:
     assert (chosen.kl.estimator, chosen.kl.clamp) == ("k3", 10.0)  # verl clamps every k3
 
 
+def test_the_openrlhf_preset_puts_the_kl_in_the_reward_per_token_and_an_override_wins() -> None:
+    orl = config(trainer={"conventions": "openrlhf"}, kl={"coef": 0.1, "target": "reward"})
+    assert orl.kl.reward_form == "token" and algorithm_settings(orl).kl_reward_form == "token"
+    assert resolved_conventions(orl)["values"]["kl.reward_form"]["source"].startswith("OpenRLHF/OpenRLHF@3c3be62: ")
+    kl = {"coef": 0.1, "target": "reward", "reward_form": "sequence"}
+    chosen = config(trainer={"conventions": "openrlhf"}, kl=kl)
+    assert algorithm_settings(chosen).kl_reward_form == "sequence"
+    assert resolved_conventions(chosen)["values"]["kl.reward_form"] == {"value": "sequence", "source": "override"}
+    for preset in ("rlsim", "verl", "trl"):  # verl's apply_kl_penalty form; TRL's RLOO sums the KL the same way
+        assert config(trainer={"conventions": preset}, kl={"target": "reward"}).kl.reward_form == "sequence"
+
+
 def test_a_preset_is_overridden_key_by_key_and_results_json_records_it(tmp_path: Path) -> None:
     path = tmp_path / "c.yaml"
     path.write_text(yaml.safe_dump({"trainer": {"conventions": "verl", "dual_clip": None}}))
@@ -83,7 +95,7 @@ def test_a_preset_is_overridden_key_by_key_and_results_json_records_it(tmp_path:
 def test_bad_convention_values_are_config_errors_listed_together(tmp_path: Path) -> None:
     bad = {
         "trainer": {"conventions": "deepspeed", "std_ddof": 2, "dual_clip": 0.5, "loss_agg": "sum", "std_eps": -1},
-        "kl": {"clamp": -10, "log_ratio_clamp": 0, "estimator": "k4"},
+        "kl": {"clamp": -10, "log_ratio_clamp": 0, "estimator": "k4", "reward_form": "per-token"},
     }
     path = tmp_path / "c.yaml"
     path.write_text(yaml.safe_dump(bad))
@@ -101,7 +113,9 @@ def test_bad_convention_values_are_config_errors_listed_together(tmp_path: Path)
         "kl.clamp",
         "kl.log_ratio_clamp",
         "kl.estimator",
+        "kl.reward_form",
     }
+    assert "'sequence' or 'token'" in text  # the valid reward forms are named
     # The default batch is 8 prompts x 4 samples = 32 rollouts: 5 does not divide it.
     path.write_text(yaml.safe_dump({"trainer": {"loss_scale": 512, "mini_batch_size": 5}, "async": {"is_floor": 2.0}}))
     with pytest.raises(ConfigError) as err:

@@ -30,7 +30,11 @@ class KlConfig(_Strict):
     """KL to the reference. ``coef`` 0 turns it (and the reference pass) off. ``estimator``: ``k1``
     (log p - log p_ref), ``k2`` ((log p - log p_ref)^2 / 2), ``k3`` ((r - 1) - log r, r = p_ref / p)
     or ``k3+`` (k3's value, k2's gradient). ``target``: ``reward`` (subtracted from the per-token
-    rewards) or ``loss`` (``coef`` x the aggregated KL added to the policy loss). ``log_ratio_clamp``:
+    rewards) or ``loss`` (``coef`` x the aggregated KL added to the policy loss). ``reward_form``: how
+    grpo / rloo put the KL in the reward: ``sequence`` (``coef`` x the summed KL off the score before
+    the baseline, one advantage per sequence; verl) or ``token`` (the baseline on the raw score, then
+    each token's reward-to-go with ``-coef`` x KL per token; OpenRLHF); ppo's KL is per token either
+    way (rlsim.algorithms.experience). ``log_ratio_clamp``:
     on k3's ``log r`` before ``exp``; ``clamp``: on the estimate (None: off; rlsim.algorithms.kl).
     ``controller``: ``fixed`` keeps ``coef``; ``adaptive`` starts at ``coef`` and moves it towards
     ``target_kl`` with ``horizon`` (sequences; rlsim.algorithms.kl_control)."""
@@ -38,6 +42,7 @@ class KlConfig(_Strict):
     coef: float = Field(0.0, ge=0)
     estimator: Literal["k1", "k2", "k3", "k3+"] = "k3"
     target: Literal["reward", "loss"] = "loss"
+    reward_form: Literal["sequence", "token"] = "sequence"
     log_ratio_clamp: float | None = Field(20.0, gt=0)
     clamp: float | None = Field(None, gt=0)
     controller: Literal["fixed", "adaptive"] = "fixed"
@@ -156,6 +161,7 @@ def algorithm_settings(config: RunConfig) -> AlgorithmSettings:
         kl_coef=kl.coef,
         kl_estimator=kl.estimator,
         kl_target=kl.target,
+        kl_reward_form=kl.reward_form,
         normalize_std=t.normalize_std,
         std_ddof=t.std_ddof,
         std_eps=t.std_eps,

@@ -60,6 +60,7 @@ def _verl_kl_clamp(data: Mapping[str, Any]) -> float | None:
 _VERL_ACTOR = "verl/trainer/config/actor/actor.yaml"
 _VERL_ALGOS = "verl/trainer/ppo/core_algos.py"
 _ORLHF_CLI = "openrlhf/cli/train_ppo_ray.py"
+_ORLHF_ADV = "openrlhf/trainer/ppo_utils/experience_maker.py compute_advantages_and_returns"
 _TRL_GRPO = "trl/trainer/grpo_config.py"
 _TRL_LOSS = "trl/trainer/grpo_trainer.py _compute_loss"
 
@@ -84,6 +85,7 @@ TABLE: dict[str, dict[str, Entry]] = {
         "kl.controller": Entry("fixed", "rlsim default"),
         "kl.horizon": Entry(10000, "rlsim default (used when adaptive)"),
         "kl.target_kl": Entry(None, "rlsim default (set it for adaptive)"),
+        "kl.reward_form": Entry("sequence", "rlsim default (verl's form)"),
         "async.is_cap": Entry(2.0, "rlsim default"),
         "async.is_floor": Entry(None, "rlsim default (off)"),
     },
@@ -110,6 +112,11 @@ TABLE: dict[str, dict[str, Entry]] = {
         "kl.controller": Entry("fixed", "verl/trainer/config/ppo_trainer.yaml algorithm.kl_ctrl.type"),
         "kl.horizon": Entry(10000, "verl/trainer/config/ppo_trainer.yaml algorithm.kl_ctrl.horizon"),
         "kl.target_kl": Entry(0.1, "verl/trainer/config/ppo_trainer.yaml algorithm.kl_ctrl.target_kl"),
+        "kl.reward_form": Entry(
+            "sequence",
+            "verl/trainer/ppo/ray_trainer.py apply_kl_penalty, then "
+            f"{_VERL_ALGOS} compute_grpo_outcome_advantage / compute_rloo_outcome_advantage sum the token rewards",
+        ),
         "async.is_cap": Entry(2.0, "verl/trainer/config/algorithm/rollout_correction.yaml rollout_is_threshold"),
         "async.is_floor": Entry(None, "verl/trainer/config/algorithm/rollout_correction.yaml (upper only)"),
     },
@@ -132,6 +139,11 @@ TABLE: dict[str, dict[str, Entry]] = {
         "kl.controller": Entry("fixed", f"{_ORLHF_CLI} --algo.kl.target (None: fixed)"),
         "kl.horizon": Entry(10000, f"{_ORLHF_CLI} --algo.kl.horizon"),
         "kl.target_kl": Entry(None, f"{_ORLHF_CLI} --algo.kl.target"),
+        "kl.reward_form": Entry(
+            "token",
+            f"{_ORLHF_ADV} (the baseline on the raw score, then compute_reward from openrlhf/models/utils.py, "
+            "then get_cumulative_returns)",
+        ),
         "async.is_cap": Entry(5.0, f"{_ORLHF_CLI} --algo.advantage.is_correction_threshold"),
         "async.is_floor": Entry(0.5, f"{_ORLHF_CLI} --algo.advantage.is_correction_threshold"),
     },
@@ -157,6 +169,11 @@ TABLE: dict[str, dict[str, Entry]] = {
         "kl.controller": Entry("fixed", f"{_TRL_GRPO} beta (a constant)"),
         "kl.horizon": Entry(10000, "not used by TRL (rlsim default)"),
         "kl.target_kl": Entry(None, "not used by TRL"),
+        "kl.reward_form": Entry(
+            "sequence",
+            "trl/trainer/rloo_trainer.py _generate_and_score_completions (beta x summed KL off the reward "
+            f"before the baseline); GRPO has no KL in the reward ({_TRL_LOSS} adds beta x KL to the loss)",
+        ),
         "async.is_cap": Entry(3.0, f"{_TRL_GRPO} vllm_importance_sampling_clip_max"),
         "async.is_floor": Entry(None, f"{_TRL_GRPO} vllm_importance_sampling_clip_min"),
     },
