@@ -52,6 +52,20 @@ def test_each_framework_preset_sets_its_defaults() -> None:
     trl = config(trainer={"conventions": "trl"})
     assert (trl.trainer.std_ddof, trl.trainer.std_eps, trl.kl.estimator, trl.kl.clamp) == (1, 1e-4, "k3", None)
     assert (trl.kl.log_ratio_clamp, trl.async_.is_cap, trl.trainer.value_clip) == (None, 3.0, 0.2)
+    assert trl.trainer.delta_clip is None  # TRL's delta defaults to None
+
+
+def test_bad_delta_clip_values_are_config_errors(tmp_path: Path) -> None:
+    path = tmp_path / "c.yaml"
+    for delta in (1.0, 0.5, 0.0, -2.0):
+        with pytest.raises(ConfigError, match="trainer.delta_clip: Input should be greater than 1"):
+            load_run_config(_write(path, {"trainer": {"delta_clip": delta}}))
+    # Above 1 but not above 1 + the upper clip (0.28 here): it would move the positive side's clip.
+    with pytest.raises(ConfigError, match=r"trainer.delta_clip: 1.25 must be above 1 \+ the upper clip \(1.28\)"):
+        load_run_config(_write(path, {"trainer": {"delta_clip": 1.25, "clip_eps_high": 0.28}}))
+    with pytest.raises(ConfigError, match=r"trainer.delta_clip: 1.2 must be above 1 \+ the upper clip \(1.2\)"):
+        load_run_config(_write(path, {"trainer": {"delta_clip": 1.2}}))  # clip_eps 0.2, symmetric
+    assert load_run_config(_write(path, {"trainer": {"delta_clip": 1.3, "clip_eps_high": 0.28}})).trainer.delta_clip
 
 
 def test_per_target_rules_follow_the_kl_target_and_estimator() -> None:

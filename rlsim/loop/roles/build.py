@@ -76,6 +76,7 @@ def trainer_settings(config: RunConfig, placement: ResolvedPlacement) -> Trainer
         is_floor=config.async_.is_floor if off_policy else None,
         clip_eps_high=t.clip_eps_high,
         dual_clip=t.dual_clip,
+        delta_clip=t.delta_clip,
         log_ratio_clamp=t.log_ratio_clamp,
         loss_agg=t.loss_agg,
         loss_scale=loss_scale(config),

@@ -53,6 +53,7 @@ class TrainerSettings:
     # The surrogate's and the aggregation's conventions (rlsim.algorithms.losses, .aggregation).
     clip_eps_high: float | None = None  # None: clip_eps (symmetric)
     dual_clip: float | None = None
+    delta_clip: float | None = None
     log_ratio_clamp: float | None = None
     loss_agg: LossAggregation = "token-mean"
     loss_scale: float | None = None  # the seq-mean-token-sum-norm constant (tokens)
@@ -129,7 +130,14 @@ class PolicyTrainer:
         from rlsim.algorithms.actor_loss import SurrogateSettings
 
         s = self.settings
-        return SurrogateSettings(s.clip_eps, s.clip_eps_high, s.dual_clip, s.log_ratio_clamp, s.loss_agg, s.loss_scale)
+        return SurrogateSettings(
+            s.clip_eps, s.clip_eps_high, s.dual_clip, s.log_ratio_clamp, s.loss_agg, s.loss_scale, s.delta_clip
+        )
+
+    @property
+    def _bounds_negatives(self) -> bool:
+        """The dual clip or ``delta_clip`` bounds the loss of negative advantages (verl's ``pg_clipfrac_lower``)."""
+        return self.settings.dual_clip is not None or self.settings.delta_clip is not None
 
     def _batches(self, rollouts: Sequence[Rollout]) -> list[Packed]:
         return micro_batches(rollouts, self.settings.micro_batch, self._pad, self._device)
@@ -238,7 +246,7 @@ class PolicyTrainer:
             loss=sums["loss"] / parts,
             clip_fraction=sums["outside"] / max(total, 1),
             pg_clip_fraction=sums["clipped"] / max(total, 1),
-            pg_clip_fraction_lower=sums["dual_clipped"] / max(total, 1) if self.settings.dual_clip else None,
+            pg_clip_fraction_lower=sums["dual_clipped"] / max(total, 1) if self._bounds_negatives else None,
             kl_loss=sums["kl_loss"] / parts if kl_in_loss else None,
             kl_coef=alg.kl_coef if alg.uses_reference else None,
             kl_target=alg.kl_target if alg.uses_reference else None,
