@@ -62,6 +62,8 @@ _VERL_ALGOS = "verl/trainer/ppo/core_algos.py"
 _ORLHF_CLI = "openrlhf/cli/train_ppo_ray.py"
 _TRL_GRPO = "trl/trainer/grpo_config.py"
 _TRL_LOSS = "trl/trainer/grpo_trainer.py _compute_loss"
+_VERL_IS = "verl/trainer/config/algorithm/rollout_correction.yaml"
+_VERL_IS_CODE = "verl/trainer/ppo/rollout_corr_helper.py compute_rollout_correction_weights"
 
 # Keys are the config's dotted paths; rlsim's column is the config's own defaults.
 TABLE: dict[str, dict[str, Entry]] = {
@@ -87,6 +89,8 @@ TABLE: dict[str, dict[str, Entry]] = {
         "kl.target_kl": Entry(None, "rlsim default (set it for adaptive)"),
         "async.is_cap": Entry(2.0, "rlsim default"),
         "async.is_floor": Entry(None, "rlsim default (off)"),
+        "async.is_level": Entry("token", "rlsim default"),
+        "async.is_mode": Entry("truncate", "rlsim default"),
     },
     "verl": {
         "trainer.clip_eps": Entry(0.2, f"{_VERL_ACTOR} clip_ratio_low"),
@@ -112,8 +116,10 @@ TABLE: dict[str, dict[str, Entry]] = {
         "kl.controller": Entry("fixed", "verl/trainer/config/ppo_trainer.yaml algorithm.kl_ctrl.type"),
         "kl.horizon": Entry(10000, "verl/trainer/config/ppo_trainer.yaml algorithm.kl_ctrl.horizon"),
         "kl.target_kl": Entry(0.1, "verl/trainer/config/ppo_trainer.yaml algorithm.kl_ctrl.target_kl"),
-        "async.is_cap": Entry(2.0, "verl/trainer/config/algorithm/rollout_correction.yaml rollout_is_threshold"),
-        "async.is_floor": Entry(None, "verl/trainer/config/algorithm/rollout_correction.yaml (upper only)"),
+        "async.is_cap": Entry(2.0, f"{_VERL_IS} rollout_is_threshold"),
+        "async.is_floor": Entry(None, f"{_VERL_IS} (upper only)"),
+        "async.is_level": Entry("token", f"{_VERL_IS} rollout_is (null: off; token or sequence when set)"),
+        "async.is_mode": Entry("truncate", f"{_VERL_IS_CODE} (clamp at the threshold; rollout_rs null: no rejection)"),
     },
     "openrlhf": {
         "trainer.clip_eps": Entry(0.2, f"{_ORLHF_CLI} --actor.eps_clip"),
@@ -137,6 +143,8 @@ TABLE: dict[str, dict[str, Entry]] = {
         "kl.target_kl": Entry(None, f"{_ORLHF_CLI} --algo.kl.target"),
         "async.is_cap": Entry(5.0, f"{_ORLHF_CLI} --algo.advantage.is_correction_threshold"),
         "async.is_floor": Entry(0.5, f"{_ORLHF_CLI} --algo.advantage.is_correction_threshold"),
+        "async.is_level": Entry("token", f"{_ORLHF_CLI} --algo.advantage.is_correction_type (tis)"),
+        "async.is_mode": Entry("truncate", f"{_ORLHF_CLI} --algo.advantage.is_correction_type (tis)"),
     },
     "trl": {
         "trainer.clip_eps": Entry(0.2, f"{_TRL_GRPO} epsilon"),
@@ -163,6 +171,8 @@ TABLE: dict[str, dict[str, Entry]] = {
         "kl.target_kl": Entry(None, "not used by TRL"),
         "async.is_cap": Entry(3.0, f"{_TRL_GRPO} vllm_importance_sampling_clip_max"),
         "async.is_floor": Entry(None, f"{_TRL_GRPO} vllm_importance_sampling_clip_min"),
+        "async.is_level": Entry("sequence", f"{_TRL_GRPO} vllm_importance_sampling_mode (sequence_mask)"),
+        "async.is_mode": Entry("mask", f"{_TRL_GRPO} vllm_importance_sampling_mode (sequence_mask)"),
     },
 }
 CONVENTION_KEYS: tuple[str, ...] = tuple(TABLE["rlsim"])
@@ -258,9 +268,14 @@ def convention_problems(config: Any) -> list[str]:
             "(workload.prompts_per_step x group_size); pick a divisor so every optimizer step is the same size"
         )
     problems += _delta_problems(t)
-    floor = config.async_.is_floor
+    floor, cap = config.async_.is_floor, config.async_.is_cap
     if floor is not None and not 0 < floor <= 1:
         problems.append(f"async.is_floor: {floor} must lie in (0, 1]; a floor above 1 would up-weight on-policy tokens")
+    elif floor is not None and not floor < cap:
+        problems.append(
+            f"async.is_floor: {floor} must lie below async.is_cap ({cap}), as TRL requires of "
+            "vllm_importance_sampling_clip_min; equal bounds weight every token 1 (truncate) or drop it (mask)"
+        )
     return problems
 
 

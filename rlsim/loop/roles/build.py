@@ -74,6 +74,8 @@ def trainer_settings(config: RunConfig, placement: ResolvedPlacement) -> Trainer
         algorithm=algorithm_settings(config),
         is_cap=config.async_.is_cap if off_policy else None,
         is_floor=config.async_.is_floor if off_policy else None,
+        is_level=config.async_.is_level,
+        is_mode=config.async_.is_mode,
         clip_eps_high=t.clip_eps_high,
         dual_clip=t.dual_clip,
         delta_clip=t.delta_clip,

@@ -25,6 +25,7 @@ import numpy as np
 from rlsim.algorithms.aggregation import LossAggregation
 from rlsim.algorithms.experience import AlgorithmSettings, Experience, make_experience
 from rlsim.algorithms.kl_control import KlController, sequence_mean_kl
+from rlsim.algorithms.off_policy import IsCorrection, IsLevel, IsMode, correct_off_policy
 from rlsim.loop.roles.packing import Packed, micro_batches, mini_batch_split, pad_id, response_logprobs
 from rlsim.rollout.types import Rollout
 from rlsim.torch_setup import prepare_torch
@@ -48,8 +49,10 @@ class TrainerSettings:
     threads: int | None = None
     seed: int = 0
     algorithm: AlgorithmSettings = field(default_factory=AlgorithmSettings)
-    is_cap: float | None = None  # async: truncated importance weight vs the behaviour policy (algorithms.off_policy)
+    is_cap: float | None = None  # async: the importance weight's cap (algorithms.off_policy; None: no correction)
     is_floor: float | None = None  # and its lower bound (None: none)
+    is_level: IsLevel = "token"  # a ratio per token, or one per rollout
+    is_mode: IsMode = "truncate"  # clip into the bounds, or weight 0 outside them
     # The surrogate's and the aggregation's conventions (rlsim.algorithms.losses, .aggregation).
     clip_eps_high: float | None = None  # None: clip_eps (symmetric)
     dual_clip: float | None = None
@@ -90,6 +93,9 @@ class TrainStats:
     is_weight_mean: float | None = None  # async only (rlsim.algorithms.off_policy.OffPolicyStats)
     is_truncated_fraction: float | None = None
     is_ratio_mean: float | None = None
+    is_masked_fraction: float | None = None
+    is_seq_truncated_fraction: float | None = None
+    is_seq_masked_fraction: float | None = None
     pg_clip_fraction: float | None = None
     pg_clip_fraction_lower: float | None = None
     kl_loss: float | None = None
@@ -166,14 +172,12 @@ class PolicyTrainer:
         t0 = time.perf_counter()
         exp = self.experience(rollouts, rewards, ref_logprobs, values)
         off = None
-        if self.settings.is_cap is not None:
-            from rlsim.algorithms.off_policy import correct_off_policy
-
-            exp, off = correct_off_policy(exp, rollouts, self.settings.is_cap, self.settings.is_floor)
+        s = self.settings
+        if s.is_cap is not None:
+            exp, off = correct_off_policy(exp, rollouts, IsCorrection(s.is_cap, s.is_floor, s.is_level, s.is_mode))
         stats = self.update(rollouts, exp)
         if off is not None:
-            stats.is_weight_mean, stats.is_truncated_fraction = off.is_weight_mean, off.is_truncated_fraction
-            stats.is_ratio_mean = off.is_ratio_mean
+            stats = replace(stats, **asdict(off))
         stats.reward_mean, stats.reward_std = _mean_std([float(rewards[x.uid]) for x in rollouts])
         if critic is not None and exp.returns is not None and exp.values is not None:
             stats.value_loss = critic.update(rollouts, exp.returns, exp.values).value_loss
