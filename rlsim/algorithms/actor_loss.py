@@ -23,7 +23,8 @@ from rlsim.algorithms.losses import PolicyLossTerms, policy_loss_terms
 @dataclass(frozen=True)
 class SurrogateSettings:
     """``clip_eps`` (low) and ``clip_eps_high`` (None: symmetric), ``dual_clip`` ``c`` and the policy
-    ``log_ratio_clamp`` (None: off), the aggregation ``loss_agg`` and its ``loss_scale`` constant."""
+    ``log_ratio_clamp`` (None: off), the aggregation ``loss_agg`` and its ``loss_scale`` constant,
+    TRL's ``delta_clip`` (None: off)."""
 
     clip_eps: float = 0.2
     clip_eps_high: float | None = None
@@ -31,6 +32,7 @@ class SurrogateSettings:
     log_ratio_clamp: float | None = None
     loss_agg: LossAggregation = "token-mean"
     loss_scale: float | None = None
+    delta_clip: float | None = None
 
 
 @dataclass(frozen=True)
@@ -58,7 +60,9 @@ def actor_loss(
     in that order), part of an optimizer step's batch of ``batch = (sequences, tokens)``: summed over
     the micro-batches it gives the gradient of the whole batch's loss."""
     s = surrogate
-    terms = policy_loss_terms(logp, old_logp, advantages, s.clip_eps, s.clip_eps_high, s.dual_clip, s.log_ratio_clamp)
+    terms = policy_loss_terms(
+        logp, old_logp, advantages, s.clip_eps, s.clip_eps_high, s.dual_clip, s.log_ratio_clamp, s.delta_clip
+    )
     sequences, tokens = batch
     weights = None
     if s.loss_agg != "token-mean":  # token-mean keeps the plain sum / tokens, bit for bit as before

@@ -13,6 +13,12 @@ The surrogate's conventions are settings, each off (rlsim's behaviour) unless gi
 - dual clip (Ye et al. 2020): for ``A < 0`` the loss is at most ``-c * A``, so a token whose ratio
   has run far above 1 stops pushing (verl applies it always with ``clip_ratio_c: 3``; OpenRLHF only
   with ``--actor.dual_clip``);
+- TRL's ``delta`` (INTELLECT-2's two-sided clip; ``trl/trainer/grpo_config.py`` ``delta``, applied in
+  ``trl/trainer/grpo_trainer.py`` ``_compute_loss`` as ``coef_1 = clamp(coef_1, max=delta)`` before
+  ``-min(coef_1 * A, coef_2 * A)``): the unclipped term's ratio is clamped at ``delta`` for every sign
+  of ``A``. rlsim requires ``delta > 1 + eps_high`` (TRL recommends ``> 1 + eps`` and checks nothing),
+  and there it only binds for ``A < 0``: the loss is ``min(max(r, clip(r)), delta) * |A|``, which is
+  the dual clip at ``c = delta``, value and gradient. With both set the smaller bound holds;
 - a clamp of the log-ratio before ``exp`` (verl and OpenRLHF clamp at +-20).
 """
 
@@ -28,8 +34,8 @@ class PolicyLossTerms:
     """Per token, ``(n,)``: ``loss``; ``outside`` (bool) the ratio left ``[1 - eps_low, 1 + eps_high]``
     (rlsim's ``clip_fraction``); ``clipped`` the clipped term is the one taken, i.e. the clipped loss
     is strictly above the unclipped one (verl's ``actor/pg_clipfrac``, OpenRLHF's ``clip_ratio``);
-    ``dual_clipped`` the dual-clip bound is the one taken (verl's ``actor/pg_clipfrac_lower``; all
-    False without dual clip)."""
+    ``dual_clipped`` a bound on the loss of a negative advantage, the dual clip's or ``delta_clip``'s,
+    is the one taken (verl's ``actor/pg_clipfrac_lower``; all False without either)."""
 
     loss: torch.Tensor
     outside: torch.Tensor
@@ -45,26 +51,31 @@ def policy_loss_terms(
     clip_eps_high: float | None = None,
     dual_clip: float | None = None,
     log_ratio_clamp: float | None = None,
+    delta_clip: float | None = None,
 ) -> PolicyLossTerms:
     """The clipped surrogate ``-min(ratio * A, clip(ratio, 1 - clip_eps, 1 + clip_eps_high) * A)`` per
     token, ``ratio = p / p_old``; ``clip_eps_high`` None: ``clip_eps``. ``dual_clip`` ``c`` (> 1): for
     ``A < 0`` the loss is ``min(that, -c * A)``. ``log_ratio_clamp``: ``log p - log p_old`` clamped to
-    ``+-`` it before ``exp`` (None: no clamp)."""
+    ``+-`` it before ``exp`` (None: no clamp). ``delta_clip``: TRL's ``delta``, the first term's ratio
+    is ``min(ratio, delta)`` (None: off)."""
     high = clip_eps if clip_eps_high is None else clip_eps_high
     log_ratio = logp - old_logp
     if log_ratio_clamp is not None:
         log_ratio = torch.clamp(log_ratio, -log_ratio_clamp, log_ratio_clamp)
     ratio = torch.exp(log_ratio)
-    unclipped = -ratio * advantages
+    unclipped = -(ratio if delta_clip is None else torch.clamp(ratio, max=delta_clip)) * advantages
     clipped_loss = -torch.clamp(ratio, 1 - clip_eps, 1 + high) * advantages
     loss = torch.maximum(unclipped, clipped_loss)
-    dual = torch.zeros_like(loss, dtype=torch.bool)
+    lower = torch.zeros_like(loss, dtype=torch.bool)
+    if delta_clip is not None:
+        lower = (advantages < 0) & (ratio > delta_clip)
     if dual_clip is not None:
         bound = -dual_clip * advantages
         dual = (advantages < 0) & (loss > bound)
         loss = torch.where(dual, bound, loss)
+        lower = lower | dual
     outside = (ratio - 1 > high) | (1 - ratio > clip_eps)
-    return PolicyLossTerms(loss, outside, clipped_loss > unclipped, dual)
+    return PolicyLossTerms(loss, outside, clipped_loss > unclipped, lower)
 
 
 def clipped_policy_loss(

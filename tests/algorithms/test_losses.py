@@ -75,3 +75,47 @@ def test_the_policy_log_ratio_clamp_keeps_the_ratio_finite() -> None:
     t = policy_loss_terms(torch.tensor([100.0]), torch.zeros(1), torch.tensor([-1.0]), 0.2, log_ratio_clamp=20.0)
     assert float(t.loss) == pytest.approx(math.exp(20), rel=1e-6)
     assert math.isinf(float(policy_loss_terms(torch.tensor([100.0]), torch.zeros(1), torch.tensor([-1.0]), 0.2).loss))
+
+
+def _loss_and_grad(ratio: float, advantage: float, **kw: float) -> tuple[float, float]:
+    """The surrogate's loss at one token and its gradient in log p (old log p 0, eps 0.2)."""
+    logp = torch.tensor([math.log(ratio)], requires_grad=True)
+    t = policy_loss_terms(logp, torch.zeros(1), torch.tensor([advantage]), 0.2, **kw)  # type: ignore[arg-type]
+    t.loss.sum().backward()
+    assert logp.grad is not None
+    return float(t.loss.detach()), float(logp.grad)
+
+
+def test_trls_delta_clamps_the_unclipped_ratio_as_grpo_trainer_does() -> None:
+    # Ratio 3, eps 0.2, delta 2 (TRL: coef_1 = min(3, 2) = 2, coef_2 = clip(3, 0.8, 1.2) = 1.2):
+    # A = +1: -min(2 * 1, 1.2 * 1) = -1.2, the clipped term, constant in log p: gradient 0 (as without delta).
+    assert _loss_and_grad(3.0, 1.0, delta_clip=2.0) == pytest.approx((-1.2, 0.0))
+    assert _loss_and_grad(3.0, 1.0) == pytest.approx((-1.2, 0.0))
+    # A = -1: -min(-2, -1.2) = 2, the clamped ratio, constant: gradient 0. Without delta: loss = ratio = 3,
+    # gradient d(e^{log p})/d log p = 3.
+    assert _loss_and_grad(3.0, -1.0, delta_clip=2.0) == pytest.approx((2.0, 0.0))
+    assert _loss_and_grad(3.0, -1.0) == pytest.approx((3.0, 3.0))
+    # Below delta nothing changes: ratio 1.5, A = -1 -> loss 1.5, gradient 1.5.
+    assert _loss_and_grad(1.5, -1.0, delta_clip=2.0) == pytest.approx((1.5, 1.5))
+    bounded = policy_loss_terms(torch.log(torch.tensor([3.0, 3.0])), torch.zeros(2), torch.tensor([1.0, -1.0]), 0.2)
+    assert not bounded.dual_clipped.any()
+    t = policy_loss_terms(
+        torch.log(torch.tensor([3.0, 3.0])), torch.zeros(2), torch.tensor([1.0, -1.0]), 0.2, delta_clip=2.0
+    )
+    assert t.dual_clipped.tolist() == [False, True]  # counted as verl's pg_clipfrac_lower
+
+
+@pytest.mark.parametrize("ratio", [0.5, 1.1, 1.5, 2.5, 3.0, 10.0])
+@pytest.mark.parametrize("advantage", [1.0, -1.0])
+def test_delta_above_the_upper_clip_is_the_dual_clip_at_c_equal_delta(ratio: float, advantage: float) -> None:
+    # delta > 1 + eps: for A > 0 min(min(r, delta), clip(r)) = min(r, clip(r)); for A < 0 the loss is
+    # min(max(r, clip(r)), delta) * |A|, the dual clip's min(max(r, clip(r)), c) * |A| at c = delta.
+    assert _loss_and_grad(ratio, advantage, delta_clip=2.0) == pytest.approx(
+        _loss_and_grad(ratio, advantage, dual_clip=2.0)
+    )
+
+
+def test_delta_and_dual_clip_together_take_the_smaller_bound() -> None:
+    # Ratio 3, A = -1: delta 2 bounds the loss at 2, dual clip 2.5 at 2.5 -> 2; dual clip 1.5 -> 1.5.
+    assert _loss_and_grad(3.0, -1.0, delta_clip=2.0, dual_clip=2.5) == pytest.approx((2.0, 0.0))
+    assert _loss_and_grad(3.0, -1.0, delta_clip=2.0, dual_clip=1.5) == pytest.approx((1.5, 0.0))

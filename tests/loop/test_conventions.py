@@ -52,6 +52,58 @@ def test_each_framework_preset_sets_its_defaults() -> None:
     trl = config(trainer={"conventions": "trl"})
     assert (trl.trainer.std_ddof, trl.trainer.std_eps, trl.kl.estimator, trl.kl.clamp) == (1, 1e-4, "k3", None)
     assert (trl.kl.log_ratio_clamp, trl.async_.is_cap, trl.trainer.value_clip) == (None, 3.0, 0.2)
+    # TRL's vllm_importance_sampling_mode defaults to sequence_mask; the others truncate per token.
+    assert (trl.async_.is_level, trl.async_.is_mode, trl.trainer.delta_clip) == ("sequence", "mask", None)
+    for other in (verl, orl, RunConfig()):
+        assert (other.async_.is_level, other.async_.is_mode, other.trainer.delta_clip) == ("token", "truncate", None)
+
+
+def test_the_trl_preset_reaches_the_trainer_and_masks_a_drifted_sequence() -> None:
+    from rlsim.algorithms.off_policy import IsCorrection, importance_weights
+    from rlsim.loop.roles.build import trainer_settings
+    from rlsim.placement import ResolvedPlacement
+
+    c = config(schedule="async", trainer={"conventions": "trl"}, async_={"is_floor": 0.5})  # type: ignore[arg-type]
+    s = trainer_settings(c, ResolvedPlacement(cores=(0,), threads=1))
+    assert (s.is_cap, s.is_floor, s.is_level, s.is_mode, s.delta_clip) == (3.0, 0.5, "sequence", "mask", None)
+    assert s.is_cap is not None  # for mypy: schedule async sets it
+    # Three tokens at ratio 1.5, each inside [0.5, 3]: their product 3.375 leaves it, so TRL drops the
+    # rollout (weight 0 for all three) where rlsim's default keeps each token at 1.5.
+    proximal, behaviour = np.log(np.full(3, 0.6, np.float32)), np.log(np.full(3, 0.4, np.float32))
+    trl = importance_weights(proximal, behaviour, IsCorrection(s.is_cap, s.is_floor, s.is_level, s.is_mode))[0]
+    assert trl.tolist() == [0.0, 0.0, 0.0]
+    np.testing.assert_allclose(importance_weights(proximal, behaviour, IsCorrection(3.0))[0], [1.5] * 3, rtol=1e-6)
+
+
+def test_bad_delta_clip_values_are_config_errors(tmp_path: Path) -> None:
+    path = tmp_path / "c.yaml"
+    for delta in (1.0, 0.5, 0.0, -2.0):
+        with pytest.raises(ConfigError, match="trainer.delta_clip: Input should be greater than 1"):
+            load_run_config(_write(path, {"trainer": {"delta_clip": delta}}))
+    # Above 1 but not above 1 + the upper clip (0.28 here): it would move the positive side's clip.
+    with pytest.raises(ConfigError, match=r"trainer.delta_clip: 1.25 must be above 1 \+ the upper clip \(1.28\)"):
+        load_run_config(_write(path, {"trainer": {"delta_clip": 1.25, "clip_eps_high": 0.28}}))
+    with pytest.raises(ConfigError, match=r"trainer.delta_clip: 1.2 must be above 1 \+ the upper clip \(1.2\)"):
+        load_run_config(_write(path, {"trainer": {"delta_clip": 1.2}}))  # clip_eps 0.2, symmetric
+    assert load_run_config(_write(path, {"trainer": {"delta_clip": 1.3, "clip_eps_high": 0.28}})).trainer.delta_clip
+
+
+def test_bad_off_policy_values_are_config_errors(tmp_path: Path) -> None:
+    path = tmp_path / "c.yaml"
+    with pytest.raises(ConfigError) as err:
+        load_run_config(_write(path, {"async": {"is_level": "geometric", "is_mode": "reject"}}))
+    assert {e.split(":")[0] for e in err.value.errors} == {"async.is_level", "async.is_mode"}
+    text = "\n".join(err.value.errors)
+    assert "'token' or 'sequence'" in text and "'truncate' or 'mask'" in text  # the valid values are named
+    # Bounds: a floor of 0 or below, and a floor equal to the cap (both 1), are refused.
+    for floor in (0.0, -0.5):
+        with pytest.raises(ConfigError, match=r"async.is_floor: .* must lie in \(0, 1\]"):
+            load_run_config(_write(path, {"async": {"is_floor": floor, "is_mode": "mask"}}))
+    with pytest.raises(ConfigError, match=r"async.is_floor: 1.0 must lie below async.is_cap \(1.0\)"):
+        load_run_config(_write(path, {"async": {"is_floor": 1.0, "is_cap": 1.0, "is_mode": "mask"}}))
+    # A cap of 0 or below is refused where it is used (schedule async), as before.
+    with pytest.raises(ConfigError, match="async.is_cap: 0.0 is below 1"):
+        load_run_config(_write(path, {"schedule": "async", "policy": {"backend": "vllm"}, "async": {"is_cap": 0}}))
 
 
 def test_per_target_rules_follow_the_kl_target_and_estimator() -> None:

@@ -5,9 +5,11 @@ the weights being updated). ``queue_size``: scored rollouts buffered for the tra
 allowed version of lag plus one, i.e. ``(max_staleness + 1) x prompts_per_step x group_size``).
 ``partial_rollouts``: generations in flight take new weights between engine steps and continue under
 them, recording both versions (AReaL's interruptible generation: abort, reload, resubmit prompt + the
-tokens sampled so far); needs a backend that can (vLLM). ``is_cap``: the truncation of
+tokens sampled so far); needs a backend that can (vLLM). ``is_cap`` / ``is_floor``: the bounds of
 the importance weight between the trainer's policy before the update and the behaviour policy that
-generated a token (rlsim.algorithms.off_policy).
+generated a token; ``is_level``: a weight per ``token`` or one per rollout (``sequence``, the product
+of its token ratios); ``is_mode``: ``truncate`` into the bounds or ``mask`` (weight 0) outside them
+(rlsim.algorithms.off_policy).
 ``checkpoint``: the trainer saves its weights, optimizer state and policy version into ``--out`` after
 every update (a ``checkpoint`` event on its lane), so ``--resume`` continues from that exact policy.
 
@@ -22,6 +24,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
+from rlsim.algorithms.off_policy import IsLevel, IsMode
 from rlsim.schedule_kinds import SCHEDULES, schedule_kind
 
 
@@ -35,6 +38,8 @@ class AsyncConfig(BaseModel):
     is_floor: float | None = (
         None  # a lower bound on the weight (OpenRLHF: 0.5); rlsim.loop.config.conventions checks it
     )
+    is_level: IsLevel = "token"
+    is_mode: IsMode = "truncate"
     checkpoint: bool = True
 
     def resolved_queue_size(self, batch: int) -> int:

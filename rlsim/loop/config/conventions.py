@@ -63,6 +63,8 @@ _ORLHF_CLI = "openrlhf/cli/train_ppo_ray.py"
 _ORLHF_ADV = "openrlhf/trainer/ppo_utils/experience_maker.py compute_advantages_and_returns"
 _TRL_GRPO = "trl/trainer/grpo_config.py"
 _TRL_LOSS = "trl/trainer/grpo_trainer.py _compute_loss"
+_VERL_IS = "verl/trainer/config/algorithm/rollout_correction.yaml"
+_VERL_IS_CODE = "verl/trainer/ppo/rollout_corr_helper.py compute_rollout_correction_weights"
 
 # Keys are the config's dotted paths; rlsim's column is the config's own defaults.
 TABLE: dict[str, dict[str, Entry]] = {
@@ -70,6 +72,7 @@ TABLE: dict[str, dict[str, Entry]] = {
         "trainer.clip_eps": Entry(0.2, "rlsim default"),
         "trainer.clip_eps_high": Entry(None, "rlsim default (symmetric)"),
         "trainer.dual_clip": Entry(None, "rlsim default (off)"),
+        "trainer.delta_clip": Entry(None, "rlsim default (off)"),
         "trainer.log_ratio_clamp": Entry(None, "rlsim default (off)"),
         "trainer.loss_agg": Entry("token-mean", "rlsim default"),
         "trainer.std_ddof": Entry(0, "rlsim default (population std)"),
@@ -88,11 +91,14 @@ TABLE: dict[str, dict[str, Entry]] = {
         "kl.reward_form": Entry("sequence", "rlsim default (verl's form)"),
         "async.is_cap": Entry(2.0, "rlsim default"),
         "async.is_floor": Entry(None, "rlsim default (off)"),
+        "async.is_level": Entry("token", "rlsim default"),
+        "async.is_mode": Entry("truncate", "rlsim default"),
     },
     "verl": {
         "trainer.clip_eps": Entry(0.2, f"{_VERL_ACTOR} clip_ratio_low"),
         "trainer.clip_eps_high": Entry(0.2, f"{_VERL_ACTOR} clip_ratio_high"),
         "trainer.dual_clip": Entry(3.0, f"{_VERL_ACTOR} clip_ratio_c (applied in compute_policy_loss_vanilla)"),
+        "trainer.delta_clip": Entry(None, f"{_VERL_ALGOS} compute_policy_loss_vanilla (no such clip)"),
         "trainer.log_ratio_clamp": Entry(20.0, f"{_VERL_ALGOS} compute_policy_loss_vanilla"),
         "trainer.loss_agg": Entry("token-mean", f"{_VERL_ACTOR} loss_agg_mode"),
         "trainer.std_ddof": Entry(1, f"{_VERL_ALGOS} compute_grpo_outcome_advantage (torch.std)"),
@@ -117,13 +123,16 @@ TABLE: dict[str, dict[str, Entry]] = {
             "verl/trainer/ppo/ray_trainer.py apply_kl_penalty, then "
             f"{_VERL_ALGOS} compute_grpo_outcome_advantage / compute_rloo_outcome_advantage sum the token rewards",
         ),
-        "async.is_cap": Entry(2.0, "verl/trainer/config/algorithm/rollout_correction.yaml rollout_is_threshold"),
-        "async.is_floor": Entry(None, "verl/trainer/config/algorithm/rollout_correction.yaml (upper only)"),
+        "async.is_cap": Entry(2.0, f"{_VERL_IS} rollout_is_threshold"),
+        "async.is_floor": Entry(None, f"{_VERL_IS} (upper only)"),
+        "async.is_level": Entry("token", f"{_VERL_IS} rollout_is (null: off; token or sequence when set)"),
+        "async.is_mode": Entry("truncate", f"{_VERL_IS_CODE} (clamp at the threshold; rollout_rs null: no rejection)"),
     },
     "openrlhf": {
         "trainer.clip_eps": Entry(0.2, f"{_ORLHF_CLI} --actor.eps_clip"),
         "trainer.clip_eps_high": Entry(0.2, f"{_ORLHF_CLI} --actor.eps_clip_low_high (default: eps_clip)"),
         "trainer.dual_clip": Entry(None, f"{_ORLHF_CLI} --actor.dual_clip"),
+        "trainer.delta_clip": Entry(None, "openrlhf/models/loss.py PolicyLoss (no such clip)"),
         "trainer.log_ratio_clamp": Entry(20.0, "openrlhf/models/loss.py PolicyLoss"),
         "trainer.loss_agg": Entry("token-mean", "openrlhf/models/loss.py PolicyLoss token_level_loss"),
         "trainer.std_ddof": Entry(1, "openrlhf/trainer/ppo_utils/experience_maker.py group_norm (torch.std)"),
@@ -146,11 +155,14 @@ TABLE: dict[str, dict[str, Entry]] = {
         ),
         "async.is_cap": Entry(5.0, f"{_ORLHF_CLI} --algo.advantage.is_correction_threshold"),
         "async.is_floor": Entry(0.5, f"{_ORLHF_CLI} --algo.advantage.is_correction_threshold"),
+        "async.is_level": Entry("token", f"{_ORLHF_CLI} --algo.advantage.is_correction_type (tis)"),
+        "async.is_mode": Entry("truncate", f"{_ORLHF_CLI} --algo.advantage.is_correction_type (tis)"),
     },
     "trl": {
         "trainer.clip_eps": Entry(0.2, f"{_TRL_GRPO} epsilon"),
         "trainer.clip_eps_high": Entry(0.2, f"{_TRL_GRPO} epsilon_high (default: epsilon)"),
-        "trainer.dual_clip": Entry(None, f"{_TRL_GRPO} (delta, a different two-sided clip, off)"),
+        "trainer.dual_clip": Entry(None, f"{_TRL_GRPO} (none; its delta is trainer.delta_clip)"),
+        "trainer.delta_clip": Entry(None, f"{_TRL_GRPO} delta"),
         "trainer.log_ratio_clamp": Entry(None, _TRL_LOSS),
         "trainer.loss_agg": Entry("token-mean", f"{_TRL_GRPO} loss_type (dapo)"),
         "trainer.std_ddof": Entry(1, "trl/trainer/utils.py nanstd (Bessel's correction)"),
@@ -176,6 +188,8 @@ TABLE: dict[str, dict[str, Entry]] = {
         ),
         "async.is_cap": Entry(3.0, f"{_TRL_GRPO} vllm_importance_sampling_clip_max"),
         "async.is_floor": Entry(None, f"{_TRL_GRPO} vllm_importance_sampling_clip_min"),
+        "async.is_level": Entry("sequence", f"{_TRL_GRPO} vllm_importance_sampling_mode (sequence_mask)"),
+        "async.is_mode": Entry("mask", f"{_TRL_GRPO} vllm_importance_sampling_mode (sequence_mask)"),
     },
 }
 CONVENTION_KEYS: tuple[str, ...] = tuple(TABLE["rlsim"])
@@ -236,6 +250,7 @@ class TrainerConventions(BaseModel):
     """The convention keys of the ``trainer`` section (``TrainerConfig`` inherits them); defaults are
     rlsim's behaviour. ``conventions``: the preset that fills the keys a config leaves unset.
     ``clip_eps_high``: the upper clip (None: ``clip_eps``); ``dual_clip``: ``c`` > 1 (None: off);
+    ``delta_clip``: TRL's ``delta``, > 1 + the upper clip (None: off; rlsim.algorithms.losses);
     ``log_ratio_clamp``: on the policy ratio's log before ``exp`` (None: off); ``loss_agg`` and
     ``loss_scale`` (rlsim.algorithms.aggregation; None: the workload's longest response);
     ``std_ddof`` / ``std_eps`` / ``group_of_one``: GRPO's group std (rlsim.algorithms.advantages).
@@ -245,6 +260,7 @@ class TrainerConventions(BaseModel):
     conventions: Preset = "rlsim"
     clip_eps_high: float | None = Field(None, gt=0)
     dual_clip: float | None = Field(None, gt=1)
+    delta_clip: float | None = Field(None, gt=1)
     log_ratio_clamp: float | None = Field(None, gt=0)
     loss_agg: LossAggregation = "token-mean"
     loss_scale: float | None = Field(None, gt=0)
@@ -268,7 +284,25 @@ def convention_problems(config: Any) -> list[str]:
             f"trainer.mini_batch_size: {t.mini_batch_size} rollouts do not divide the batch of {batch} "
             "(workload.prompts_per_step x group_size); pick a divisor so every optimizer step is the same size"
         )
-    floor = config.async_.is_floor
+    problems += _delta_problems(t)
+    floor, cap = config.async_.is_floor, config.async_.is_cap
     if floor is not None and not 0 < floor <= 1:
         problems.append(f"async.is_floor: {floor} must lie in (0, 1]; a floor above 1 would up-weight on-policy tokens")
+    elif floor is not None and not floor < cap:
+        problems.append(
+            f"async.is_floor: {floor} must lie below async.is_cap ({cap}), as TRL requires of "
+            "vllm_importance_sampling_clip_min; equal bounds weight every token 1 (truncate) or drop it (mask)"
+        )
     return problems
+
+
+def _delta_problems(t: Any) -> list[str]:
+    """TRL's ``delta`` only bounds negative advantages' loss when above the upper clip; below, it would
+    also move the positive side's clip (TRL recommends ``delta > 1 + epsilon``)."""
+    high = t.clip_eps if t.clip_eps_high is None else t.clip_eps_high
+    if t.delta_clip is None or t.delta_clip > 1 + high:
+        return []
+    return [
+        f"trainer.delta_clip: {t.delta_clip} must be above 1 + the upper clip ({1 + high:g}); below it "
+        "would cap positive advantages' ratio too (set trainer.clip_eps_high for that), so raise it or unset it"
+    ]

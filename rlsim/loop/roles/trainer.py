@@ -25,6 +25,7 @@ import numpy as np
 from rlsim.algorithms.aggregation import LossAggregation
 from rlsim.algorithms.experience import AlgorithmSettings, Experience, make_experience
 from rlsim.algorithms.kl_control import KlController, sequence_mean_kl
+from rlsim.algorithms.off_policy import IsCorrection, IsLevel, IsMode, correct_off_policy
 from rlsim.loop.roles.packing import Packed, micro_batches, mini_batch_split, pad_id, response_logprobs
 from rlsim.rollout.types import Rollout
 from rlsim.torch_setup import prepare_torch
@@ -48,11 +49,14 @@ class TrainerSettings:
     threads: int | None = None
     seed: int = 0
     algorithm: AlgorithmSettings = field(default_factory=AlgorithmSettings)
-    is_cap: float | None = None  # async: truncated importance weight vs the behaviour policy (algorithms.off_policy)
+    is_cap: float | None = None  # async: the importance weight's cap (algorithms.off_policy; None: no correction)
     is_floor: float | None = None  # and its lower bound (None: none)
+    is_level: IsLevel = "token"  # a ratio per token, or one per rollout
+    is_mode: IsMode = "truncate"  # clip into the bounds, or weight 0 outside them
     # The surrogate's and the aggregation's conventions (rlsim.algorithms.losses, .aggregation).
     clip_eps_high: float | None = None  # None: clip_eps (symmetric)
     dual_clip: float | None = None
+    delta_clip: float | None = None
     log_ratio_clamp: float | None = None
     loss_agg: LossAggregation = "token-mean"
     loss_scale: float | None = None  # the seq-mean-token-sum-norm constant (tokens)
@@ -89,6 +93,9 @@ class TrainStats:
     is_weight_mean: float | None = None  # async only (rlsim.algorithms.off_policy.OffPolicyStats)
     is_truncated_fraction: float | None = None
     is_ratio_mean: float | None = None
+    is_masked_fraction: float | None = None
+    is_seq_truncated_fraction: float | None = None
+    is_seq_masked_fraction: float | None = None
     pg_clip_fraction: float | None = None
     pg_clip_fraction_lower: float | None = None
     kl_loss: float | None = None
@@ -130,7 +137,14 @@ class PolicyTrainer:
         from rlsim.algorithms.actor_loss import SurrogateSettings
 
         s = self.settings
-        return SurrogateSettings(s.clip_eps, s.clip_eps_high, s.dual_clip, s.log_ratio_clamp, s.loss_agg, s.loss_scale)
+        return SurrogateSettings(
+            s.clip_eps, s.clip_eps_high, s.dual_clip, s.log_ratio_clamp, s.loss_agg, s.loss_scale, s.delta_clip
+        )
+
+    @property
+    def _bounds_negatives(self) -> bool:
+        """The dual clip or ``delta_clip`` bounds the loss of negative advantages (verl's ``pg_clipfrac_lower``)."""
+        return self.settings.dual_clip is not None or self.settings.delta_clip is not None
 
     def _batches(self, rollouts: Sequence[Rollout]) -> list[Packed]:
         return micro_batches(rollouts, self.settings.micro_batch, self._pad, self._device)
@@ -159,14 +173,12 @@ class PolicyTrainer:
         t0 = time.perf_counter()
         exp = self.experience(rollouts, rewards, ref_logprobs, values)
         off = None
-        if self.settings.is_cap is not None:
-            from rlsim.algorithms.off_policy import correct_off_policy
-
-            exp, off = correct_off_policy(exp, rollouts, self.settings.is_cap, self.settings.is_floor)
+        s = self.settings
+        if s.is_cap is not None:
+            exp, off = correct_off_policy(exp, rollouts, IsCorrection(s.is_cap, s.is_floor, s.is_level, s.is_mode))
         stats = self.update(rollouts, exp)
         if off is not None:
-            stats.is_weight_mean, stats.is_truncated_fraction = off.is_weight_mean, off.is_truncated_fraction
-            stats.is_ratio_mean = off.is_ratio_mean
+            stats = replace(stats, **asdict(off))
         stats.reward_mean, stats.reward_std = _mean_std([float(rewards[x.uid]) for x in rollouts])
         if critic is not None and exp.returns is not None and exp.values is not None:
             stats.value_loss = critic.update(rollouts, exp.returns, exp.values).value_loss
@@ -243,7 +255,7 @@ class PolicyTrainer:
             loss=sums["loss"] / parts,
             clip_fraction=sums["outside"] / max(total, 1),
             pg_clip_fraction=sums["clipped"] / max(total, 1),
-            pg_clip_fraction_lower=sums["dual_clipped"] / max(total, 1) if self.settings.dual_clip else None,
+            pg_clip_fraction_lower=sums["dual_clipped"] / max(total, 1) if self._bounds_negatives else None,
             kl_loss=sums["kl_loss"] / parts if kl_in_loss else None,
             kl_coef=alg.kl_coef if alg.uses_reference else None,
             kl_target=alg.kl_target if alg.uses_reference else None,
