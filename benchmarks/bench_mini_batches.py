@@ -8,7 +8,10 @@ the built-in policy, updated by one ``PolicyTrainer`` on the trainer's default t
 The update cost depends on the lengths, not on the tokens, so the rollouts carry random token ids of
 the drawn lengths and no generator runs. Each round times one update per mini-batch setting, in a
 rotated order so load drift hits all alike; ratios to the one-step update are paired within rounds.
-Writes benchmarks/results/bench_mini_batches.json; the last stdout line is one JSON object.
+Beside each, the planner's prediction of the same update from ``--profile``'s roles section
+(``rlsim.planner.sim.update_steps``: the timed actor update and optimizer step, the same rollouts in
+the same order). Writes benchmarks/results/bench_mini_batches.json; the last stdout line is one JSON
+object.
 """
 
 from __future__ import annotations
@@ -42,6 +45,26 @@ def _rollouts(config: object) -> list:
     return out
 
 
+def _predictions(profile_path: Path, batch: list, sizes: dict, micro_batch: int, threads: int) -> dict[int, float]:
+    """The planner's seconds for each setting's update of ``batch``, from the profile's roles section."""
+    import numpy as np
+
+    from rlsim.planner.profile.schema import load_profile
+    from rlsim.planner.sim.update_steps import UpdateShape, update_calls_s
+
+    roles = load_profile(profile_path).roles
+    if roles is None or roles.update_actor is None:
+        raise SystemExit(f"{profile_path} has no timed actor update (roles.update_actor); re-run rlsim profile")
+    tokens = np.array([len(r.prompt_ids) + len(r.response_ids) for r in batch])
+    responses = np.array([len(r.response_ids) for r in batch])
+    optimizer = roles.optimizer_s("actor", threads) or 0.0
+    model = roles.update_actor
+    return {
+        steps: update_calls_s(model, optimizer, tokens, responses, UpdateShape(micro_batch, size), threads)
+        for steps, size in sizes.items()
+    }
+
+
 def main() -> None:
     from rlsim.fingerprint import machine_fingerprint
     from rlsim.io import atomic_write_json
@@ -54,6 +77,7 @@ def main() -> None:
     p.add_argument("--rounds", type=int, default=6)
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--out", default=str(ROOT / "benchmarks" / "results"))
+    p.add_argument("--profile", default=str(ROOT / "configs" / "profiles" / "cpu_2core_measured.json"))
     args = p.parse_args()
     config = RunConfig()
     batch = _rollouts(config)
@@ -75,6 +99,7 @@ def main() -> None:
             assert stats.optimizer_steps == steps and stats.step_seconds is not None
             step_s[steps] += stats.step_seconds
     trainer.close()
+    predicted = _predictions(Path(args.profile), batch, sizes, t.micro_batch, args.threads)
     summary = {}
     for steps in sizes:
         e = mean_ci(seconds[steps])
@@ -83,6 +108,8 @@ def main() -> None:
             "mean_s": round(e.mean, 4),
             "ci95_s": [round(e.ci_low, 4), round(e.ci_high, 4)],
             "median_step_s": round(statistics.median(step_s[steps]), 4),
+            "predicted_s": round(predicted[steps], 4),
+            "predicted_ratio_to_1_step": round(predicted[steps] / predicted[1], 3),
         }
         if steps > 1:
             r = paired_log_ratio_ci(seconds[steps], seconds[1])
@@ -93,6 +120,7 @@ def main() -> None:
         "response_tokens": sum(len(r.response_ids) for r in batch),
         "threads": args.threads,
         "rounds": args.rounds,
+        "profile": args.profile,
         "seconds": {str(k): v for k, v in seconds.items()},
         "summary": summary,
         "load_average": os.getloadavg(),

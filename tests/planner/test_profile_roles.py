@@ -122,6 +122,42 @@ def test_a_refit_keeps_the_stored_sharing_or_measures_it_per_thread_count(monkey
     assert any("90% at 1 thread(s) each, 50% at 2" in m for m in measured)
 
 
+def test_a_refit_of_a_profile_without_the_actor_update_times_only_that(monkeypatch: pytest.MonkeyPatch) -> None:
+    from rlsim.planner.measure import roles as measure_roles
+    from rlsim.planner.measure.roles import RolesSamples
+    from rlsim.planner.measure.sections import roles_section
+    from rlsim.planner.profile.schema import UpdateSample
+
+    stored = load_profile(CONFIGS / "profiles" / "cpu_2core_measured.json")
+    assert stored.roles is not None and stored.roles.update_actor is not None
+    older = stored.model_copy(
+        update={"roles": stored.roles.model_copy(update={"update_actor": None, "optimizer_step_s": {}})}
+    )
+    asked: list[object] = []
+    # 0.1 s + 1 ms per response token + 0.5 ms per padded token, at one thread.
+    rows = [(b, b * (32 + n), b * n) for b in (4, 16) for n in (48, 160)]
+    fake = [
+        UpdateSample(batch=b, padded_tokens=p, response_tokens=r, latency_s=0.1 + 1e-3 * r + 5e-4 * p, units=1)
+        for b, p, r in rows
+    ]
+
+    def timed(grid: RolesGrid, on_cell: object = None, quiet: object = None, only: object = None) -> RolesSamples:
+        asked.append(only)
+        return RolesSamples({"update_actor": fake, "update_critic": []}, 512, {"actor": {1: [0.2, 0.3, 0.25]}})
+
+    monkeypatch.setattr(measure_roles, "measure_roles", timed)
+    measured: list[str] = []
+    roles = roles_section(RolesGrid(), True, older, None, measured, [])
+    assert asked == [("update_critic", "update_actor")]
+    assert roles is not None and roles.update_actor is not None and roles.optimizer_step_s == {"actor": {1: 0.25}}
+    model = roles.update_actor
+    assert (model.intercept_s, model.per_response_token_s, model.per_padded_token_s) == pytest.approx((0.1, 1e-3, 5e-4))
+    # The rest re-fitted from the stored samples (to round-off).
+    assert roles.update_critic.samples == stored.roles.update_critic.samples
+    assert roles.update_critic.per_padded_token_s == pytest.approx(stored.roles.update_critic.per_padded_token_s)
+    assert any("actor's update and the optimizer steps timed now" in m for m in measured)
+
+
 @pytest.mark.slow
 def test_profile_times_the_real_reference_and_critic() -> None:
     from rlsim.planner.measure.sections import roles_section
@@ -137,6 +173,12 @@ def test_profile_times_the_real_reference_and_critic() -> None:
     assert roles.sharing_efficiency_measured and 0 < roles.sharing_efficiency <= 1
     assert roles.sharing_efficiency_by_threads == {1: roles.sharing_efficiency}
     assert any("keep" in line for line in measured)
+    # The actor's update, with its response tokens, and both roles' optimizer steps at the one thread count.
+    assert roles.update_actor is not None
+    cells = sorted((x.batch, x.padded_tokens, x.response_tokens) for x in roles.update_actor.samples)
+    assert cells == [(1, 40, 8), (1, 48, 16), (2, 80, 16), (2, 96, 32)]
+    assert set(roles.optimizer_step_s) == {"actor", "critic"}
+    assert all(0 < by[1] < 5 for by in roles.optimizer_step_s.values())
 
 
 def test_a_ppo_runs_role_phases_are_compared(tmp_path: Path) -> None:

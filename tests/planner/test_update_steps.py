@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from rlsim.loop.config import RunConfig
-from rlsim.planner.profile.schema import Profile, RolesModel, ScorerLatencyModel
+from rlsim.planner.profile.schema import Profile, RolesModel, UpdateCostModel
 from rlsim.planner.sim.evaluate import evaluate
 from rlsim.planner.sim.ppo_roles import RolesSpec
 from rlsim.planner.sim.update_steps import UpdateShape, critic_update_s, extra_actor_s, update_calls_s
@@ -17,21 +17,34 @@ from rlsim.planner.validate.predict import knobs_from_run_config
 from tests.helpers.planner_cases import EXACT, fixed_workload, placement, roles_profile
 
 # 0.1 s per call + 1 ms per padded token; an optimizer step of 0.05 s.
-PADDED = ScorerLatencyModel(
-    device="cpu", units=1, intercept_s=0.1, per_sequence_s=0.0, per_padded_token_s=0.001, max_length=512, fit=EXACT
+PADDED = UpdateCostModel(
+    device="cpu", units=1, intercept_s=0.1, per_response_token_s=0.0, per_padded_token_s=0.001, fit=EXACT
 )
-TOKENS = np.array([10, 100, 20, 90])  # in the order the trainer gets them
+TOKENS = np.array([10, 100, 20, 90])  # prompt + response, in the order the trainer gets them
+RESPONSES = TOKENS - 5
 
 
 def test_one_sorted_batch_pads_short_with_short() -> None:
     # Whole batch, micro-batches of 2: sorted [10, 20] (padded 40: 0.14 s) and [90, 100] (200: 0.30 s);
     # each timed call held one optimizer step, which the batch makes once: 0.09 + 0.25 + 0.05.
-    assert update_calls_s(PADDED, 0.05, TOKENS, UpdateShape(2), 1) == pytest.approx(0.39)
+    assert update_calls_s(PADDED, 0.05, TOKENS, RESPONSES, UpdateShape(2), 1) == pytest.approx(0.39)
     # Mini-batches of 2 in arrival order: [10, 100] pads to 200 (0.30 s), [20, 90] to 180 (0.28 s), each
     # with its own step: 0.58 s, so cutting this batch costs 0.19 s more, mostly padding.
-    assert update_calls_s(PADDED, 0.05, TOKENS, UpdateShape(2, 2), 1) == pytest.approx(0.58)
+    assert update_calls_s(PADDED, 0.05, TOKENS, RESPONSES, UpdateShape(2, 2), 1) == pytest.approx(0.58)
     # Two epochs: everything twice.
-    assert update_calls_s(PADDED, 0.05, TOKENS, UpdateShape(2, None, 2), 1) == pytest.approx(0.78)
+    assert update_calls_s(PADDED, 0.05, TOKENS, RESPONSES, UpdateShape(2, None, 2), 1) == pytest.approx(0.78)
+
+
+def test_the_response_tokens_cost_the_same_however_the_batch_is_cut() -> None:
+    # 10 ms per response token and nothing per padded token: the 200 response tokens cost 2 s in any
+    # split (each timed call's 2 s held one 0.05 s step: two calls, one step for the whole batch), so
+    # two mini-batches add only their second optimizer step.
+    per_response = PADDED.model_copy(
+        update={"intercept_s": 0.0, "per_response_token_s": 0.01, "per_padded_token_s": 0.0}
+    )
+    one = update_calls_s(per_response, 0.05, TOKENS, RESPONSES, UpdateShape(2), 1)
+    two = update_calls_s(per_response, 0.05, TOKENS, RESPONSES, UpdateShape(2, 2), 1)
+    assert one == pytest.approx(2.0 - 0.05) and two - one == pytest.approx(0.05)
 
 
 def _with_actor(profile: Profile, optimizer_s: float = 0.05) -> Profile:
@@ -44,19 +57,19 @@ def _with_actor(profile: Profile, optimizer_s: float = 0.05) -> Profile:
 
 def test_the_extra_is_the_difference_from_the_profiled_one_step_update() -> None:
     roles = _with_actor(roles_profile()).roles
-    assert extra_actor_s(roles, TOKENS, UpdateShape(2), 1) == 0.0  # what the fit measured
-    assert extra_actor_s(roles, TOKENS, UpdateShape(2, 2), 1) == pytest.approx(0.19)
-    assert extra_actor_s(roles, TOKENS, UpdateShape(2, None, 3), 1) == pytest.approx(2 * 0.39)
+    assert extra_actor_s(roles, TOKENS, RESPONSES, UpdateShape(2), 1) == 0.0  # what the fit measured
+    assert extra_actor_s(roles, TOKENS, RESPONSES, UpdateShape(2, 2), 1) == pytest.approx(0.19)
+    assert extra_actor_s(roles, TOKENS, RESPONSES, UpdateShape(2, None, 3), 1) == pytest.approx(2 * 0.39)
     # The critic (constant 0.25 s per timed call, 0.02 s of it the step): two mini-batches of one
     # micro-batch each are two calls; the whole batch, two micro-batches with one step: 0.48 s.
     assert roles is not None
-    assert critic_update_s(roles, TOKENS, UpdateShape(2, 2), 1) == pytest.approx(0.5)
-    assert critic_update_s(roles, TOKENS, UpdateShape(2), 1) == pytest.approx(0.48)
+    assert critic_update_s(roles, TOKENS, RESPONSES, UpdateShape(2, 2), 1) == pytest.approx(0.5)
+    assert critic_update_s(roles, TOKENS, RESPONSES, UpdateShape(2), 1) == pytest.approx(0.48)
 
 
 def test_a_profile_that_never_timed_the_actor_update_is_refused_with_the_fix(two_core_node: NodeSpec) -> None:
     with pytest.raises(ValueError, match="roles.update_actor.*rlsim profile"):
-        extra_actor_s(None, TOKENS, UpdateShape(2, 2), 1)
+        extra_actor_s(None, TOKENS, RESPONSES, UpdateShape(2, 2), 1)
     with pytest.raises(PlacementError, match="trainer.mini_batch_size or trainer.epochs"):
         evaluate(two_core_node, roles_profile(), fixed_workload(), placement(), 1, update=UpdateShape(16, 2))
     evaluate(two_core_node, roles_profile(), fixed_workload(), placement(), 1, update=UpdateShape(16))  # one step

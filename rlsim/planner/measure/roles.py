@@ -32,7 +32,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from rlsim.planner.measure import machine_load
 from rlsim.planner.measure.scorers import timed_call
-from rlsim.planner.profile.schema import LatencySample
+from rlsim.planner.profile.schema import LatencySample, UpdateSample
 
 if TYPE_CHECKING:
     from rlsim.planner.measure.loop_set import QuietGate
@@ -127,7 +127,9 @@ def measure_roles(
                     machine_load.wait_until_quiet(quiet.busy_below, quiet.max_wait_s)
                 padded = batch * (grid.prompt_tokens + length)
                 for key, op in ops.items():
-                    out.samples.setdefault(key, []).extend(_time_cell(op, rollouts, padded, units, grid.repeats))
+                    response = batch * length if key == "update_actor" else None
+                    timed = _time_cell(op, rollouts, padded, units, grid.repeats, response)
+                    out.samples.setdefault(key, []).extend(timed)
                 if on_cell:
                     on_cell(f"roles x{units} b{batch} len{length}")
         for key, seconds in optimizer.items():
@@ -187,21 +189,27 @@ def _operations(
 
 
 def _time_cell(
-    op: Callable[[list[Rollout]], object], rollouts: list[Rollout], padded: int, units: int, repeats: int
+    op: Callable[[list[Rollout]], object],
+    rollouts: list[Rollout],
+    padded: int,
+    units: int,
+    repeats: int,
+    response: int | None = None,
 ) -> list[LatencySample]:
+    """``repeats`` timed calls after a warm-up; ``response``: the cell's response tokens, recorded
+    (``UpdateSample``) for the policy update, whose cost follows them as well as the padding."""
     op(rollouts)  # warm-up: first-call allocations and kernel choices are not the steady state
-    out = []
+    out: list[LatencySample] = []
     for _ in range(repeats):
         elapsed, share = timed_call(lambda: op(rollouts))
-        out.append(
-            LatencySample(
-                batch=len(rollouts),
-                padded_tokens=padded,
-                latency_s=elapsed,
-                units=units,
-                foreign_share=None if share is None else round(share, 4),
-            )
+        sample = LatencySample(
+            batch=len(rollouts),
+            padded_tokens=padded,
+            latency_s=elapsed,
+            units=units,
+            foreign_share=None if share is None else round(share, 4),
         )
+        out.append(sample if response is None else UpdateSample(**sample.model_dump(), response_tokens=response))
     return out
 
 

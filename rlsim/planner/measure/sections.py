@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from rlsim.errors import RlsimError
-from rlsim.planner.profile.fitting import fit_latency_model
+from rlsim.planner.profile.fitting import fit_latency_model, fit_update_model
 from rlsim.planner.profile.fitting.loops import (
     CalibrationRun,
     fit_contention,
@@ -25,6 +25,7 @@ from rlsim.planner.profile.schema import (
     ContentionModel,
     Device,
     GenerationModel,
+    LatencySample,
     Profile,
     RolesModel,
     ScorerLatencyModel,
@@ -163,7 +164,7 @@ def roles_section(
     optimizer: dict[str, dict[int, float]] = {}
     if stored is not None and stored.roles is not None and not stored.illustrative:
         old = stored.roles
-        samples = {f"reference:{k}": m.samples for k, m in old.reference.items()}
+        samples: dict[str, list[LatencySample]] = {f"reference:{k}": m.samples for k, m in old.reference.items()}
         samples.update(values=old.values.samples, update_critic=old.update_critic.samples)
         where, micro_batch = f"re-fitted from the {stored.hardware_kind} profile", old.micro_batch
         context = old.values.max_length
@@ -175,7 +176,7 @@ def roles_section(
             where += "; sharing efficiency measured now"
         optimizer = {role: dict(v) for role, v in old.optimizer_step_s.items()}
         if old.update_actor is not None:
-            samples["update_actor"] = old.update_actor.samples
+            samples["update_actor"] = list(old.update_actor.samples)
         elif measure:  # stored before the actor's update was timed: time it (and the optimizer steps) now
             now = measure_roles(grid, on_cell, quiet, only=UPDATE_OPS)
             samples["update_actor"], optimizer = now.samples["update_actor"], _medians(now.optimizer)
@@ -188,20 +189,23 @@ def roles_section(
     else:
         unmeasured.append("roles (PPO's reference and critic): timing skipped (--no-scorers)")
         return None
+    actor_rows = samples.pop("update_actor", None)
     fits = {key: fit_latency_model(rows, "cpu", context, disturbed_above) for key, rows in samples.items()}
+    update_actor = fit_update_model(actor_rows, "cpu", disturbed_above) if actor_rows else None  # type: ignore[arg-type]
     roles = RolesModel(
         micro_batch=micro_batch,
         reference={k.split(":", 1)[1]: m for k, m in fits.items() if k.startswith("reference:")},
         values=fits["values"],
         update_critic=fits["update_critic"],
-        update_actor=fits.get("update_actor"),
+        update_actor=update_actor,
         optimizer_step_s=optimizer,
         **sharing,
     )
-    actor = ", actor update" if roles.update_actor else ""
+    r2 = [m.fit.r2 for m in fits.values()] + ([update_actor.fit.r2] if update_actor else [])
+    actor = ", actor update" if update_actor else ""
     measured.append(
         f"roles {where}: reference ({', '.join(sorted(roles.reference))}), critic values and update{actor} "
-        f"(lowest R^2 {min(m.fit.r2 for m in fits.values()):.3f}); in-loop factors assumed 1"
+        f"(lowest R^2 {min(r2):.3f}); in-loop factors assumed 1"
     )
     if not roles.sharing_efficiency_measured:
         unmeasured.append("roles: sharing efficiency assumed 1")

@@ -104,6 +104,37 @@ class ScorerLatencyModel(_Strict):
         return self.intercept_s + (self.per_sequence_s * batch + self.per_padded_token_s * padded_tokens) * scale
 
 
+class UpdateSample(LatencySample):
+    """One timed policy update of ``batch`` sequences: ``response_tokens`` of them are the ones the
+    loss (and the vocabulary projection, most of a small model's compute) runs on."""
+
+    response_tokens: int = Field(ge=1)
+
+
+class UpdateCostModel(_Strict):
+    """The policy trainer's update of one micro-batch with one optimizer step, alone on ``units``:
+    ``a + (r x response tokens + c x padded tokens) x (units / u) ** alpha``. The response term is the
+    trainer's vocabulary projection and loss, which run on response positions only
+    (``rlsim.loop.roles.packing.response_logprobs``); the padded term the transformer itself."""
+
+    device: Device
+    units: float = Field(gt=0)
+    intercept_s: float = Field(ge=0)
+    per_response_token_s: float = Field(ge=0)
+    per_padded_token_s: float = Field(ge=0)
+    unit_exponent: float = Field(default=1.0, ge=0, le=1.5)
+    unit_exponent_measured: bool = False
+    fit: FitStats
+    samples: list[UpdateSample] = Field(default_factory=list)
+
+    def latency_s(self, response_tokens: float, padded_tokens: float, units: float) -> float:
+        scale = (self.units / units) ** self.unit_exponent
+        return (
+            self.intercept_s
+            + (self.per_response_token_s * response_tokens + self.per_padded_token_s * padded_tokens) * scale
+        )
+
+
 class GenerationPoint(_Strict):
     """A measured steady state: ``running`` sequences decoding on ``units`` gave ``tokens_per_s``."""
 
@@ -255,7 +286,7 @@ class RolesModel(_Strict):
     reference: dict[str, ScorerLatencyModel] = Field(description="by reference runtime: eager (required), ort")
     values: ScorerLatencyModel
     update_critic: ScorerLatencyModel
-    update_actor: ScorerLatencyModel | None = Field(
+    update_actor: UpdateCostModel | None = Field(
         default=None,
         description="the policy trainer's update of one micro-batch with one optimizer step (None: not timed)",
     )

@@ -46,7 +46,8 @@ def evaluate(
     )
     check_roles(inputs)
     try:  # priced on a one-rollout batch: only whether the profile can price it is asked here
-        extra_actor_s(profile.roles, np.ones(1, dtype=np.int64), inputs.update, resources.train_units)
+        one = np.ones(1, dtype=np.int64)
+        extra_actor_s(profile.roles, one, one, inputs.update, resources.train_units)
     except ValueError as err:
         raise PlacementError(str(err)) from err
     kind = schedule_kind(spec.schedule)

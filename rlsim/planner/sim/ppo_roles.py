@@ -131,9 +131,11 @@ class Experience:
             ends += [call.end] * repeat
         return [SpeedProfile.from_load(starts, ends, res.replicas_per_node, slowdown)]
 
-    def assemble(self, result: StepResult, inputs: StepInputs, batch: EngineBatch, ordered: np.ndarray) -> StepResult:
+    def assemble(
+        self, result: StepResult, inputs: StepInputs, batch: EngineBatch, ordered: tuple[np.ndarray, np.ndarray]
+    ) -> StepResult:
         """``result`` (from ``step._assemble``) with the experience tail and the PPO update; ``ordered``:
-        the rollouts' prompt + response tokens in the order the trainer and critic get them."""
+        the rollouts' prompt + response and response tokens in the order the trainer and critic get them."""
         roles, res = inputs.roles, inputs.resources
         assert roles is not None and inputs.profile.roles is not None
         model = inputs.profile.roles
@@ -145,7 +147,7 @@ class Experience:
         weights = {updates[0].process: min(res.train_units, pool)}
         if roles.critic:
             shape = UpdateShape(roles.critic_micro_batch, inputs.update.mini_batch_size, inputs.update.epochs)
-            work = critic_update_s(model, ordered, shape, pool)
+            work = critic_update_s(model, *ordered, shape, pool)
             updates.append(Call(roles.process("critic"), "update_critic", 0.0, work, 1))
             weights[updates[1].process] = max(weights.get(updates[1].process, 0.0), pool)
         # The loop puts the trainer on the scoring cores (split) or on every core (shared): one pool.

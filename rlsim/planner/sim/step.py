@@ -74,13 +74,13 @@ def simulate_step(inputs: StepInputs, seed: int, step: int) -> StepResult:
     return experience.assemble(result, inputs, batch, trainer_order(inputs, batch, finish)) if experience else result
 
 
-def trainer_order(inputs: StepInputs, batch: EngineBatch, finish: np.ndarray) -> np.ndarray:
-    """Prompt + response tokens of the step's rollouts in the order the trainer gets them: as they
-    finished when the schedule streams them (``loop/schedules/step.py`` ``_overlapped``), else in the
-    order they were requested."""
-    tokens = (batch.prompts + batch.responses)[batch.valid]
+def trainer_order(inputs: StepInputs, batch: EngineBatch, finish: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Prompt + response tokens and response tokens of the step's rollouts in the order the trainer
+    gets them: as they finished when the schedule streams them (``loop/schedules/step.py``
+    ``_overlapped``), else in the order they were requested."""
     key = finish[batch.valid] if schedule_kind(inputs.spec.schedule).streams else batch.index[batch.valid]
-    return tokens[np.argsort(key, kind="stable")]
+    order = np.argsort(key, kind="stable")
+    return (batch.prompts + batch.responses)[batch.valid][order], batch.responses[batch.valid][order]
 
 
 def _noise(inputs: StepInputs, seed: int, step: int, rollouts: int) -> np.ndarray:
@@ -191,7 +191,7 @@ def _assemble(
 ) -> StepResult:
     res, trainer = inputs.resources, inputs.profile.trainer
     assert trainer is not None
-    steps_s = extra_actor_s(inputs.profile.roles, trainer_order(inputs, batch, finish), inputs.update, res.train_units)
+    steps_s = extra_actor_s(inputs.profile.roles, *trainer_order(inputs, batch, finish), inputs.update, res.train_units)
     gen_done = float(engine_end.max())
     rewards_done = max(outcome.done_s, gen_done)
     time_s = {

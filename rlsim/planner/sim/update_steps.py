@@ -13,8 +13,9 @@ the planner adds the difference of this structural cost between the run's split 
 
     calls(split) = epochs x sum over mini-batches [ sum over micro-batches (L(mb) - o) + o ]
 
-where ``L`` is the role's latency model (``roles.update_actor``, ``roles.update_critic``: one timed
-call is one micro-batch and one optimizer step) and ``o`` the measured optimizer step
+where ``L`` is the role's latency model (``roles.update_actor``, whose cost follows the response
+tokens as well as the padding, and ``roles.update_critic``: one timed call is one micro-batch and
+one optimizer step) and ``o`` the measured optimizer step
 (``roles.optimizer_step_s``; 0 where a profile did not time it, which makes ``calls`` the sum of the
 micro-batches' latencies, as the planner priced the critic before).
 """
@@ -25,7 +26,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from rlsim.planner.profile.schema import RolesModel, ScorerLatencyModel
+from rlsim.planner.profile.schema import RolesModel, ScorerLatencyModel, UpdateCostModel
 
 
 @dataclass(frozen=True)
@@ -47,23 +48,47 @@ class UpdateShape:
 
 
 def update_calls_s(
-    model: ScorerLatencyModel, optimizer_s: float, tokens: np.ndarray, shape: UpdateShape, units: float
+    model: ScorerLatencyModel | UpdateCostModel,
+    optimizer_s: float,
+    tokens: np.ndarray,
+    responses: np.ndarray,
+    shape: UpdateShape,
+    units: float,
 ) -> float:
     """Seconds of an update's forward/backward calls and optimizer steps on rollouts of ``tokens``
-    (prompt + response each, in the order the trainer gets them), alone on ``units``."""
+    (prompt + response each) and ``responses`` (response tokens), in the order the trainer gets them,
+    alone on ``units``."""
     if len(tokens) == 0:
         return 0.0
     size = shape.mini_batch_size or len(tokens)
     epoch = 0.0
     for start in range(0, len(tokens), size):
-        order = np.sort(tokens[start : start + size])
-        micro = (order[j : j + shape.micro_batch] for j in range(0, len(order), shape.micro_batch))
-        calls = sum(max(model.latency_s(len(p), int(p.max()) * len(p), units) - optimizer_s, 0.0) for p in micro)
+        part = slice(start, start + size)
+        order = np.argsort(tokens[part], kind="stable")
+        rows, resp = tokens[part][order], responses[part][order]
+        calls = 0.0
+        for j in range(0, len(rows), shape.micro_batch):
+            micro = slice(j, j + shape.micro_batch)
+            calls += max(_call_s(model, rows[micro], resp[micro], units) - optimizer_s, 0.0)
         epoch += calls + optimizer_s
-    return shape.epochs * epoch * model.in_loop_factor + model.call_overhead_s
+    overhead = model.call_overhead_s if isinstance(model, ScorerLatencyModel) else 0.0
+    factor = model.in_loop_factor if isinstance(model, ScorerLatencyModel) else 1.0
+    return shape.epochs * epoch * factor + overhead
 
 
-def extra_actor_s(roles: RolesModel | None, tokens: np.ndarray, shape: UpdateShape, units: float) -> float:
+def _call_s(
+    model: ScorerLatencyModel | UpdateCostModel, rows: np.ndarray, responses: np.ndarray, units: float
+) -> float:
+    """One micro-batch: ``rows`` padded to the longest."""
+    padded = int(rows.max()) * len(rows)
+    if isinstance(model, UpdateCostModel):
+        return model.latency_s(int(responses.sum()), padded, units)
+    return model.latency_s(len(rows), padded, units)
+
+
+def extra_actor_s(
+    roles: RolesModel | None, tokens: np.ndarray, responses: np.ndarray, shape: UpdateShape, units: float
+) -> float:
     """Seconds ``shape`` adds to (or takes from) the actor's one-step update; 0 for one step. Raises
     ``ValueError`` naming the fix when the profile cannot price it (no timed actor update)."""
     if shape.one_step:
@@ -75,10 +100,13 @@ def extra_actor_s(roles: RolesModel | None, tokens: np.ndarray, shape: UpdateSha
             "(a config with a roles section), or plan one optimizer step per RL step"
         )
     opt = roles.optimizer_s("actor", units) or 0.0
-    now = update_calls_s(roles.update_actor, opt, tokens, shape, units)
-    return now - update_calls_s(roles.update_actor, opt, tokens, shape.whole_batch(), units)
+    now = update_calls_s(roles.update_actor, opt, tokens, responses, shape, units)
+    return now - update_calls_s(roles.update_actor, opt, tokens, responses, shape.whole_batch(), units)
 
 
-def critic_update_s(roles: RolesModel, tokens: np.ndarray, shape: UpdateShape, units: float) -> float:
+def critic_update_s(
+    roles: RolesModel, tokens: np.ndarray, responses: np.ndarray, shape: UpdateShape, units: float
+) -> float:
     """Seconds of the critic's update (``roles.update_critic``) cut as ``shape``."""
-    return update_calls_s(roles.update_critic, roles.optimizer_s("critic", units) or 0.0, tokens, shape, units)
+    optimizer = roles.optimizer_s("critic", units) or 0.0
+    return update_calls_s(roles.update_critic, optimizer, tokens, responses, shape, units)

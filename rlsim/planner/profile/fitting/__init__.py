@@ -25,6 +25,8 @@ from rlsim.planner.profile.schema import (
     GenerationPoint,
     LatencySample,
     ScorerLatencyModel,
+    UpdateCostModel,
+    UpdateSample,
 )
 
 EXPONENT_GRID = np.round(np.linspace(0.0, 1.5, 61), 4)
@@ -150,6 +152,44 @@ def fit_latency_model(
     )
     predicted = np.array([model.latency_s(b, p, u) for b, p, u in zip(batch, padded, units, strict=True)])
     return model.model_copy(update={"fit": fit_stats(latency[keep], predicted[keep])})
+
+
+def fit_update_model(
+    samples: Sequence[UpdateSample], device: Device, disturbed_above: float | None = None
+) -> UpdateCostModel:
+    """Fit ``latency_s = a + (r x response_tokens + c x padded_tokens) x (units_ref / units) ** alpha``
+    (``UpdateCostModel``), leaving out disturbed calls as ``fit_latency_model`` does. Needs samples
+    whose padding differs at the same response tokens' share (two batch sizes or prompt lengths),
+    else an RlsimError naming the grid to widen."""
+    every = list(samples)
+    calm = [x for x in every if disturbed_above is None or (x.foreign_share or 0.0) <= disturbed_above]
+    rows = calm if len(calm) >= max(3, len(every) // 3) else every
+    response = np.array([s.response_tokens for s in rows], dtype=float)
+    padded = np.array([s.padded_tokens for s in rows], dtype=float)
+    if len(rows) < 3 or len(np.unique(np.round(padded / response, 6))) < 2:
+        raise RlsimError(
+            f"need at least 3 update samples with two ratios of padded to response tokens, got {len(rows)}; "
+            "time two batch sizes or two response lengths"
+        )
+    latency = np.array([s.latency_s for s in rows], dtype=float)
+    units = np.array([s.units for s in rows], dtype=float)
+    ref = _reference_units(units)
+    coef, alpha, measured = fit_scaled(
+        np.ones((len(rows), 1)), np.column_stack([response, padded]), latency, units, ref
+    )
+    model = UpdateCostModel(
+        device=device,
+        units=ref,
+        intercept_s=float(coef[0]),
+        per_response_token_s=float(coef[1]),
+        per_padded_token_s=float(coef[2]),
+        unit_exponent=alpha,
+        unit_exponent_measured=measured,
+        fit=FitStats(n_samples=0, r2=0.0, residual_rel_std=0.0, residual_rel_max=0.0),
+        samples=every,
+    )
+    predicted = np.array([model.latency_s(r, p, u) for r, p, u in zip(response, padded, units, strict=True)])
+    return model.model_copy(update={"fit": fit_stats(latency, predicted)})
 
 
 def fit_generation_model(

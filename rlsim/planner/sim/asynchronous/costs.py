@@ -103,7 +103,7 @@ class ProfileCosts:
             float(responses.sum()), res.train_units, len(responses), float(prompts.sum()), res.train_node_count
         )
         # The trainer gets the batch's groups in queue order (sim/update_steps.py prices its optimizer steps).
-        steps = extra_actor_s(self._in.profile.roles, prompts + responses, self._in.update, res.train_units)
+        steps = extra_actor_s(self._in.profile.roles, prompts + responses, responses, self._in.update, res.train_units)
         return update + steps + trainer.step_overhead_s
 
     def response_tokens(self, groups: Sequence[int]) -> int:
