@@ -106,3 +106,20 @@ def test_the_nearest_measured_thread_count_gives_the_optimizer_step() -> None:
     )
     assert [roles.optimizer_s("actor", u) for u in (1, 1.5, 2, 8)] == [0.2, 0.12, 0.12, 0.12]
     assert roles.optimizer_s("critic", 2) is None
+
+
+def test_a_cluster_plan_names_its_trainers_mini_batches(tmp_path) -> None:
+    from pathlib import Path
+
+    from rlsim.errors import RlsimError
+    from rlsim.planner.search.plan import prepare, update_shape
+    from rlsim.planner.spec.cluster import load_plan_config
+
+    cluster = Path(__file__).resolve().parents[2] / "configs" / "cluster_cpu_small.yaml"
+    with pytest.raises(RlsimError, match="mini_batch_size 7 does not divide the batch of 32"):
+        load_plan_config(cluster, ["trainer.mini_batch_size=7"])
+    config, profile = load_plan_config(cluster, ["trainer.mini_batch_size=8", "trainer.epochs=2"])
+    assert update_shape(config) == UpdateShape(16, 8, 2)
+    # Its illustrative profile never timed the actor's update: refused before anything is simulated.
+    with pytest.raises(RlsimError, match="roles.update_actor.*rlsim profile"):
+        prepare(config, profile)

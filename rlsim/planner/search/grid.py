@@ -17,6 +17,7 @@ from typing import Any
 from rlsim.errors import RlsimError
 from rlsim.planner.profile.schema import Profile
 from rlsim.planner.sim.evaluate import Evaluation, evaluate
+from rlsim.planner.sim.update_steps import UpdateShape
 from rlsim.planner.spec.cluster import NodeSpec, PlacementSpec, SearchSpec
 from rlsim.planner.spec.placement import PlacementError, check_devices, resolve
 from rlsim.planner.spec.workload import Workload
@@ -110,11 +111,13 @@ def run_search(
     seed: int = 0,
     noise: bool = True,
     on_done: Callable[[Evaluation], None] | None = None,
+    update: UpdateShape | None = None,
 ) -> list[Evaluation]:
-    """Simulate every feasible placement for ``search.steps`` steps; returns them ranked best first."""
+    """Simulate every feasible placement for ``search.steps`` steps; returns them ranked best first.
+    ``update``: the trainer's micro/mini-batches and epochs (None: one optimizer step)."""
     evaluations = []
     for spec in found.feasible:
-        ev = evaluate(node, profile, workload, spec, search.steps, seed=seed, noise=noise)
+        ev = evaluate(node, profile, workload, spec, search.steps, seed=seed, noise=noise, update=update)
         evaluations.append(ev)
         if on_done:
             on_done(ev)

@@ -12,6 +12,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 import rlsim
 from rlsim.errors import RlsimError
 from rlsim.planner.profile.machine_check import check_cluster
@@ -19,6 +21,7 @@ from rlsim.planner.profile.schema import Profile, load_profile
 from rlsim.planner.profile.sources import provenance_summary
 from rlsim.planner.search.grid import Candidates, candidates, run_search
 from rlsim.planner.sim.evaluate import Evaluation, evaluate
+from rlsim.planner.sim.update_steps import UpdateShape, extra_actor_s
 from rlsim.planner.spec.cluster import PlanConfig
 from rlsim.planner.spec.placement import resolve
 
@@ -81,6 +84,11 @@ class PlanOutcome:
         }
 
 
+def update_shape(config: PlanConfig) -> UpdateShape:
+    t = config.trainer
+    return UpdateShape(t.micro_batch, t.mini_batch_size, t.epochs)
+
+
 def prepare(config: PlanConfig, profile_path: Path) -> Prepared:
     """Load the profile and check the placement and search grid; raises RlsimError on bad input."""
     if config.workload.algorithm == "ppo":
@@ -91,6 +99,11 @@ def prepare(config: PlanConfig, profile_path: Path) -> Prepared:
             "to plan without them"
         )
     profile = load_profile(profile_path)
+    try:  # only whether the profile can price the trainer's optimizer steps is asked here
+        one = np.ones(1, dtype=np.int64)
+        extra_actor_s(profile.roles, one, one, update_shape(config), 1.0)
+    except ValueError as err:
+        raise RlsimError(str(err)) from err
     if config.placement is not None:
         resolve(config.nodes, profile, config.placement)
     found = candidates(config.nodes, profile, config.search) if config.search else None
@@ -103,7 +116,9 @@ def execute(prep: Prepared, on_progress: Callable[[str], None] | None = None) ->
     note = on_progress or (lambda _msg: None)
     baseline = None
     if cfg.placement is not None:
-        baseline = evaluate(cfg.nodes, profile, cfg.workload, cfg.placement, sim.steps, sim.seed, sim.noise)
+        baseline = evaluate(
+            cfg.nodes, profile, cfg.workload, cfg.placement, sim.steps, sim.seed, sim.noise, update=update_shape(cfg)
+        )
         note("baseline")
     t0 = time.perf_counter()
     ranked: list[Evaluation] = []
@@ -118,6 +133,7 @@ def execute(prep: Prepared, on_progress: Callable[[str], None] | None = None) ->
             sim.seed,
             sim.noise,
             on_done=lambda ev: note(ev.spec.label()),
+            update=update_shape(cfg),
         )
     search_s = time.perf_counter() - t0
     chosen = _choose(prep, baseline, ranked)
@@ -159,7 +175,9 @@ def _choose(prep: Prepared, baseline: Evaluation | None, ranked: list[Evaluation
         best = min(ranked, key=lambda ev: ev.step_time_s)  # nothing meets it: show the fastest
     if sim.steps == search.steps:
         return best
-    return evaluate(cfg.nodes, prep.profile, cfg.workload, best.spec, sim.steps, sim.seed, sim.noise)
+    return evaluate(
+        cfg.nodes, prep.profile, cfg.workload, best.spec, sim.steps, sim.seed, sim.noise, update=update_shape(cfg)
+    )
 
 
 def _beyond_fitted_log(prep: Prepared) -> str | None:

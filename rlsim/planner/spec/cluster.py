@@ -186,6 +186,16 @@ class SimulationSpec(_Cfg):
     noise: bool = True
 
 
+class TrainerSpec(_Cfg):
+    """How the update cuts the batch (``rlsim run``'s ``trainer`` keys of the same names): ``micro_batch``
+    sequences per forward/backward, ``mini_batch_size`` rollouts per optimizer step (None: one step on
+    the whole batch), ``epochs``. Priced from the profile's ``roles`` section (``sim/update_steps.py``)."""
+
+    micro_batch: int = Field(default=16, ge=1)
+    mini_batch_size: int | None = Field(default=None, ge=1)
+    epochs: int = Field(default=1, ge=1)
+
+
 class PlanConfig(_Cfg):
     """The whole ``rlsim plan`` input. ``profiles`` maps a hardware kind to a profile JSON path.
 
@@ -201,6 +211,7 @@ class PlanConfig(_Cfg):
     placement: PlacementSpec | None = None
     search: SearchSpec | None = None
     simulation: SimulationSpec = SimulationSpec()
+    trainer: TrainerSpec = TrainerSpec()
 
     @model_validator(mode="after")
     def _check(self) -> PlanConfig:
@@ -214,6 +225,12 @@ class PlanConfig(_Cfg):
         if self.search and self.search.objective == "fewest_resources" and self.target_step_s is None:
             raise ValueError("search.objective fewest_resources needs target_step_s (seconds) or --target-step-s")
         batch = self.workload.rollouts_per_step
+        size = self.trainer.mini_batch_size
+        if size is not None and batch % size:
+            raise ValueError(
+                f"trainer.mini_batch_size {size} does not divide the batch of {batch} rollouts "
+                "(workload.prompts_per_step x group_size); pick a divisor, as rlsim run requires"
+            )
         queue = (
             self.placement.queue_size if self.placement and schedule_kind(self.placement.schedule).pipelined else None
         )
