@@ -105,13 +105,14 @@ def run_cell(job: WorkerJob) -> dict[str, Any]:
 
 
 def run_gemm(job: WorkerJob) -> dict[str, Any]:
-    """The fp32 GEMM rate, with ``peaks``: each of ``job.precisions`` measured or skipped with the reason."""
-    from rlsim.bench.gemm import measure_gemm_gflops
+    """The best fp32 GEMM rate (``rlsim.bench.gemm.best_gemm_gflops``: torch's or MLAS's), with ``peaks``: each
+    of ``job.precisions`` measured the same way or skipped with the reason."""
+    from rlsim.bench.gemm import best_gemm_gflops
     from rlsim.bench.peaks import measure_peaks
 
     settings = scorer_settings(job.settings)
     threads = settings.resolved_threads()
-    result = measure_gemm_gflops(threads, device=settings.device)
+    result = best_gemm_gflops(threads, device=settings.device)
     result["peaks"] = measure_peaks(job.precisions, threads, settings.device)
     return result
 

@@ -95,3 +95,36 @@ def test_bf16_rate_is_measured_where_the_cpu_has_it() -> None:
 def test_unknown_precision_is_refused() -> None:
     with pytest.raises(ValueError, match="unknown precision 'int4'"):
         measure_gemm_gflops(threads=1, n=16, repeats=1, precision="int4")
+
+
+def test_the_peak_is_the_fastest_library_and_each_one_is_recorded() -> None:
+    from rlsim.bench.gemm import best_gemm_gflops
+
+    pytest.importorskip("onnxruntime")
+    out = best_gemm_gflops(threads=1, n=128, repeats=3, precision="fp32")
+    rates = out["libraries"]
+    assert set(rates) == {"torch", "ort"} and all(r["gflops"] > 0 for r in rates.values())
+    assert (
+        out["gflops"] == max(r["gflops"] for r in rates.values()) and rates[out["library"]]["kernel"] == out["kernel"]
+    )
+    assert "MLAS" in rates["ort"]["kernel"] and "torch.mm" in rates["torch"]["kernel"]
+    # The default single-library rate is still torch's for fp32 (what machine fingerprints record).
+    assert measure_gemm_gflops(threads=1, n=64, repeats=1)["library"] == "torch"
+
+
+def test_a_library_that_cannot_run_is_skipped_with_the_reason(monkeypatch: pytest.MonkeyPatch) -> None:
+    from rlsim.bench import gemm
+
+    def broken(threads: int, n: int, device: str, precision: str) -> object:
+        raise RuntimeError("_int_mm: not compiled for this CPU\nmore")
+
+    monkeypatch.setitem(gemm._PRODUCTS, (True, "torch"), broken)
+    pytest.importorskip("onnxruntime")
+    out = gemm.best_gemm_gflops(threads=1, n=64, repeats=1, precision="int8")
+    assert out["library"] == "ort" and out["libraries"]["torch"] == {
+        "skipped": "torch._int_mm int8 x int8 -> int32: _int_mm: not compiled for this CPU"
+    }
+    with pytest.raises(ValueError, match="no ort kernel for bf16"):
+        gemm.measure_gemm_gflops(threads=1, n=16, repeats=1, precision="bf16", library="ort")
+    with pytest.raises(ValueError, match="ONNX Runtime's CPU ones"):
+        gemm.measure_gemm_gflops(threads=1, n=16, repeats=1, precision="fp32", library="ort", device="cuda")
