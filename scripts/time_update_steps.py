@@ -1,5 +1,5 @@
-"""Add the actor's update and the optimizer steps (``roles.update_actor``, ``roles.optimizer_step_s``) to
-a measured profile written before they were timed, without re-running the rest of ``rlsim profile``.
+"""Time the actor's update and its optimizer step (``roles.update_actor``, ``roles.optimizer_step_s``) into
+a measured profile, replacing any it has, without re-running the rest of ``rlsim profile``.
 
     python scripts/time_update_steps.py configs/profiles/cpu_2core_measured.json OUT.json
 
@@ -33,23 +33,24 @@ def main() -> None:
     p.add_argument("--config", type=Path, default=ROOT / "configs" / "profiles" / "measure_cpu_2core.yaml")
     args = p.parse_args()
     stored = load_profile(args.profile)
+    if stored.roles is None:
+        raise SystemExit(f"{args.profile}: no roles section to add the actor's update to")
+    # Without them, the re-fit times the actor's update and its optimizer step now (every other number is kept).
+    bare = stored.roles.model_copy(update={"update_actor": None, "optimizer_step_s": {}})
+    stored = stored.model_copy(update={"roles": bare})
     config = load_config(ProfileConfig, args.config)
     measured: list[str] = []
     start = datetime.datetime.now(datetime.UTC)
     roles = roles_section(config.roles, True, stored, config.disturbed_above, measured, [], print, config.quiet)
     end = datetime.datetime.now(datetime.UTC)
-    if roles is None or roles.update_actor is None:
-        raise SystemExit(f"{args.profile}: no roles section to add the actor's update to")
+    assert roles is not None and roles.update_actor is not None
     fp = machine_fingerprint()
     note = (
-        f"{start:%Y-%m-%d %H:%M}-{end:%H:%M} UTC: roles.update_actor and roles.optimizer_step_s timed "
+        f"{start:%Y-%m-%d %H:%M}-{end:%H:%M} UTC: roles.update_actor and roles.optimizer_step_s (actor) timed "
         f"(python scripts/time_update_steps.py; {'; '.join(measured)}) on {fp['cpu_model']}, {fp['cores']} cores, "
         f"flags {' '.join(fp['cpu_flags'])}; every other number as measured before"
     )
-    assert stored.roles is not None
-    added = stored.roles.model_copy(
-        update={"update_actor": roles.update_actor, "optimizer_step_s": roles.optimizer_step_s}
-    )
+    added = bare.model_copy(update={"update_actor": roles.update_actor, "optimizer_step_s": roles.optimizer_step_s})
     save_profile(stored.model_copy(update={"roles": added, "notes": [*stored.notes, note]}), args.out)
     print(note)
 

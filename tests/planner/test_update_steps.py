@@ -16,7 +16,7 @@ from rlsim.planner.spec.placement import PlacementError
 from rlsim.planner.validate.predict import knobs_from_run_config
 from tests.helpers.planner_cases import EXACT, fixed_workload, placement, roles_profile
 
-# 0.1 s per call + 1 ms per padded token; an optimizer step of 0.05 s.
+# A micro-batch's forward and backward: 0.1 s + 1 ms per padded token; an optimizer step of 0.05 s.
 PADDED = UpdateCostModel(
     device="cpu", units=1, intercept_s=0.1, per_response_token_s=0.0, per_padded_token_s=0.001, fit=EXACT
 )
@@ -25,26 +25,25 @@ RESPONSES = TOKENS - 5
 
 
 def test_one_sorted_batch_pads_short_with_short() -> None:
-    # Whole batch, micro-batches of 2: sorted [10, 20] (padded 40: 0.14 s) and [90, 100] (200: 0.30 s);
-    # each timed call held one optimizer step, which the batch makes once: 0.09 + 0.25 + 0.05.
-    assert update_calls_s(PADDED, 0.05, TOKENS, RESPONSES, UpdateShape(2), 1) == pytest.approx(0.39)
+    # Whole batch, micro-batches of 2: sorted [10, 20] (padded 40: 0.14 s) and [90, 100] (200: 0.30 s),
+    # then one optimizer step: 0.49 s.
+    assert update_calls_s(PADDED, 0.05, TOKENS, RESPONSES, UpdateShape(2), 1) == pytest.approx(0.49)
     # Mini-batches of 2 in arrival order: [10, 100] pads to 200 (0.30 s), [20, 90] to 180 (0.28 s), each
-    # with its own step: 0.58 s, so cutting this batch costs 0.19 s more, mostly padding.
-    assert update_calls_s(PADDED, 0.05, TOKENS, RESPONSES, UpdateShape(2, 2), 1) == pytest.approx(0.58)
+    # with its own step: 0.68 s, so cutting this batch costs 0.19 s more, 0.14 s of it padding.
+    assert update_calls_s(PADDED, 0.05, TOKENS, RESPONSES, UpdateShape(2, 2), 1) == pytest.approx(0.68)
     # Two epochs: everything twice.
-    assert update_calls_s(PADDED, 0.05, TOKENS, RESPONSES, UpdateShape(2, None, 2), 1) == pytest.approx(0.78)
+    assert update_calls_s(PADDED, 0.05, TOKENS, RESPONSES, UpdateShape(2, None, 2), 1) == pytest.approx(0.98)
 
 
 def test_the_response_tokens_cost_the_same_however_the_batch_is_cut() -> None:
     # 10 ms per response token and nothing per padded token: the 200 response tokens cost 2 s in any
-    # split (each timed call's 2 s held one 0.05 s step: two calls, one step for the whole batch), so
-    # two mini-batches add only their second optimizer step.
+    # split, so two mini-batches add only their second optimizer step.
     per_response = PADDED.model_copy(
         update={"intercept_s": 0.0, "per_response_token_s": 0.01, "per_padded_token_s": 0.0}
     )
     one = update_calls_s(per_response, 0.05, TOKENS, RESPONSES, UpdateShape(2), 1)
     two = update_calls_s(per_response, 0.05, TOKENS, RESPONSES, UpdateShape(2, 2), 1)
-    assert one == pytest.approx(2.0 - 0.05) and two - one == pytest.approx(0.05)
+    assert one == pytest.approx(2.0 + 0.05) and two - one == pytest.approx(0.05)
 
 
 def _with_actor(profile: Profile, optimizer_s: float = 0.05) -> Profile:
@@ -59,7 +58,7 @@ def test_the_extra_is_the_difference_from_the_profiled_one_step_update() -> None
     roles = _with_actor(roles_profile()).roles
     assert extra_actor_s(roles, TOKENS, RESPONSES, UpdateShape(2), 1) == 0.0  # what the fit measured
     assert extra_actor_s(roles, TOKENS, RESPONSES, UpdateShape(2, 2), 1) == pytest.approx(0.19)
-    assert extra_actor_s(roles, TOKENS, RESPONSES, UpdateShape(2, None, 3), 1) == pytest.approx(2 * 0.39)
+    assert extra_actor_s(roles, TOKENS, RESPONSES, UpdateShape(2, None, 3), 1) == pytest.approx(2 * 0.49)
     # The critic (constant 0.25 s per timed call, 0.02 s of it the step): two mini-batches of one
     # micro-batch each are two calls; the whole batch, two micro-batches with one step: 0.48 s.
     assert roles is not None
@@ -85,8 +84,8 @@ def test_the_simulated_update_grows_by_the_extra_steps(two_core_node: NodeSpec) 
 
     one, two = update(UpdateShape(2)), update(UpdateShape(2, None, 2))
     # A second epoch adds the whole-batch calls once: two micro-batches of 2 x 15 tokens (0.13 s each)
-    # less a step each, plus one step, on the profile's one unit.
-    assert two["update"] - one["update"] == pytest.approx(2 * (0.13 - 0.05) + 0.05)
+    # and one step, on the profile's one unit.
+    assert two["update"] - one["update"] == pytest.approx(2 * 0.13 + 0.05)
     assert two["total"] - one["total"] == pytest.approx(two["update"] - one["update"])
     # With PPO's critic the same shape cuts the critic's update too (0.25 s per call, 0.02 s of it the step).
     ppo = RolesSpec(reference_runtime="ort", critic=True, critic_micro_batch=4)
@@ -123,3 +122,50 @@ def test_a_cluster_plan_names_its_trainers_mini_batches(tmp_path) -> None:
     # Its illustrative profile never timed the actor's update: refused before anything is simulated.
     with pytest.raises(RlsimError, match="roles.update_actor.*rlsim profile"):
         prepare(config, profile)
+
+
+def test_the_trainer_gets_rollouts_in_finish_order_when_the_schedule_streams() -> None:
+    from rlsim.planner.sim.generation import deal
+    from rlsim.planner.sim.step import trainer_order
+    from rlsim.planner.sim.step_types import StepInputs
+
+    batch = deal(np.array([5, 5, 5, 5]), np.array([40, 10, 30, 20]), 1)  # one engine, request order
+    finish = np.array([[4.0, 1.0, 3.0, 2.0]])  # the shortest finishes first
+
+    def order(schedule: str) -> list[int]:
+        inputs = StepInputs(
+            spec=placement(schedule), resources=None, profile=roles_profile(), workload=fixed_workload()
+        )  # type: ignore[arg-type]
+        tokens, responses = trainer_order(inputs, batch, finish)
+        assert list(tokens - responses) == [5, 5, 5, 5]
+        return list(responses)
+
+    assert order("overlapped") == [10, 20, 30, 40]  # streamed as they finished (loop/schedules/step.py)
+    assert order("sequential") == [40, 10, 30, 20]  # generated as a batch, in request order
+
+
+def test_an_update_fit_needs_two_batch_sizes_and_takes_the_optimizer_step_off() -> None:
+    from rlsim.errors import RlsimError
+    from rlsim.planner.profile.fitting import fit_update_model
+    from rlsim.planner.profile.schema import UpdateSample
+
+    def sample(batch: int, length: int, ragged: int = 0) -> UpdateSample:
+        # 0.05 s + 1 ms per response token + 0.5 ms per padded token, and a 0.2 s optimizer step.
+        response, padded = batch * length - ragged, batch * (8 + length)
+        return UpdateSample(
+            batch=batch,
+            padded_tokens=padded,
+            response_tokens=response,
+            latency_s=0.25 + 1e-3 * response + 5e-4 * padded,
+            units=1,
+        )
+
+    # One batch size: padded - response = batch x prompt is constant, the intercept's direction.
+    with pytest.raises(RlsimError, match="two batch sizes and two response lengths"):
+        fit_update_model([sample(4, n) for n in (16, 32, 64)], "cpu", lambda units: 0.2)
+    model = fit_update_model(
+        [sample(b, n) for b in (2, 8) for n in (16, 64)] + [sample(8, 64, 96)], "cpu", lambda u: 0.2
+    )
+    assert (model.intercept_s, model.per_response_token_s, model.per_padded_token_s) == pytest.approx(
+        (0.05, 1e-3, 5e-4)
+    )

@@ -40,7 +40,6 @@ if TYPE_CHECKING:
 
 # Sample keys: the reference per runtime, then the critic's forward and update, then the actor's update.
 CRITIC_OPS = ("values", "update_critic")
-UPDATE_OPS = ("update_critic", "update_actor")  # whose optimizer step is timed apart as well
 
 
 @dataclass
@@ -87,7 +86,23 @@ class RolesGrid(BaseModel):
     def calls(self) -> int:
         """Timed calls in all, warm-ups included (for ``--dry-run``)."""
         ops = len(self.reference_runtimes) + len(CRITIC_OPS) + 1  # + the actor's update
-        return ops * len(self.units) * len(self.batch_sizes) * len(self.lengths) * (self.repeats + 1)
+        ragged = sum(1 for b in self.batch_sizes if b > 1)  # the actor's ragged cell per batch size
+        cells = len(self.batch_sizes) * len(self.lengths) * ops + ragged
+        return len(self.units) * cells * (self.repeats + 1)
+
+
+def ragged_rollouts(batch: int, grid: RolesGrid, vocab: int) -> tuple[list[Rollout], int]:
+    """``batch`` rollouts, every other one of the grid's shortest and longest response (the short ones padded
+    to the long in one micro-batch), and their response tokens."""
+    from rlsim.rollout.types import Rollout
+
+    short = synthetic_rollouts(batch - batch // 2, grid.prompt_tokens, min(grid.lengths), vocab, salt=1)
+    long = synthetic_rollouts(batch // 2, grid.prompt_tokens, max(grid.lengths), vocab, salt=2)
+    mixed = [r for pair in zip(short, long, strict=False) for r in pair] + short[len(long) :]
+    rollouts = [
+        Rollout(uid=i, group=i, prompt_ids=r.prompt_ids, response_ids=r.response_ids) for i, r in enumerate(mixed)
+    ]
+    return rollouts, sum(len(r.response_ids) for r in rollouts)
 
 
 def synthetic_rollouts(count: int, prompt: int, response: int, vocab: int, salt: int = 0) -> list[Rollout]:
@@ -132,6 +147,11 @@ def measure_roles(
                     out.samples.setdefault(key, []).extend(timed)
                 if on_cell:
                     on_cell(f"roles x{units} b{batch} len{length}")
+            if "update_actor" in ops and batch > 1:  # ragged: the padding's own cost (the cells above have none)
+                rollouts, response = ragged_rollouts(batch, grid, int(config["vocab_size"]))
+                padded = batch * (grid.prompt_tokens + max(grid.lengths))
+                timed = _time_cell(ops["update_actor"], rollouts, padded, units, grid.repeats, response)
+                out.samples["update_actor"].extend(timed)
         for key, seconds in optimizer.items():
             if seconds:
                 out.optimizer.setdefault(key.removeprefix("update_"), {})[units] = seconds

@@ -30,6 +30,7 @@ from rlsim.planner.profile.schema import (
     RolesModel,
     ScorerLatencyModel,
     TrainerModel,
+    nearest_threads,
     new_profile_header,
 )
 
@@ -158,7 +159,7 @@ def roles_section(
     if grid is None:
         unmeasured.append("roles (PPO's reference and critic): no roles section in the profile config")
         return None
-    from rlsim.planner.measure.roles import UPDATE_OPS, measure_roles, measure_sharing
+    from rlsim.planner.measure.roles import measure_roles, measure_sharing
 
     sharing: dict[str, Any] = {}  # RolesModel's sharing fields; none: assumed 1
     optimizer: dict[str, dict[int, float]] = {}
@@ -177,10 +178,10 @@ def roles_section(
         optimizer = {role: dict(v) for role, v in old.optimizer_step_s.items()}
         if old.update_actor is not None:
             samples["update_actor"] = list(old.update_actor.samples)
-        elif measure:  # stored before the actor's update was timed: time it (and the optimizer steps) now
-            now = measure_roles(grid, on_cell, quiet, only=UPDATE_OPS)
+        elif measure:  # stored before the actor's update was timed: time it and its optimizer step now
+            now = measure_roles(grid, on_cell, quiet, only=("update_actor",))
             samples["update_actor"], optimizer = now.samples["update_actor"], _medians(now.optimizer)
-            where += "; the actor's update and the optimizer steps timed now"
+            where += "; the actor's update and its optimizer step timed now"
     elif measure:
         timed = measure_roles(grid, on_cell, quiet)
         samples, context, optimizer = timed.samples, timed.context, _medians(timed.optimizer)
@@ -191,7 +192,15 @@ def roles_section(
         return None
     actor_rows = samples.pop("update_actor", None)
     fits = {key: fit_latency_model(rows, "cpu", context, disturbed_above) for key, rows in samples.items()}
-    update_actor = fit_update_model(actor_rows, "cpu", disturbed_above) if actor_rows else None  # type: ignore[arg-type]
+    update_actor = None
+    if actor_rows:
+        steps = optimizer.get("actor") or {1: 0.0}
+        update_actor = fit_update_model(
+            actor_rows,  # type: ignore[arg-type]
+            "cpu",
+            lambda units: nearest_threads(steps, units),
+            disturbed_above,
+        )
     roles = RolesModel(
         micro_batch=micro_batch,
         reference={k.split(":", 1)[1]: m for k, m in fits.items() if k.startswith("reference:")},

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
 
@@ -112,7 +113,8 @@ class UpdateSample(LatencySample):
 
 
 class UpdateCostModel(_Strict):
-    """The policy trainer's update of one micro-batch with one optimizer step, alone on ``units``:
+    """The policy trainer's forward and backward of one micro-batch, alone on ``units``, without the
+    optimizer step (``RolesModel.optimizer_step_s``, taken off each timed call before the fit):
     ``a + (r x response tokens + c x padded tokens) x (units / u) ** alpha``. The response term is the
     trainer's vocabulary projection and loss, which run on response positions only
     (``rlsim.loop.roles.packing.response_logprobs``); the padded term the transformer itself."""
@@ -268,6 +270,11 @@ class ContentionModel(_Strict):
         return self.per_runtime.get(runtime, self.default)
 
 
+def nearest_threads(by_threads: Mapping[int, float], units: float) -> float:
+    """The value measured at the thread count nearest ``units`` (the larger of two as near)."""
+    return by_threads[min(by_threads, key=lambda t: (abs(t - units), -t))]
+
+
 class RolesModel(_Strict):
     """Costs of PPO's experience roles, timed directly on the policy-sized models (``rlsim profile``).
 
@@ -288,7 +295,7 @@ class RolesModel(_Strict):
     update_critic: ScorerLatencyModel
     update_actor: UpdateCostModel | None = Field(
         default=None,
-        description="the policy trainer's update of one micro-batch with one optimizer step (None: not timed)",
+        description="the trainer's forward and backward of one micro-batch, its optimizer step apart (None: none)",
     )
     optimizer_step_s: dict[str, dict[int, float]] = Field(
         default_factory=dict,
@@ -316,9 +323,7 @@ class RolesModel(_Strict):
         """One optimizer step of ``role`` (``actor``, ``critic``) at the measured thread count nearest
         ``units`` (the larger of two as near); None when the profile did not time it."""
         by_threads = self.optimizer_step_s.get(role)
-        if not by_threads:
-            return None
-        return by_threads[min(by_threads, key=lambda t: (abs(t - units), -t))]
+        return nearest_threads(by_threads, units) if by_threads else None
 
     def efficiency(self, threads: float) -> float:
         """Sharing efficiency of processes with ``threads`` threads each: the one measured at the most

@@ -12,8 +12,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 import rlsim
 from rlsim.errors import RlsimError
 from rlsim.planner.profile.machine_check import check_cluster
@@ -21,7 +19,7 @@ from rlsim.planner.profile.schema import Profile, load_profile
 from rlsim.planner.profile.sources import provenance_summary
 from rlsim.planner.search.grid import Candidates, candidates, run_search
 from rlsim.planner.sim.evaluate import Evaluation, evaluate
-from rlsim.planner.sim.update_steps import UpdateShape, extra_actor_s
+from rlsim.planner.sim.update_steps import UpdateShape, check_priceable
 from rlsim.planner.spec.cluster import PlanConfig
 from rlsim.planner.spec.placement import resolve
 
@@ -99,9 +97,8 @@ def prepare(config: PlanConfig, profile_path: Path) -> Prepared:
             "to plan without them"
         )
     profile = load_profile(profile_path)
-    try:  # only whether the profile can price the trainer's optimizer steps is asked here
-        one = np.ones(1, dtype=np.int64)
-        extra_actor_s(profile.roles, one, one, update_shape(config), 1.0)
+    try:
+        check_priceable(profile.roles, update_shape(config), 1.0)
     except ValueError as err:
         raise RlsimError(str(err)) from err
     if config.placement is not None:

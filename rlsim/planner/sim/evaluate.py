@@ -4,13 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-import numpy as np
-
 from rlsim.planner.profile.schema import Profile
 from rlsim.planner.sim.ppo_roles import RolesSpec, check_roles
 from rlsim.planner.sim.step import StepInputs, simulate_step
 from rlsim.planner.sim.summary import STRAGGLER_RATIO, Evaluation, bottleneck, summarise, utilisation
-from rlsim.planner.sim.update_steps import UpdateShape, extra_actor_s
+from rlsim.planner.sim.update_steps import UpdateShape, check_priceable
 from rlsim.planner.spec.cluster import NodeSpec, PlacementSpec
 from rlsim.planner.spec.placement import PlacementError, resolve
 from rlsim.planner.spec.workload import Workload
@@ -45,9 +43,8 @@ def evaluate(
         update=update or UpdateShape(),
     )
     check_roles(inputs)
-    try:  # priced on a one-rollout batch: only whether the profile can price it is asked here
-        one = np.ones(1, dtype=np.int64)
-        extra_actor_s(profile.roles, one, one, inputs.update, resources.train_units)
+    try:
+        check_priceable(profile.roles, inputs.update, resources.train_units)
     except ValueError as err:
         raise PlacementError(str(err)) from err
     kind = schedule_kind(spec.schedule)

@@ -11,13 +11,14 @@ sorted batch of 32 pads short rollouts with short ones.
 The profile's fitted update (``TrainerModel.update_s``) was measured with one step on the whole batch;
 the planner adds the difference of this structural cost between the run's split and that one:
 
-    calls(split) = epochs x sum over mini-batches [ sum over micro-batches (L(mb) - o) + o ]
+    calls(split) = epochs x sum over mini-batches [ sum over micro-batches F(mb) + o ]
 
-where ``L`` is the role's latency model (``roles.update_actor``, whose cost follows the response
-tokens as well as the padding, and ``roles.update_critic``: one timed call is one micro-batch and
-one optimizer step) and ``o`` the measured optimizer step
-(``roles.optimizer_step_s``; 0 where a profile did not time it, which makes ``calls`` the sum of the
-micro-batches' latencies, as the planner priced the critic before).
+where ``o`` is the measured optimizer step (``roles.optimizer_step_s``) and ``F`` a micro-batch's
+forward and backward: for the actor ``roles.update_actor`` itself (fitted with the step taken off,
+its cost following the response tokens as well as the padding); for the critic
+``roles.update_critic`` less ``o`` (each of its timed calls was one micro-batch and one step; at
+least 0), with ``o`` 0 where the profile did not time the critic's step, which makes ``calls`` the
+sum of the micro-batches' latencies, as the planner priced the critic before.
 """
 
 from __future__ import annotations
@@ -66,24 +67,28 @@ def update_calls_s(
         part = slice(start, start + size)
         order = np.argsort(tokens[part], kind="stable")
         rows, resp = tokens[part][order], responses[part][order]
-        calls = 0.0
-        for j in range(0, len(rows), shape.micro_batch):
-            micro = slice(j, j + shape.micro_batch)
-            calls += max(_call_s(model, rows[micro], resp[micro], units) - optimizer_s, 0.0)
-        epoch += calls + optimizer_s
+        micro = [slice(j, j + shape.micro_batch) for j in range(0, len(rows), shape.micro_batch)]
+        epoch += sum(_forward_backward_s(model, rows[m], resp[m], units, optimizer_s) for m in micro) + optimizer_s
     overhead = model.call_overhead_s if isinstance(model, ScorerLatencyModel) else 0.0
     factor = model.in_loop_factor if isinstance(model, ScorerLatencyModel) else 1.0
     return shape.epochs * epoch * factor + overhead
 
 
-def _call_s(
-    model: ScorerLatencyModel | UpdateCostModel, rows: np.ndarray, responses: np.ndarray, units: float
+def _forward_backward_s(
+    model: ScorerLatencyModel | UpdateCostModel, rows: np.ndarray, responses: np.ndarray, units: float, step_s: float
 ) -> float:
-    """One micro-batch: ``rows`` padded to the longest."""
+    """One micro-batch, ``rows`` padded to the longest: an ``UpdateCostModel`` prices the forward and
+    backward alone; a ``ScorerLatencyModel``'s call held one optimizer step, taken off (at least 0)."""
     padded = int(rows.max()) * len(rows)
     if isinstance(model, UpdateCostModel):
         return model.latency_s(int(responses.sum()), padded, units)
-    return model.latency_s(len(rows), padded, units)
+    return max(model.latency_s(len(rows), padded, units) - step_s, 0.0)
+
+
+def check_priceable(roles: RolesModel | None, shape: UpdateShape, units: float) -> None:
+    """``ValueError`` naming the fix when ``shape`` needs what the profile lacks (see ``extra_actor_s``)."""
+    one = np.ones(1, dtype=np.int64)
+    extra_actor_s(roles, one, one, shape, units)
 
 
 def extra_actor_s(

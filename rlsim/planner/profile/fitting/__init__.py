@@ -12,7 +12,8 @@ first fit (the samples stay in the profile; ``fit.n_samples`` counts those used)
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import TypeVar
 
 import numpy as np
 from scipy.optimize import nnls
@@ -70,6 +71,9 @@ def _reference_units(units: np.ndarray) -> float:
     return float(max(counts, key=lambda u: (counts[u], u)))
 
 
+S = TypeVar("S", bound=LatencySample)
+
+
 def fit_scaled(
     fixed: np.ndarray,
     scaled: np.ndarray,
@@ -110,9 +114,7 @@ def fit_latency_model(
     took more than this share of the cores (when enough calls remain to fit); all are kept in the model.
     """
     every = list(samples)
-    calm = [x for x in every if disturbed_above is None or (x.foreign_share or 0.0) <= disturbed_above]
-    if len(calm) >= max(3, len(every) // 3):
-        samples = calm
+    samples = calm_samples(every, disturbed_above)
     if len(samples) < 3:
         raise RlsimError(
             f"need at least 3 latency samples to fit a scorer model, got {len(samples)}; "
@@ -154,25 +156,38 @@ def fit_latency_model(
     return model.model_copy(update={"fit": fit_stats(latency[keep], predicted[keep])})
 
 
-def fit_update_model(
-    samples: Sequence[UpdateSample], device: Device, disturbed_above: float | None = None
-) -> UpdateCostModel:
-    """Fit ``latency_s = a + (r x response_tokens + c x padded_tokens) x (units_ref / units) ** alpha``
-    (``UpdateCostModel``), leaving out disturbed calls as ``fit_latency_model`` does. Needs samples
-    whose padding differs at the same response tokens' share (two batch sizes or prompt lengths),
-    else an RlsimError naming the grid to widen."""
+def calm_samples(samples: Sequence[S], disturbed_above: float | None) -> list[S]:
+    """``samples`` without the calls during which other programs took more than ``disturbed_above`` of the
+    cores, when enough remain to fit (a third, at least 3); all of them otherwise."""
     every = list(samples)
     calm = [x for x in every if disturbed_above is None or (x.foreign_share or 0.0) <= disturbed_above]
-    rows = calm if len(calm) >= max(3, len(every) // 3) else every
+    return calm if len(calm) >= max(3, len(every) // 3) else every
+
+
+def fit_update_model(
+    samples: Sequence[UpdateSample],
+    device: Device,
+    optimizer_s: Callable[[float], float],
+    disturbed_above: float | None = None,
+) -> UpdateCostModel:
+    """Fit ``latency_s - o(units) = a + (r x response_tokens + c x padded_tokens) x (units_ref / units) ** alpha``
+    (``UpdateCostModel``): each timed update held one optimizer step, ``optimizer_s(units)`` seconds, which
+    the model leaves out (the planner adds the steps a run makes). Disturbed calls are left out as
+    ``fit_latency_model`` does. Needs two batch sizes and two response lengths (one batch size leaves
+    ``padded - response = batch x prompt`` constant, the intercept's direction), else an RlsimError."""
+    every = list(samples)
+    rows = calm_samples(every, disturbed_above)
     response = np.array([s.response_tokens for s in rows], dtype=float)
     padded = np.array([s.padded_tokens for s in rows], dtype=float)
-    if len(rows) < 3 or len(np.unique(np.round(padded / response, 6))) < 2:
+    design = np.column_stack([np.ones(len(rows)), response, padded])
+    if len(rows) < 3 or np.linalg.matrix_rank(design) < 3:
         raise RlsimError(
-            f"need at least 3 update samples with two ratios of padded to response tokens, got {len(rows)}; "
-            "time two batch sizes or two response lengths"
+            f"{len(rows)} update samples cannot separate the per-call, per-response-token and per-padded-token "
+            "costs; time two batch sizes and two response lengths"
         )
-    latency = np.array([s.latency_s for s in rows], dtype=float)
     units = np.array([s.units for s in rows], dtype=float)
+    steps = np.array([optimizer_s(u) for u in units], dtype=float)
+    latency = np.maximum(np.array([s.latency_s for s in rows], dtype=float) - steps, 1e-6)
     ref = _reference_units(units)
     coef, alpha, measured = fit_scaled(
         np.ones((len(rows), 1)), np.column_stack([response, padded]), latency, units, ref
