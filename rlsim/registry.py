@@ -50,6 +50,7 @@ class Registry(Generic[T, M]):
         self._role = role
         self._default_info = default_info
         self._items: dict[str, Entry[T, M]] = {}
+        self._refused: dict[str, str] = {}  # names that would be expected here, and why this build has none
         self._builtins = tuple(builtins)  # modules registering rlsim's own entries, in listing order
         self._loaded = not self._builtins
 
@@ -71,12 +72,29 @@ class Registry(Generic[T, M]):
 
         return decorator
 
+    def refuse(self, name: str, reason: str) -> None:
+        """Record that ``name`` is deliberately not provided, and why: asking for it names the reason
+        instead of answering "unknown"."""
+        self._refused[name] = reason
+
+    def refusal(self, name: str) -> str | None:
+        """Why ``name`` is deliberately not provided (``refuse``), or None."""
+        self.load_builtins()
+        return self._refused.get(name)
+
+    def unknown_message(self, name: str) -> str:
+        """What to tell someone who asked for ``name``, which is not registered."""
+        reason = self.refusal(name)
+        if reason:
+            return f"{self._role} {name!r} is not available: {reason}"
+        return f"unknown {self._role} {name!r}; valid names: {self.valid_names()}"
+
     def entry(self, name: str) -> Entry[T, M]:
         self.load_builtins()
         try:
             return self._items[name]
         except KeyError:
-            raise RlsimError(f"unknown {self._role} {name!r}; valid names: {self.valid_names()}") from None
+            raise RlsimError(self.unknown_message(name)) from None
 
     def get(self, name: str) -> T:
         return self.entry(name).obj

@@ -72,3 +72,36 @@ def test_mixed_int8_runtimes_score_with_the_chosen_graph(tiny_llama_rm, texts, r
     assert choice["calibration"]["split"] == "calibration" and choice["int8_nodes"]
     assert choice["pair_flip_rate"] <= choice["rules"]["max_pair_flip_rate"]
     assert len(choice["fp32_nodes"]) + len(choice["int8_nodes"]) == len(choice["sensitivity"])
+
+
+def test_bf16_in_onnx_runtime_is_refused_by_name_with_the_reason() -> None:
+    from rlsim.errors import RlsimError
+    from rlsim.loop.config import RunConfig
+    from rlsim.scoring import SCORERS
+
+    for name in ("ort-bf16", "native-bf16"):
+        assert name not in SCORERS
+        with pytest.raises(RlsimError, match=f"'{name}' is not available: ONNX Runtime's CPU provider has no bf16"):
+            SCORERS.get(name)
+        with pytest.raises(ValueError, match="no bf16 MatMul on x86.*eager-bf16"):
+            RunConfig.model_validate({"reward": {"runtime": name}})
+    assert "unknown scoring runtime 'ort-bf17'" in SCORERS.unknown_message("ort-bf17")
+
+
+def test_onnx_runtime_still_has_no_cpu_bf16_matmul() -> None:
+    # What the refusal above says; when an ORT release adds the kernel this fails, and ort-bf16 can be built.
+    ort = pytest.importorskip("onnxruntime")
+    from onnx import TensorProto, helper
+
+    weight = helper.make_tensor("B", TensorProto.BFLOAT16, [4, 4], vals=bytes(32), raw=True)
+    graph = helper.make_graph(
+        [helper.make_node("MatMul", ["A", "B"], ["Y"])],
+        "bf16",
+        [helper.make_tensor_value_info("A", TensorProto.BFLOAT16, [4, 4])],
+        [helper.make_tensor_value_info("Y", TensorProto.BFLOAT16, [4, 4])],
+        initializer=[weight],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    with pytest.raises(Exception, match="NOT_IMPLEMENTED"):
+        ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
