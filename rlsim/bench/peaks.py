@@ -82,8 +82,8 @@ def measure_peaks(
 
 
 def summarize_peaks(gemm_runs: Sequence[dict[str, Any]]) -> dict[str, dict[str, Any]]:
-    """Per precision over the GEMM runs (before and after the grid): ``{"gflops": mean, "runs": [...], "kernel"}``,
-    or ``{"skipped": reason}``. fp32 is each run itself, the other precisions its ``peaks``."""
+    """Per precision over the GEMM runs (before and after the grid): ``{"gflops": mean, "runs": [...], "kernel",
+    "libraries"}``, or ``{"skipped": reason}``. fp32 is each run itself, the other precisions its ``peaks``."""
     by_precision: dict[str, list[dict[str, Any]]] = {"fp32": list(gemm_runs)}
     for run in gemm_runs:
         for precision, rate in (run.get("peaks") or {}).items():
@@ -99,6 +99,25 @@ def summarize_peaks(gemm_runs: Sequence[dict[str, Any]]) -> dict[str, dict[str, 
             "runs": [r["gflops"] for r in rates],
             "kernel": rates[0].get("kernel", KERNELS.get(precision)),
         }
+        libraries = _libraries(rates)
+        if libraries:
+            out[precision]["libraries"] = libraries
+    return out
+
+
+def _libraries(rates: Sequence[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Each library's mean rate over the runs (``best_gemm_gflops``'s ``libraries``), or why it was skipped."""
+    by_library: dict[str, list[dict[str, Any]]] = {}
+    for rate in rates:
+        for library, one in (rate.get("libraries") or {}).items():
+            by_library.setdefault(library, []).append(one)
+    out: dict[str, dict[str, Any]] = {}
+    for library, ones in by_library.items():
+        measured = [x for x in ones if "gflops" in x]
+        if measured:
+            out[library] = {"gflops": statistics.fmean(x["gflops"] for x in measured), "kernel": measured[0]["kernel"]}
+        else:
+            out[library] = {"skipped": ones[0]["skipped"]}
     return out
 
 

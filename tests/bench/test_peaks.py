@@ -128,3 +128,17 @@ def test_a_library_that_cannot_run_is_skipped_with_the_reason(monkeypatch: pytes
         gemm.measure_gemm_gflops(threads=1, n=16, repeats=1, precision="bf16", library="ort")
     with pytest.raises(ValueError, match="ONNX Runtime's CPU ones"):
         gemm.measure_gemm_gflops(threads=1, n=16, repeats=1, precision="fp32", library="ort", device="cuda")
+
+
+def test_the_summary_keeps_each_librarys_rate() -> None:
+    torch_ort = {"torch": {"gflops": 200.0, "kernel": "t"}, "ort": {"gflops": 450.0, "kernel": "o"}}
+    runs = [
+        {"gflops": 450.0, "kernel": "o", "libraries": torch_ort},
+        {"gflops": 470.0, "kernel": "o", "libraries": {**torch_ort, "ort": {"gflops": 470.0, "kernel": "o"}}},
+    ]
+    peaks = summarize_peaks(runs)
+    assert peaks["fp32"]["gflops"] == pytest.approx(460.0) and peaks["fp32"]["kernel"] == "o"
+    assert peaks["fp32"]["libraries"] == {
+        "torch": {"gflops": 200.0, "kernel": "t"},
+        "ort": {"gflops": 460.0, "kernel": "o"},
+    }
