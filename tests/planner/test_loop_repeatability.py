@@ -51,3 +51,59 @@ def test_same_work_is_compared_and_different_work_skipped(tmp_path: Path) -> Non
     assert result["disturbed_steps_left_out"] == {"noisy": [3]}
     assert "generated tokens differ" in result["skipped"]["other"]
     assert json.loads(done.stdout.splitlines()[-1])["pairs"] == 2
+
+
+def test_interleaved_rounds_run_the_whole_set_each_round_and_close_the_runner(tmp_path: Path) -> None:
+    from rlsim.errors import RlsimError
+    from rlsim.loop.config import RunConfig
+    from rlsim.planner.measure.loop_runner import run_rounds
+    from rlsim.planner.measure.loop_set import LoopCase
+
+    class Stub:
+        def __init__(self, fail_at: int | None = None) -> None:
+            self.ran: list[str] = []
+            self.closed = False
+            self.fail_at = fail_at
+
+        def run(self, case: LoopCase, out: Path) -> object:
+            if len(self.ran) == self.fail_at:
+                raise RuntimeError("engine died")
+            self.ran.append(f"{out.parent.name}/{case.name}")
+            return None
+
+        def close(self) -> None:
+            self.closed = True
+
+    cases = [LoopCase(n, "", RunConfig()) for n in ("a", "b", "c")]
+    stub = Stub()
+    folders = run_rounds(cases, stub, 2, tmp_path)  # type: ignore[arg-type]
+    assert stub.ran == ["round-1/a", "round-1/b", "round-1/c", "round-2/a", "round-2/b", "round-2/c"]
+    assert folders == [tmp_path / "round-1", tmp_path / "round-2"] and stub.closed
+    failing = Stub(fail_at=4)
+    with pytest.raises(RuntimeError, match="engine died"):
+        run_rounds(cases, failing, 3, tmp_path)  # type: ignore[arg-type]
+    assert failing.closed and len(failing.ran) == 4
+    with pytest.raises(RlsimError, match="rounds must be at least 2"):
+        run_rounds(cases, Stub(), 1, tmp_path)  # type: ignore[arg-type]
+
+
+def test_the_floor_has_a_mean_with_its_interval_and_bad_arguments_are_refused(tmp_path: Path) -> None:
+    a, b = tmp_path / "a", tmp_path / "b"
+    for name, (x, y) in {"p": (10.0, 11.0), "q": (10.0, 9.0), "r": (10.0, 10.4)}.items():
+        write_run(a / name, [1.0, x], [1, 2])
+        write_run(b / name, [1.0, y], [1, 2])
+    script = ROOT / "benchmarks" / "loop_repeatability.py"
+    subprocess.run([sys.executable, str(script), str(a), str(b), "--name", "f", "--out", str(tmp_path)], check=True)
+    total = json.loads((tmp_path / "loop_repeatability_f.json").read_text())["summary"]["total"]
+    # |10/11 - 1|, |10/9 - 1|, |10/10.4 - 1|: mean 0.0740, and a t-interval around it.
+    assert total["mean_abs"] == pytest.approx((1 / 11 + 1 / 9 + 0.4 / 10.4) / 3, abs=1e-4)
+    low, high = total["mean_abs_ci95"]
+    assert low < total["mean_abs"] < high and total["max_abs"] == pytest.approx(1 / 9, abs=1e-4)
+    for argv, message in (
+        ([str(a), "--run", str(tmp_path / "set.yaml")], "either --run SET.yaml or two folders"),
+        (["--run", str(tmp_path / "missing.yaml")], "no such loop set YAML"),
+        (["--run", str(script), "--rounds", "1"], "--rounds must be at least 2"),
+        ([str(a)], "give two folders of runs to compare, or --run"),
+    ):
+        done = subprocess.run([sys.executable, str(script), *argv, "--name", "x"], capture_output=True, text=True)
+        assert done.returncode == 2 and message in done.stderr, done.stderr

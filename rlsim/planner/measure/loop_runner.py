@@ -19,6 +19,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
+from rlsim.errors import RlsimError
 from rlsim.planner.measure import machine_load
 from rlsim.schedule_kinds import schedule_kind
 
@@ -190,6 +191,31 @@ def run_cases(
     return paths
 
 
+def run_rounds(
+    cases: list[LoopCase],
+    runner: LoopRunner,
+    rounds: int,
+    runs_dir: Path,
+    note: Callable[[str], None] | None = None,
+) -> list[Path]:
+    """Run every case ``rounds`` times, interleaved: round ``r`` runs all of them, in order, into
+    ``runs_dir/round-r/NAME`` (A B C, A B C, ...), so each case's runs are one round apart and a drift of
+    the host over the session reaches every case alike, rather than one case's repeats back to back or
+    hours apart. Returns the round folders; the runner is closed at the end, also on errors."""
+    if rounds < 2:
+        raise RlsimError(f"rounds must be at least 2 to compare a run with itself, not {rounds}")
+    tell = note or (lambda _msg: None)
+    folders = [runs_dir / f"round-{r}" for r in range(1, rounds + 1)]
+    try:
+        for r, folder in enumerate(folders, start=1):
+            for i, case in enumerate(cases, start=1):
+                tell(f"[round {r}/{rounds}, {i}/{len(cases)}] {case.name}")
+                runner.run(case, folder / case.name)
+    finally:
+        runner.close()
+    return folders
+
+
 def reusable_results(out: Path, case: LoopCase) -> RunResults | None:
     """A complete earlier run of this config in ``out`` (``--reuse``), else None.
 
@@ -198,7 +224,6 @@ def reusable_results(out: Path, case: LoopCase) -> RunResults | None:
     """
     from pydantic import ValidationError
 
-    from rlsim.errors import RlsimError
     from rlsim.loop.config import RunConfig
     from rlsim.run_results import RunResults
 
