@@ -169,7 +169,8 @@ def floor_summary(pairs: dict[str, dict[str, float]]) -> dict[str, dict[str, Any
         if len(values) >= 2:
             est = mean_ci(values)
             summary[phase]["mean_abs"] = round(est.mean, 4)
-            summary[phase]["mean_abs_ci95"] = [round(est.ci_low, 4), round(est.ci_high, 4)]
+            # A t-interval on |differences| can reach below 0, which no |difference| can: cut there.
+            summary[phase]["mean_abs_ci95"] = [round(max(est.ci_low, 0.0), 4), round(est.ci_high, 4)]
     return summary
 
 
