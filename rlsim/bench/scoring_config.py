@@ -178,9 +178,8 @@ def check_runtimes(runtimes: list[str]) -> list[str]:
     problems = []
     for name in dict.fromkeys(runtimes):
         if name not in SCORERS:
-            refused = SCORERS.refusal(name)
-            known = f"runtime {name!r} is not available: {refused}" if refused else None
-            problems.append(known or f"unknown runtime {name!r}; valid names: {SCORERS.valid_names()}")
+            refused = SCORERS.unknown_message(name) if SCORERS.refusal(name) else None
+            problems.append(refused or f"unknown runtime {name!r}; valid names: {SCORERS.valid_names()}")
             continue
         reason = unavailable_reason(name)
         if reason:

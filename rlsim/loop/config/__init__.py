@@ -110,9 +110,8 @@ class RewardConfig(_Strict):
         from rlsim.scoring import SCORERS, unavailable_reason
 
         if v not in SCORERS:
-            refused = SCORERS.refusal(v)
-            if refused:
-                raise ValueError(f"runtime {v!r} is not available: {refused}")
+            if SCORERS.refusal(v):
+                raise ValueError(SCORERS.unknown_message(v))
             raise ValueError(f"unknown runtime; valid names: {SCORERS.valid_names()} (a plug-in needs reward.imports)")
         reason = unavailable_reason(v, device=None)  # the hardware is checked with ``device`` (declared later)
         if reason:

@@ -86,9 +86,15 @@ def _forward_backward_s(
 
 
 def check_priceable(roles: RolesModel | None, shape: UpdateShape, units: float) -> None:
-    """``ValueError`` naming the fix when ``shape`` needs what the profile lacks (see ``extra_actor_s``)."""
-    one = np.ones(1, dtype=np.int64)
-    extra_actor_s(roles, one, one, shape, units)
+    """``ValueError`` naming the fix when ``shape`` needs a timed actor update the profile lacks."""
+    if shape.one_step:
+        return
+    if roles is None or roles.update_actor is None or roles.optimizer_s("actor", units) is None:
+        raise ValueError(
+            "the profile has no timed actor update (roles.update_actor, roles.optimizer_step_s), so the "
+            "planner cannot price trainer.mini_batch_size or trainer.epochs > 1; measure it with rlsim profile "
+            "(a config with a roles section), or plan one optimizer step per RL step"
+        )
 
 
 def extra_actor_s(
@@ -98,12 +104,8 @@ def extra_actor_s(
     ``ValueError`` naming the fix when the profile cannot price it (no timed actor update)."""
     if shape.one_step:
         return 0.0
-    if roles is None or roles.update_actor is None or roles.optimizer_s("actor", units) is None:
-        raise ValueError(
-            "the profile has no timed actor update (roles.update_actor, roles.optimizer_step_s), so the "
-            "planner cannot price trainer.mini_batch_size or trainer.epochs > 1; measure it with rlsim profile "
-            "(a config with a roles section), or plan one optimizer step per RL step"
-        )
+    check_priceable(roles, shape, units)
+    assert roles is not None and roles.update_actor is not None  # checked just above
     opt = roles.optimizer_s("actor", units) or 0.0
     now = update_calls_s(roles.update_actor, opt, tokens, responses, shape, units)
     return now - update_calls_s(roles.update_actor, opt, tokens, responses, shape.whole_batch(), units)
