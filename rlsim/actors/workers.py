@@ -136,6 +136,12 @@ class RolloutWorker(_Worker):
         events[-1].items = len(rollouts)
         return rollouts, events
 
+    def generating(self) -> bool:
+        """Whether a ``generate(..., start_version)`` call is under way: weights offered now would load
+        between its engine steps (ask it in the weights' concurrency group, as it runs beside that call)."""
+        with self._swap:
+            return self._generating
+
     def pending(self) -> tuple[Path, int] | None:
         """``SwapPoint``: the weights an ``offer_weights`` call waits to have loaded, if any."""
         with self._swap:

@@ -78,17 +78,19 @@ def test_every_rollout_is_counted_once(results) -> None:
         assert m["timing_s/param_sync"] == step["sync"]["latency_s"] > 0 and "timing_s/gen" in m
 
 
-def test_partial_rollouts_take_the_weights_mid_generation_and_record_both_versions(results) -> None:
+def test_partial_rollouts_record_every_version_and_split_the_call_around_each_load(results) -> None:
+    """Where each weight load landed (inside a generate call or between calls) is up to the hour's timing: an
+    update outlasted the call beside it in some CI runs. So this checks that the records agree with each other
+    whichever way the loads went; a load inside a call under way, for certain, is the next test's."""
     saved, rows, _ = results
     a = saved["async"]
     assert a["partial_rollouts"] is True and sum(a["version_span_histogram"].values()) == 4 * ROLLOUTS
-    assert a["version_span_histogram"].get("1", 0) > 0  # some rollouts were sampled by two versions
+    assert set(a["version_span_histogram"]) <= {"0", "1"}  # one load at most inside any one call
     assert sum(sum(step["version_span"].values()) for step in saved["steps"]) == 4 * ROLLOUTS
     details = [step["sync"]["detail"] for step in saved["steps"]]  # each load: inside a generate call, or idle
     assert all(("between engine steps" in d) != ("the engine was idle" in d) for d in details)
-    assert any("between engine steps" in d for d in details)
     # A weight load inside a generate call: that call's events stop where the load starts and resume where
-    # it ends.
+    # it ends; a load with the engine idle splits nothing.
     gen = [r for r in rows if r["actor"] == "rollout" and r["phase"] == "generate"]
     loads = [r for r in rows if r["actor"] == "rollout" and r["phase"] == "sync"]
 
@@ -101,7 +103,7 @@ def test_partial_rollouts_take_the_weights_mid_generation_and_record_both_versio
         if any(abs(at(g, "end") - at(s, "start")) < 1e-3 for g in gen)
         and any(abs(at(g, "start") - at(s, "end")) < 1e-3 for g in gen)
     ]
-    assert inside
+    assert len(inside) == sum("between engine steps" in d for d in details)
 
 
 def test_the_update_is_corrected_with_vllm_behaviour_logprobs(results) -> None:
@@ -159,3 +161,37 @@ def test_resume_continues_from_the_checkpoint_of_the_last_step(results, session,
     assert files == ["trainer-v5.pt", "trainer-v6.pt"]
     state = torch.load(tmp_path / "run" / "checkpoints" / "trainer-v6.pt", weights_only=True)
     assert state["version"] == 6 and state["optimizer"]["state"]  # AdamW moments travel with the weights
+
+
+def test_weights_offered_during_a_generate_call_load_between_its_engine_steps(results, session) -> None:
+    """The partial-rollout path on the Ray actor itself, with no race against an update: a generate call of
+    256 tokens a response is under way (the actor says so in the weights' concurrency group) when the trainer's
+    weights are offered as version 1; the offer returns once the call took them between engine steps, every
+    response was sampled by version 0 and then version 1, and the call's events break around the load. Runs
+    last: it leaves the engine at a version of its own."""
+    import time
+
+    import ray
+
+    from rlsim.actors.ray_actors import WEIGHTS_GROUP
+    from rlsim.rollout.types import RolloutRequest
+
+    rollout, trainer = session.actors.rollout, session.actors.trainer
+    ray.get(rollout.new_pipeline.remote())
+    state, _ = trainer.export_weights.options(num_returns=2).remote()
+    requests = [RolloutRequest(uid=i, group=0, prompt="a story about", response_tokens=256) for i in range(2)]
+    call = rollout.generate.remote(requests, 0)
+    deadline = time.monotonic() + 120
+    while not ray.get(rollout.generating.options(concurrency_group=WEIGHTS_GROUP).remote()):
+        assert time.monotonic() < deadline, "the generate call never started"
+        time.sleep(0.01)
+    time.sleep(0.2)  # some 20 tokens in (the call lasts about 3 s here), so each response has an old prefix
+    offer = rollout.offer_weights.options(concurrency_group=WEIGHTS_GROUP).remote(state, 1)
+    rollouts, events = ray.get(call, timeout=300)
+    sync, _ = ray.get(offer, timeout=300)
+    assert "between engine steps" in sync.detail and sync.seconds > 0
+    assert ray.get(rollout.generating.options(concurrency_group=WEIGHTS_GROUP).remote()) is False
+    assert all(len(r.response_ids) == 256 for r in rollouts)
+    assert all([v for v, _ in r.version_spans] == [0, 1] for r in rollouts), [r.version_spans for r in rollouts]
+    generate = [e for e in events if e.phase == "generate"]
+    assert len(generate) == 2 and generate[0].end <= generate[1].start
