@@ -61,15 +61,21 @@ def own_output_tail(fds: tuple[int, ...] = (1, 2), limit: int = _TAIL_BYTES) -> 
     return "\n".join(parts)
 
 
-def engine_failure(err: BaseException, doing: str, policy_dir: object) -> RlsimError:
-    """An ``RlsimError`` naming the engine's root cause (or where to find it) for a generic vLLM failure."""
+def engine_failure(
+    err: BaseException,
+    doing: str,
+    policy_dir: object,
+    actor: str = "rollout",
+    advice: str = "fix the folder or the policy settings, or try policy.backend: hf to see the same error from "
+    "transformers",
+    folder: str = "policy folder",
+) -> RlsimError:
+    """An ``RlsimError`` naming the engine's root cause (or where to find it) for a generic vLLM failure; the
+    defaults speak of the policy's engine, a reward model's engine passes its own ``actor``/``advice``/``folder``."""
     cause = root_cause(own_output_tail())
     if cause is None:
         return RlsimError(
-            f"vLLM's engine failed while {doing} ({err}); its cause is in the rollout actor's log (Ray's worker "
+            f"vLLM's engine failed while {doing} ({err}); its cause is in the {actor} actor's log (Ray's worker "
             "logs under /tmp/ray/session_latest/logs); run with -v to see vLLM's own lines"
         )
-    return RlsimError(
-        f"vLLM's engine failed while {doing}: {cause} (policy folder {policy_dir}); fix the folder or the "
-        "policy settings, or try policy.backend: hf to see the same error from transformers"
-    )
+    return RlsimError(f"vLLM's engine failed while {doing}: {cause} ({folder} {policy_dir}); {advice}")

@@ -162,6 +162,8 @@ class RuntimeInfo:
     ``kind``: ``model`` (a reward model: verify and the fidelity rules compare it with fp32 eager), or a reward
     that is no model (``function``: a Python verifier, ``sandbox``: code execution, rlsim.rewards), named only
     explicitly and never compared with a model.
+    ``explicit``: a model runtime named only explicitly, never by ``all`` (``vllm``: an engine that takes a
+    minute to start on a small CPU would add that to every ``all`` run).
     """
 
     needs: tuple[tuple[str, str], ...] = ()
@@ -173,6 +175,7 @@ class RuntimeInfo:
     cpu_flags: tuple[str, ...] = ()
     variant: bool = False
     kind: Literal["model", "function", "sandbox"] = "model"
+    explicit: bool = False
 
     @property
     def reduced_precision(self) -> bool:
@@ -221,7 +224,7 @@ def cpu_flags(cpuinfo: str = "/proc/cpuinfo") -> frozenset[str]:
 BUILTIN_RUNTIME_MODULES = tuple(
     f"rlsim.scoring.{m}"
     for m in ("torch_scorers", "ort_scorer", "native_scorer", "http_scorer", "half_precision_scorers",
-              "int8_static_scorers", "int8_mixed_scorers")
+              "int8_static_scorers", "int8_mixed_scorers", "vllm_scorer")
 ) + ("rlsim.rewards.function_reward", "rlsim.rewards.sandbox_reward")  # fmt: skip
 SCORERS: Registry[type, RuntimeInfo] = Registry("scoring runtime", RuntimeInfo, builtins=BUILTIN_RUNTIME_MODULES)
 register_scorer = SCORERS.register
@@ -229,7 +232,8 @@ register_scorer = SCORERS.register
 
 def runtime_names(builtin_only: bool = True, variants: bool = False, device: str | None = None) -> list[str]:
     """Registered reward-model runtimes in registration order; by default only rlsim's own core ones (what ``all``
-    means; rewards that are no model, ``function`` and ``sandbox``, are never in it).
+    means; rewards that are no model, ``function`` and ``sandbox``, and runtimes named only explicitly, ``vllm``,
+    are never in it).
 
     ``variants``: the precision variants instead. ``device``: only those this machine's hardware can run there.
     """
@@ -239,6 +243,7 @@ def runtime_names(builtin_only: bool = True, variants: bool = False, device: str
         if (e.builtin or not builtin_only)
         and e.info.kind == "model"
         and e.info.variant == variants
+        and not e.info.explicit
         and (device is None or e.info.hardware_reason(e.name, device) is None)
     ]
 

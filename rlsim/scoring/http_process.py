@@ -25,10 +25,13 @@ def _stop_all() -> None:
 
 
 def in_process_runtimes() -> list[str]:
-    """Built-in runtimes a server can wrap (every one that is not itself server-backed)."""
-    from rlsim.scoring.base import runtime_names
-
-    return [n for n in runtime_names() if not SCORERS.info(n).server]
+    """Built-in reward-model runtimes a server can wrap: every core one that is not itself server-backed, and
+    those named only explicitly (``vllm``: ``rlsim serve`` in front of a pooling engine)."""
+    return [
+        e.name
+        for e in SCORERS.entries()
+        if e.builtin and e.info.kind == "model" and not e.info.variant and not e.info.server
+    ]
 
 
 def stop_server(proc: subprocess.Popen[bytes], timeout_s: float) -> None:

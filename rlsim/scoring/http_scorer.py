@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import socket
 import subprocess
 import sys
 import tempfile
@@ -48,6 +49,13 @@ if TYPE_CHECKING:
     from rlsim.models.reward import RewardModelSpec
 
 
+def _free_port() -> int:
+    """A loopback port nothing listens on now (for a server that cannot report the one it bound)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
 @register_scorer("http", RuntimeInfo(needs=HTTP, precision=None, server=True))
 class HttpScorer:
     """``score_batch(texts)`` is one POST /score (chunked only past the server's ``max_texts``).
@@ -73,6 +81,10 @@ class HttpScorer:
         self._tokenizer: Any = None
         self._protocol = PROTOCOLS[settings.http_protocol]
         self._served_model: str | None = None  # vllm-classify: the id GET /v1/models lists
+        # vLLM's own server, started here (server_runtime vllm, protocol vllm-classify, no url); else rlsim serve
+        self._vllm_server = (
+            settings.url is None and settings.server_runtime == "vllm" and (self._protocol.name == "vllm-classify")
+        )
         try:
             url = settings.url.rstrip("/") if settings.url else self._start_server()
             self.url = url
@@ -92,6 +104,8 @@ class HttpScorer:
                 f"server_runtime {runtime!r} would start servers recursively; use an in-process "
                 f"runtime such as {', '.join(in_process_runtimes())}"
             )
+        if self._vllm_server:
+            return self._start_vllm_server()
         port_file = self._workdir / "port"
         cmd = [sys.executable, "-m", "rlsim", "serve", "--runtime", runtime, "--model", self._model_arg()]
         cmd += ["--host", "127.0.0.1", "--port", "0", "--port-file", str(port_file), "--parent-pid", str(os.getpid())]
@@ -116,6 +130,26 @@ class HttpScorer:
             time.sleep(0.05)
         return f"http://127.0.0.1:{int(port_file.read_text().strip())}"
 
+    def _start_vllm_server(self) -> str:
+        """vLLM's own OpenAI server for the reward model, under rlsim's supervisor (``rlsim.scoring.vllm_server``:
+        it stops the server's process group on SIGTERM or when this process dies). vLLM writes no port file,
+        so the port is a free one picked here; ready once ``/v1/models`` lists the model (``_wait_ready``)."""
+        from rlsim.scoring.base import unavailable_reason
+        from rlsim.scoring.vllm_server import server_args, vllm_env
+
+        reason = unavailable_reason("vllm", self.settings.device)
+        if reason:
+            raise RlsimError(f"server_runtime vllm: {reason}")
+        port = _free_port()
+        served = self.model.name if "/" not in self.model.name else self.model.path.name
+        args = server_args(self.model.path, served, port, self.settings)
+        cmd = [sys.executable, "-m", "rlsim.scoring.vllm_server", "--parent-pid", str(os.getpid()), "--", *args]
+        env = {**os.environ, **vllm_env(self.settings), "PYTHONPATH": package_root()}
+        with open(self._log_path, "wb") as log:
+            self._proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, env=env)
+        _LIVE.add(self._proc)
+        return f"http://127.0.0.1:{port}"
+
     def _model_arg(self) -> str:
         from rlsim.models.builtin import BUILTIN_REWARD_MODELS
 
@@ -132,8 +166,8 @@ class HttpScorer:
         server is ready once ``/v1/models`` lists the model; an OpenRLHF reward server has no probe, so the
         first batch's retries cover its start.
         """
-        external = self._proc is None and self._protocol.name != "rlsim"
-        max_texts = 1 << 30 if external else self._poll_health()
+        own_protocol = self._protocol.name == "rlsim" or (self._proc is not None and not self._vllm_server)
+        max_texts = self._poll_health() if own_protocol else 1 << 30
         if self._protocol.name == "vllm-classify":
             self._served_model = self._poll_models()
         return max_texts
@@ -189,8 +223,12 @@ class HttpScorer:
         tail = f"; its output ends with:\n{self._log_tail()}" if self._proc is not None else ""
         return RlsimError(
             f"the scoring server at {where} did not become ready within {self.start_timeout_s:g} s ({last}); "
-            f"check that it starts with `rlsim serve`, or raise HttpScorer.start_timeout_s{tail}"
+            f"check that it starts with `{self._server_command}`, or raise HttpScorer.start_timeout_s{tail}"
         )
+
+    @property
+    def _server_command(self) -> str:
+        return "python -m vllm.entrypoints.openai.api_server" if self._vllm_server else "rlsim serve"
 
     def _log_tail(self, chars: int = 2000) -> str:
         try:

