@@ -174,4 +174,5 @@ def sync_step(session: LoopSession, step: int, schedule: str, progress: Progress
         "generated": sum(len(r.response_ids) for r in outcome.rollouts),
     }
     record = step_record(step, schedule, outcome, cpu, tokens)
+    record.scoring_replicas = session.backend.router.take_summary()
     return record, timeline_rows(step, outcome.events, outcome.start)

@@ -1,6 +1,8 @@
-"""The real loop: Ray (two-node cluster) + vLLM + the eager runtime + the GRPO trainer, on the tiny models.
+"""The real loop: Ray (two-node cluster) + vLLM + the GRPO trainer, on the tiny models, scored by two replicas of
+the ``vllm`` runtime (each scoring actor holds a pooling engine of tiny-llama-rm: the path the frameworks serve
+reward models on; the eager runtime runs in the other loop tests).
 
-One session of actors (started once: vLLM's engine start dominates) runs a sequential and an
+One session of actors (started once: vLLM's engine starts dominate) runs a sequential and an
 overlapped step, then ``run_loop`` writes the output files. Actors are spread over both nodes.
 """
 
@@ -17,7 +19,9 @@ from tests.helpers.tiny_run import tiny_vllm_run
 
 pytestmark = pytest.mark.slow
 
-CONFIG = tiny_vllm_run(reward={"runtime": "eager", "replicas": 2, "batch_size": 4, "max_length": 128})
+CONFIG = tiny_vllm_run(
+    reward={"runtime": "vllm", "model": "tiny-llama-rm", "replicas": 2, "batch_size": 4, "max_length": 128}
+)
 
 
 @pytest.fixture(scope="module")
@@ -50,6 +54,9 @@ def check_record(record: StepRecord, schedule: str) -> None:
     assert set(rec["cpu_s"]) == {"rollout", "scorer-0", "scorer-1", "trainer", "driver"}
     assert all(rec["cpu_s"][a] > 0 for a in ("rollout", "scorer-0", "scorer-1", "trainer"))
     assert rec["sync"]["method"] == "vllm-reload"
+    replicas = rec["scoring_replicas"]  # the router's figures: every rollout scored once, on two replicas
+    assert [r["replica"] for r in replicas] == [0, 1] and sum(r["rollouts"] for r in replicas) == 8
+    assert all(r["calls"] >= 1 and r["max_queue_depth"] >= 1 for r in replicas)
     assert rec["train"]["sequences"] == 8 and rec["train"]["grad_norm"] > 0
 
 

@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import numpy as np
 import pytest
 
 from rlsim.loop.config import RunConfig
@@ -38,18 +37,3 @@ def test_rewards_that_are_no_model_score_every_rollout_in_the_loop(ray_cluster, 
         assert step["rollouts"] == {"generated": 4, "scored": 4, "trained": 4}
         assert {k: step["reward_outcomes"][k] for k in counted} == counted
 
-
-def test_a_reward_model_on_vllms_pooling_engine_scores_every_rollout_in_the_loop(ray_cluster, tmp_path: Path):
-    """``reward.runtime: vllm``: the scoring actor holds a pooling engine (its EngineCore a child of the actor)
-    beside Ray's HF generation; every rollout is scored, with finite rewards."""
-    pytest.importorskip("vllm")
-    from rlsim.loop.run import run_loop
-
-    reward = {"runtime": "vllm", "model": "tiny-llama-rm", "batch_size": 4, "max_length": 64}
-    run_loop(RunConfig.model_validate({**CONFIG, "reward": reward}), tmp_path, show_progress=False)
-    saved = json.loads((tmp_path / "results.json").read_text())
-    assert saved["complete"] is True and len(saved["steps"]) == 2
-    for step in saved["steps"]:
-        assert step["rollouts"] == {"generated": 4, "scored": 4, "trained": 4}
-        scores = [v for k, v in step["metrics"].items() if k.startswith("critic/score/")]
-        assert scores and np.all(np.isfinite(scores))

@@ -81,6 +81,28 @@ def test_a_scorer_that_dies_mid_step_is_restarted_and_its_batch_resent(by_value,
         actors.close()
 
 
+def test_with_two_replicas_a_dead_scorers_batches_go_to_the_other_and_nothing_is_lost(by_value, tmp_path) -> None:
+    """The router sends each batch of the overlapped step to the replica with the fewest calls outstanding;
+    the first scorer call to run dies (both replicas share the flag), and every batch that was queued on the
+    dead replica is re-sent to the living one, which the step's router summary records."""
+    from rlsim.loop.backends.ray import RayStepBackend
+
+    actors = start(fakes(die_once_flag=str(tmp_path / "died")), replicas=2, strategy="PACK")
+    try:
+        backend = RayStepBackend(actors, WeightSync("simulated", 0.0))
+        out = run_step(backend, "overlapped", requests(4, 3), micro_batch=2)
+        assert (tmp_path / "died").exists()
+        assert out.counts["scored"] == out.counts["trained"] == 12
+        summary = backend.router.take_summary()
+        resent = [s["resent_here"] for s in summary]
+        assert backend.faults["scorer_failures"] == 1 and backend.faults["resubmitted_batches"] == sum(resent) >= 1
+        assert min(resent) == 0  # all went to the replica that lived
+        assert sum(s["calls"] for s in summary) == 6 + sum(resent)  # six micro-batches, each scored once more
+        assert sum(s["rollouts"] for s in summary) >= 12 and all(s["max_queue_depth"] >= 1 for s in summary)
+    finally:
+        actors.close()
+
+
 def test_more_than_the_cluster_has_is_refused_at_once(by_value) -> None:
     with pytest.raises(RlsimError, match="ask Ray for 8 CPU in all but the cluster has 4"):
         start(fakes(), num_cpus=2.0)

@@ -10,6 +10,7 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 from rlsim.actors.workers import RolloutWorker, ScoringWorker, TrainerWorker
+from rlsim.loop.router import ReplicaRouter
 from rlsim.loop.sync import WeightSync
 from rlsim.rollout.generator import SyncResult
 from rlsim.rollout.types import Event, Rollout, RolloutRequest
@@ -23,6 +24,7 @@ class InProcessBackend:
             raise ValueError("at least one scoring worker is needed")
         self.rollout, self.scorers, self.trainer, self._sync = rollout, scorers, trainer, sync
         self.num_scorers = len(scorers)
+        self.router = ReplicaRouter(self.num_scorers)  # calls finish as they are made here: round robin
 
     def generate(self, requests: Sequence[RolloutRequest]) -> tuple[list[Rollout], list[Event]]:
         return self.rollout.generate(requests)
@@ -30,8 +32,13 @@ class InProcessBackend:
     def stream(self, requests: Sequence[RolloutRequest], micro_batch: int) -> Iterator[tuple[list[Rollout], Event]]:
         return self.rollout.stream(requests, micro_batch)
 
-    def submit_score(self, replica: int, rollouts: list[Rollout], batch: int) -> Any:
-        return self.scorers[replica].score(rollouts, batch)
+    def submit_score(self, replica: int | None, rollouts: list[Rollout], batch: int) -> Any:
+        replica = self.router.pick() if replica is None else replica
+        self.router.sent(replica, len(rollouts))
+        try:
+            return self.scorers[replica].score(rollouts, batch)
+        finally:
+            self.router.finished(replica)
 
     def collect(self, handles: list[Any]) -> list[tuple[dict[int, float], list[Event]]]:
         return list(handles)

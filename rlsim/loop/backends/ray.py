@@ -21,6 +21,7 @@ from rlsim.actors.ray_actors import ActorSet, _cause
 from rlsim.actors.server_faults import ServerFault
 from rlsim.errors import RlsimError
 from rlsim.loop.deadline import Deadline, PhaseTimeouts
+from rlsim.loop.router import ReplicaRouter
 from rlsim.loop.sync import WeightSync
 from rlsim.rollout.generator import SyncResult
 from rlsim.rollout.types import Event, Rollout, RolloutRequest
@@ -76,6 +77,8 @@ class RayStepBackend:
     ) -> None:
         self.actors = actors
         self.num_scorers = len(actors.scorers)
+        self.router = ReplicaRouter(self.num_scorers)  # which replica takes a batch sent with replica None
+        self._in_flight: dict[Any, int] = {}  # scoring calls not yet seen back, by ref: their replica
         self._sync = sync
         self._max_attempts = max_attempts
         self._plan = plan or FaultPlan()
@@ -118,7 +121,12 @@ class RayStepBackend:
             self._maybe_kill_rollout()
             yield item
 
-    def submit_score(self, replica: int, rollouts: list[Rollout], batch: int) -> PendingScore:
+    def submit_score(self, replica: int | None, rollouts: list[Rollout], batch: int) -> PendingScore:
+        """Send one batch to ``replica``, or with None to the one with the fewest calls outstanding (the router
+        first learns which calls came back, without waiting)."""
+        if replica is None:
+            self._note_finished()
+            replica = self.router.pick()
         first = replica == 0 and not self._sent_to_scorer0
         self._sent_to_scorer0 |= replica == 0
         fault = self._plan.server_fault(self._step) if first else None  # applied by the worker (its child)
@@ -128,7 +136,24 @@ class RayStepBackend:
         if first and self._step in self._plan.kill_scorer_steps:
             self._injected()
             ray.kill(self.actors.scorers[0], no_restart=False)  # Ray restarts it (max_restarts)
+        self._sent(ref, replica, len(rollouts))
         return PendingScore(ref, replica, rollouts, batch)
+
+    def _sent(self, ref: Any, replica: int, rollouts: int, resent: bool = False) -> None:
+        self.router.sent(replica, rollouts, resent)
+        self._in_flight[ref] = replica
+
+    def _back(self, ref: Any) -> None:
+        replica = self._in_flight.pop(ref, None)
+        if replica is not None:
+            self.router.finished(replica)
+
+    def _note_finished(self) -> None:
+        """Tell the router which scoring calls have come back since it last looked (no waiting)."""
+        if self._in_flight:
+            done, _ = ray.wait(list(self._in_flight), num_returns=len(self._in_flight), timeout=0)
+            for ref in done:
+                self._back(ref)
 
     def _injected(self) -> None:
         self.faults["injected"] += 1
@@ -155,6 +180,7 @@ class RayStepBackend:
                     "faults.score_timeout_s"
                 )
             p = pending.pop(done[0])
+            self._back(p.ref)
             try:
                 results.append(self._get(p.ref, f"scorer-{p.replica}", None, fatal=False))
             except ray.exceptions.RayActorError as err:
@@ -168,8 +194,9 @@ class RayStepBackend:
         return results
 
     def _resend(self, p: PendingScore, err: Exception) -> PendingScore:
-        """Send ``p`` again after a short back-off. A call refused while the actor restarts
-        (``ActorUnavailableError``) is not counted as an attempt, up to ``RESTART_WAIT_S`` in all."""
+        """Send ``p`` again after a short back-off, to another replica when there is one (the router's pick
+        without the dead one; with one replica, to it once Ray has restarted it). A call refused while the actor
+        restarts (``ActorUnavailableError``) is not counted as an attempt, up to ``RESTART_WAIT_S`` in all."""
         unavailable = isinstance(err, getattr(ray.exceptions, "ActorUnavailableError", ()))
         attempts = p.attempts + (0 if unavailable else 1)
         waited = time.monotonic() - (p.first_failure or time.monotonic())
@@ -178,11 +205,15 @@ class RayStepBackend:
                 f"scorer-{p.replica} failed {p.attempts} times scoring batch {p.batch} ({_cause(err)}); raise "
                 "faults.score_attempts / faults.scorer_restarts, or look at the scorer's log for why it dies"
             ) from None
-        time.sleep(min(2.0, 0.1 * 2 ** min(p.retries, 5)))
         self.faults["resubmitted_batches"] += 1
-        ref = self.actors.scorers[p.replica].score.remote(p.rollouts, p.batch)
+        self._note_finished()
+        replica = self.router.pick(exclude={p.replica})
+        if replica == p.replica:  # no other replica: wait for Ray to restart this one
+            time.sleep(min(2.0, 0.1 * 2 ** min(p.retries, 5)))
+        ref = self.actors.scorers[replica].score.remote(p.rollouts, p.batch)
+        self._sent(ref, replica, len(p.rollouts), resent=True)
         return PendingScore(
-            ref, p.replica, p.rollouts, p.batch, attempts, p.retries + 1, p.first_failure or time.monotonic()
+            ref, replica, p.rollouts, p.batch, attempts, p.retries + 1, p.first_failure or time.monotonic()
         )
 
     def train(self, rollouts: list[Rollout], rewards: dict[int, float]) -> tuple[dict[str, Any], list[Event]]:

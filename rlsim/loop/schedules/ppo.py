@@ -67,15 +67,16 @@ class _InFlight:
         self.reference: list[Any] = []
         self.values: list[Any] = []
 
-    def send(self, rollouts: list[Rollout], batch: int, replica: int | None) -> None:
-        """Scoring of ``rollouts`` (one replica, or split across all when ``replica`` is None), and the
-        reference and the critic on the same rollouts, all submitted before anything is awaited."""
+    def send(self, rollouts: list[Rollout], batch: int, split: bool) -> None:
+        """Scoring of ``rollouts`` (split across every replica, or as one call to the replica the backend's
+        router picks), and the reference and the critic on the same rollouts, all submitted before anything is
+        awaited."""
         b = self.backend
-        if replica is None:
+        if split:
             parts = split_evenly(rollouts, b.num_scorers)
             self.score += [b.submit_score(i, part, i) for i, part in enumerate(parts) if part]
         else:
-            self.score.append(b.submit_score(replica, rollouts, batch))
+            self.score.append(b.submit_score(None, rollouts, batch))
         if b.uses_reference:
             self.reference.append(b.submit_reference(rollouts, batch))
         if b.uses_critic:
@@ -98,13 +99,13 @@ def run_ppo_step(
         for k, (batch, made) in enumerate(backend.stream(requests, micro_batch)):
             rollouts += batch
             events.append(made)
-            flight.send(batch, k, k % backend.num_scorers)
+            flight.send(batch, k, split=False)
             note("generate", len(rollouts), len(requests))
     else:
         note("generate", 0, len(requests))
         rollouts, events = backend.generate(requests)
         note("score", 0, len(rollouts))
-        flight.send(rollouts, 0, None)
+        flight.send(rollouts, 0, split=True)
     rewards = _joined(backend.collect(flight.score), events, "scored")
     note("score", len(rewards), len(rollouts))
     counts = check_accounting(requests, rollouts, rewards)

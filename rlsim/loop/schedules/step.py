@@ -25,7 +25,8 @@ Progress = Callable[[str, int, int], None]
 
 
 class StepBackend(Protocol):
-    """What a schedule needs from the actors. ``submit_score`` returns a handle ``collect`` resolves."""
+    """What a schedule needs from the actors. ``submit_score`` returns a handle ``collect`` resolves; its replica
+    None lets the backend's router pick (``rlsim.loop.router``: the fewest calls outstanding)."""
 
     num_scorers: int
 
@@ -33,7 +34,7 @@ class StepBackend(Protocol):
 
     def stream(self, requests: Sequence[RolloutRequest], micro_batch: int) -> Iterator[tuple[list[Rollout], Event]]: ...
 
-    def submit_score(self, replica: int, rollouts: list[Rollout], batch: int) -> Any: ...
+    def submit_score(self, replica: int | None, rollouts: list[Rollout], batch: int) -> Any: ...
 
     def collect(self, handles: list[Any]) -> list[tuple[dict[int, float], list[Event]]]: ...
 
@@ -117,7 +118,7 @@ def _overlapped(
     for k, (batch, ev) in enumerate(backend.stream(requests, micro_batch)):
         rollouts += batch
         events.append(ev)
-        handles.append(backend.submit_score(k % backend.num_scorers, batch, k))
+        handles.append(backend.submit_score(None, batch, k))
         note("generate", len(rollouts), len(requests))
     rewards: dict[int, float] = {}
     for scored, evs in backend.collect(handles):
