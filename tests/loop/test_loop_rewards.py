@@ -36,4 +36,3 @@ def test_rewards_that_are_no_model_score_every_rollout_in_the_loop(ray_cluster, 
     for step in saved["steps"]:
         assert step["rollouts"] == {"generated": 4, "scored": 4, "trained": 4}
         assert {k: step["reward_outcomes"][k] for k in counted} == counted
-
