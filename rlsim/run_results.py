@@ -118,7 +118,7 @@ class StepRecord(_Record):
     reward_outcomes: dict[str, int] | None = Field(None, exclude_if=lambda v: v is None)
     # step-by-step schedules: each scoring replica's calls and rollouts, calls re-sent to it after another died,
     # and its queue depth (calls outstanding, the new one included) at each send, max and mean
-    # (rlsim.loop.router); its busy time is busy_s["scorer-K"]
+    # (rlsim.replica_router); its busy time is busy_s["scorer-K"]
     scoring_replicas: list[dict[str, float | int]] | None = Field(None, exclude_if=lambda v: v is None)
 
 

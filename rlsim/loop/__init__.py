@@ -7,8 +7,7 @@ Entry point: ``rlsim.loop.run.run_loop(config, out)``; ``rlsim run CONFIG`` on t
   verl, OpenRLHF or TRL computes it).
 - ``run`` (``run_loop``: a session with a progress bar, outputs rewritten after each step), ``driver``
   (``LoopSession``: start Ray or join a cluster, place the actors, run steps), ``sync`` (real weight reload
-  or a configured cost), ``deadline`` (a stalled phase fails the step naming it), ``router`` (which scoring
-  replica takes a batch: the fewest calls outstanding, a dead one's batches re-sent to the others).
+  or a configured cost), ``deadline`` (a stalled phase fails the step naming it).
 - ``schedules/``: one step ``sequential`` or ``overlapped`` (``step``), with PPO's experience roles (``ppo``),
   and ``asynchronous/`` (generation ahead of training within a staleness bound).
 - ``backends/``: what a schedule calls, in this process (``local``, ``local_async``) and on Ray (``ray``,

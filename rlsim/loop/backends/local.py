@@ -10,8 +10,8 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 from rlsim.actors.workers import RolloutWorker, ScoringWorker, TrainerWorker
-from rlsim.loop.router import ReplicaRouter
 from rlsim.loop.sync import WeightSync
+from rlsim.replica_router import ReplicaRouter
 from rlsim.rollout.generator import SyncResult
 from rlsim.rollout.types import Event, Rollout, RolloutRequest
 

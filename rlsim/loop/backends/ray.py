@@ -21,8 +21,8 @@ from rlsim.actors.ray_actors import ActorSet, _cause
 from rlsim.actors.server_faults import ServerFault
 from rlsim.errors import RlsimError
 from rlsim.loop.deadline import Deadline, PhaseTimeouts
-from rlsim.loop.router import ReplicaRouter
 from rlsim.loop.sync import WeightSync
+from rlsim.replica_router import ReplicaRouter
 from rlsim.rollout.generator import SyncResult
 from rlsim.rollout.types import Event, Rollout, RolloutRequest
 

@@ -26,7 +26,7 @@ Progress = Callable[[str, int, int], None]
 
 class StepBackend(Protocol):
     """What a schedule needs from the actors. ``submit_score`` returns a handle ``collect`` resolves; its replica
-    None lets the backend's router pick (``rlsim.loop.router``: the fewest calls outstanding)."""
+    None lets the backend's router pick (``rlsim.replica_router``: the fewest calls outstanding)."""
 
     num_scorers: int
 

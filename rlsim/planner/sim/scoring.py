@@ -14,9 +14,11 @@ When generation has finished (or in the sequential schedule, where scoring start
 pending rollout is released at once. One event per batch, so scoring costs O(batches).
 
 ``simulate_round_robin`` models rlsim's own loop instead (``rlsim.loop.schedules.step``): finished
-rollouts leave the generator in micro-batches (``window`` of them), micro-batch k goes to replica
-k mod R, and each replica works through its calls in order, batching each call with its batcher;
-the sequential schedule gives each replica one contiguous slice of the step.
+rollouts leave the generator in micro-batches (``window`` of them), each micro-batch goes to the replica with
+the fewest calls unfinished when it is released (ties: fewest sent, then the lowest index:
+``rlsim.replica_router``, round robin when calls finish before the next is sent), and each replica works through
+its calls in order, batching each call with its batcher; the sequential schedule gives each replica one
+contiguous slice of the step.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ import numpy as np
 
 from rlsim.planner.sim.events import SpeedProfile
 from rlsim.planner.spec.cluster import BatcherSpec
+from rlsim.replica_router import least_outstanding
 
 LatencyFn = Callable[[int, int], float]  # (sequences, padded tokens) -> uncontended seconds
 Batch = np.ndarray | slice  # rollout indices of one batch (a slice when they are contiguous)
@@ -244,7 +247,8 @@ def simulate_round_robin(
     sequential: bool = False,
     call_overhead_s: float = 0.0,
 ) -> ScoringOutcome:
-    """Like ``simulate_scoring`` but with the loop's dispatch: calls dealt round robin (see module doc).
+    """Like ``simulate_scoring`` but with the loop's dispatch: each call to the replica with the fewest calls
+    unfinished when it is released (see module doc; the name is the dispatch's older rule).
 
     ``sequential``: one call per replica holding a contiguous slice (sizes differ by at most one);
     otherwise calls of ``spec.window`` rollouts in finish order, released when their last one
@@ -260,11 +264,17 @@ def simulate_round_robin(
         calls = [order[i : i + spec.window] for i in range(0, n, spec.window)]
     out = ScoringOutcome.empty(replicas, n, int(tokens.sum()), start_s)
     free_at = [start_s] * replicas
+    ends: list[list[float]] = [[] for _ in range(replicas)]  # each replica's calls' end times
     for k, call in enumerate(calls):
         if not len(call):
             continue
-        replica = k % replicas
-        now = max(free_at[replica], float(arrive[call].max()), start_s)
+        released = max(float(arrive[call].max()), start_s)
+        if sequential:
+            replica = k
+        else:
+            unfinished = [len(e) - bisect_right(e, released) for e in ends]  # a replica's ends only grow
+            replica = least_outstanding(unfinished, [len(e) for e in ends])
+        now = max(free_at[replica], released)
         for i, batch in enumerate(split_call(call, tokens, spec)):
             padded = int(len(batch) * tokens[batch].max())
             work = latency(len(batch), padded) * float(noise[out.batches % len(noise)])
@@ -273,4 +283,5 @@ def simulate_round_robin(
             out.record(replica, now, end, batch, padded)
             now = end
         free_at[replica] = now
+        ends[replica].append(now)
     return out

@@ -36,10 +36,10 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from rlsim.errors import RlsimError
-from rlsim.loop.router import ReplicaRouter
 from rlsim.loop.schedules.asynchronous.staleness import Ledger, ScoredGroup, StalenessBuffer, histogram_of
 from rlsim.loop.schedules.asynchronous.types import AsyncBackend, AsyncSettings, AsyncStepOutcome, checkpoint_file
 from rlsim.loop.schedules.step import Progress
+from rlsim.replica_router import ReplicaRouter
 from rlsim.rollout.generator import SyncResult
 from rlsim.rollout.types import Event, Rollout, RolloutRequest
 

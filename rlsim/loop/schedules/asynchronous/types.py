@@ -66,7 +66,7 @@ class AsyncStepOutcome(StepOutcome):
     trained by this update; plus ``staleness`` (this batch's rollouts per staleness), ``version`` (the
     version it made), the rollouts dropped as stale in the window, and ``sync_latency_s`` (from the
     update's end to the end of the engine's load of it), and ``scoring_replicas`` (the scoring router's
-    per-replica figures in the window, ``rlsim.loop.router``)."""
+    per-replica figures in the window, ``rlsim.replica_router``)."""
 
     staleness: dict[str, int]
     version: int

@@ -14,7 +14,7 @@ queue depth (calls outstanding, the new one included) at each send, whose maximu
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 
 
@@ -39,6 +39,13 @@ class ReplicaLoad:
         }
 
 
+def least_outstanding(outstanding: Sequence[int], calls: Sequence[int], exclude: Collection[int] = ()) -> int:
+    """The rule itself: fewest ``outstanding``, then fewest ``calls`` sent, then the lowest index; ``exclude``
+    is honoured unless it leaves nothing (the planner's simulators apply it to simulated queues)."""
+    choices = [r for r in range(len(outstanding)) if r not in exclude] or list(range(len(outstanding)))
+    return min(choices, key=lambda r: (outstanding[r], calls[r], r))
+
+
 class ReplicaRouter:
     """Least outstanding calls over ``replicas`` scorers; ``sent``/``finished`` keep the counts true."""
 
@@ -49,8 +56,8 @@ class ReplicaRouter:
 
     def pick(self, exclude: Collection[int] = ()) -> int:
         """The replica for the next call (``exclude``: replicas not to use, unless no other is left)."""
-        choices = [r for r in range(len(self.loads)) if r not in exclude] or list(range(len(self.loads)))
-        return min(choices, key=lambda r: (self.loads[r].outstanding, self.loads[r].calls, r))
+        loads = self.loads
+        return least_outstanding([x.outstanding for x in loads], [x.calls for x in loads], exclude)
 
     def sent(self, replica: int, rollouts: int, resent: bool = False) -> None:
         load = self.loads[replica]

@@ -6,7 +6,7 @@ import random
 
 import pytest
 
-from rlsim.loop.router import ReplicaRouter
+from rlsim.replica_router import ReplicaRouter
 
 
 def test_a_burst_of_256_calls_spreads_over_3_replicas_within_one_of_even() -> None:
