@@ -72,8 +72,7 @@ class FakeGenerator:
 
 class FakeStage:
     """Reward = response length in tokens. ``double``: also returns a reward for uid 0 (a doubled score).
-    ``die_once_flag``: the first call in any process that finds no file at that path creates it and
-    exits the process (a scorer crash mid-step)."""
+    ``die_once_flag``: see ``_die_once`` (a scorer crash mid-step)."""
 
     scorer = None  # no runtime behind it (a RewardStage holds a Scorer here)
 
@@ -83,9 +82,7 @@ class FakeStage:
 
     def score(self, rollouts: Sequence[Rollout]) -> dict[int, float]:
         self.calls += 1
-        if self.die_once_flag and not os.path.exists(self.die_once_flag):
-            Path(self.die_once_flag).touch()
-            os._exit(1)
+        _die_once(self.die_once_flag)
         rewards = {r.uid: float(len(r.response_ids)) for r in rollouts}
         if self.double:
             rewards[0] = 0.0
@@ -161,10 +158,15 @@ class StallingStage(FakeStage):
 
 
 def _die_once(flag: str | None) -> None:
-    """The first call in any process that finds no file at ``flag`` creates it and exits the process."""
-    if flag and not os.path.exists(flag):
-        Path(flag).touch()
-        os._exit(1)
+    """The first call in any process to create the file at ``flag`` exits its process. The create is atomic
+    (``O_EXCL``), so of two replicas called at the same moment exactly one dies."""
+    if not flag:
+        return
+    try:
+        os.close(os.open(flag, os.O_CREAT | os.O_EXCL | os.O_WRONLY))
+    except FileExistsError:
+        return
+    os._exit(1)
 
 
 class FakeReference:
