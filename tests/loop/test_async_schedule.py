@@ -197,27 +197,24 @@ class StuckGroupStage(FakeStage):
     def __init__(self, group: int, delay_s: float) -> None:
         super().__init__()
         self.group, self.delay_s = group, delay_s
-        self.uids: set[int] = set()  # every rollout sent here
 
     def score(self, rollouts: Sequence[Rollout]) -> dict[int, float]:
-        self.uids |= {r.uid for r in rollouts}
         if any(r.group == self.group for r in rollouts):
             time.sleep(self.delay_s)
         return super().score(rollouts)
 
 
 def test_a_group_held_up_past_the_bound_is_dropped_counted_and_never_trained() -> None:
-    # 3 groups of 2 per batch, one group per scoring call over 3 replicas: group 1 goes to scorer-1, which holds
-    # it for 0.5 s. The trainer fills two batches from the other groups meanwhile (versions 0 and 1), so at
-    # version 2 group 1 (version 0) is two behind, and so is any group queued behind it on scorer-1 (the
-    # router sends few there: it has a call outstanding; which ones depends on when the others came back).
+    # 3 groups of 2 per batch, one group per scoring call, round robin over 3 replicas: groups 1, 4, 7
+    # go to scorer-1, which holds group 1 for 0.5 s. The trainer fills two batches from the other
+    # groups meanwhile (versions 0 and 1), so at version 2 groups 1 and 4 (version 0) are two behind.
     s = AsyncSettings(3, 2, max_staleness=1, queue_size=18, steps=4, micro_batch=2)
     stages = [FakeStage(), StuckGroupStage(1, 0.5), FakeStage()]
     gen, trainer = TimedGenerator([0.01]), TimedTrainer([0.01])
     pipeline, outcomes = run(gen, stages, trainer, s)
     totals = pipeline.ledger.totals()
-    assert {2, 3} <= pipeline.ledger.dropped <= stages[1].uids  # group 1 (uids 2g, 2g + 1), and only its queue
-    assert totals["dropped_stale"] == sum(o.dropped_stale for o in outcomes) >= 2
+    assert pipeline.ledger.dropped == {2, 3, 8, 9}  # groups 1 and 4: uids 2g and 2g + 1
+    assert totals["dropped_stale"] == sum(o.dropped_stale for o in outcomes) >= 4
     assert totals["generated"] == totals["trained"] + totals["dropped_stale"] + totals["unfinished_at_end"]
     trained = [u for uids, _ in trainer.seen for u in uids]
     assert pipeline.ledger.dropped.isdisjoint(trained) and len(trained) == 4 * 6
@@ -302,16 +299,3 @@ def test_a_generate_call_waiting_for_weights_that_fail_to_load_fails_too() -> No
         with pytest.raises(RlsimError, match="version 1 never reached the engine.*cannot reload"):
             waiting.result(timeout=5)
     worker.close()
-
-
-def test_scoring_calls_go_where_fewest_are_outstanding_and_each_step_records_them() -> None:
-    """Two scorers, one 20x slower: the router sends the fast one more calls, and each step's
-    ``scoring_replicas`` adds up to the calls and rollouts scored in its window."""
-    s = AsyncSettings(4, 2, max_staleness=1, queue_size=16, steps=3, micro_batch=2)
-    pipeline, outcomes = run(TimedGenerator([0.0]), [TimedStage([0.001]), TimedStage([0.02])], TimedTrainer([0.0]), s)
-    per_replica = [sum(int(o.scoring_replicas[r]["calls"]) for o in outcomes) for r in (0, 1)]
-    assert per_replica[0] > per_replica[1] >= 1
-    for o in outcomes:
-        assert [r["replica"] for r in o.scoring_replicas] == [0, 1]
-    sent = sum(int(r["rollouts"]) for o in outcomes for r in o.scoring_replicas)  # sent within the steps' windows
-    assert 0 < sent <= pipeline.ledger.totals()["generated"]

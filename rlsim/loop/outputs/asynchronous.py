@@ -30,7 +30,6 @@ def async_step_record(
     record.policy_version = outcome.version
     record.staleness = outcome.staleness
     record.dropped_stale = outcome.dropped_stale
-    record.scoring_replicas = outcome.scoring_replicas
     spans = [r.version_span for r in outcome.rollouts if r.version_span is not None]
     if spans:
         record.version_span = histogram_of(spans)

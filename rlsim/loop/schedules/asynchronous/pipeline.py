@@ -39,7 +39,6 @@ from rlsim.errors import RlsimError
 from rlsim.loop.schedules.asynchronous.staleness import Ledger, ScoredGroup, StalenessBuffer, histogram_of
 from rlsim.loop.schedules.asynchronous.types import AsyncBackend, AsyncSettings, AsyncStepOutcome, checkpoint_file
 from rlsim.loop.schedules.step import Progress
-from rlsim.replica_router import ReplicaRouter
 from rlsim.rollout.generator import SyncResult
 from rlsim.rollout.types import Event, Rollout, RolloutRequest
 
@@ -66,7 +65,6 @@ class _Job:
     index: int = 0  # generate: the batch's number; train: the update's (labels the timeline events)
     seq: int = 0  # submission order: calls that finish together are handled in the order they were sent
     rollouts: list[Rollout] = field(default_factory=list)
-    replica: int = 0  # score: the scoring replica it went to
 
 
 class AsyncPipeline:
@@ -101,7 +99,6 @@ class AsyncPipeline:
         self._returned = settings.first_version
         self._seq = 0
         self._score_calls = 0
-        self.router = ReplicaRouter(backend.num_scorers)  # the fewest scoring calls outstanding takes the next
         self._window: dict[str, Any] = self._new_window(0.0)
 
     # ---- the event loop -------------------------------------------------------------------------
@@ -213,16 +210,15 @@ class AsyncPipeline:
             groups.setdefault(r.group, []).append(r)
         per_call = max(1, self.settings.micro_batch // self.settings.group_size)
         chunks = [sum(list(groups.values())[i : i + per_call], []) for i in range(0, len(groups), per_call)]
-        for chunk in chunks:  # to the replica with the fewest calls outstanding, across batches
-            replica = self.router.pick()
-            self.router.sent(replica, len(chunk))
+        for chunk in chunks:  # round robin over the replicas, across batches
+            replica = self._score_calls % self.backend.num_scorers
             self._score_calls += 1
-            handle = self.backend.submit_score(replica, chunk, self._score_calls)
-            self._submit(handle, _Job("score", job.version, rollouts=chunk, replica=replica))
+            self._submit(
+                self.backend.submit_score(replica, chunk, self._score_calls), _Job("score", job.version, rollouts=chunk)
+            )
 
     def _on_score(self, job: _Job, result: tuple[dict[int, float], list[Event]]) -> None:
         rewards, events = result
-        self.router.finished(job.replica)
         self._record(events)
         if set(rewards) != {r.uid for r in job.rollouts}:
             raise RuntimeError(f"a scoring call returned {len(rewards)} rewards for {len(job.rollouts)} rollouts")
@@ -295,7 +291,6 @@ class AsyncPipeline:
                     version=u.version,
                     dropped_stale=len(self.ledger.dropped) - w["dropped_before"],
                     sync_latency_s=max(loads) - u.update_end if loads else None,
-                    scoring_replicas=self.router.take_summary(),
                 )
             )
             self._window = self._new_window(now)

@@ -65,14 +65,12 @@ class AsyncStepOutcome(StepOutcome):
     that came back within [start, end) and ``counts`` the rollouts generated / scored in that window and
     trained by this update; plus ``staleness`` (this batch's rollouts per staleness), ``version`` (the
     version it made), the rollouts dropped as stale in the window, and ``sync_latency_s`` (from the
-    update's end to the end of the engine's load of it), and ``scoring_replicas`` (the scoring router's
-    per-replica figures in the window, ``rlsim.replica_router``)."""
+    update's end to the end of the engine's load of it)."""
 
     staleness: dict[str, int]
     version: int
     dropped_stale: int
     sync_latency_s: float | None = None
-    scoring_replicas: list[dict[str, float | int]] | None = None  # the router's figures over the step's window
 
 
 def checkpoint_file(folder: str | Path, version: int) -> str:

@@ -12,8 +12,6 @@ call always holds whole groups, so a group is scored at once), and a test drives
 - generation runs one call at a time and may start batch ``i`` (net of dropped groups) once version
   ``i - max_staleness`` has been sent and the queue plus the scoring in flight leave room for one
   more batch within ``queue_size``; or when nothing else is in flight (the loop's "starved" rule);
-- each scoring call (whole groups, ``micro_batch`` rollouts) goes to the replica with the fewest calls
-  outstanding (``rlsim.replica_router``, the loop's own router);
 - after an update the weights are sent at once; the engine loads them after its current call (the
   pause is a ``sync`` call on the rollout worker, of the profile's sync cost); a step ends when its
   update's sync is done. With ``partial_rollouts`` the sync goes ahead of the generate call under way
@@ -33,8 +31,6 @@ from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
-
-from rlsim.replica_router import ReplicaRouter
 
 ROLLOUT, TRAINER = "rollout", "trainer"
 
@@ -158,7 +154,6 @@ class AsyncSimulation:
         self._ready: list[tuple[int, int]] = []  # scored groups waiting: (version, group)
         self._versions: dict[int, int] = {}  # generated group -> its version
         self._gen_batches = self._submitted_groups = self._score_calls = self._trains = 0
-        self._router = ReplicaRouter(shape.scorers)  # rlsim.replica_router: the loop's own rule
         self._training = False
         self._trained_groups: list[tuple[list[int], int]] = []  # awaiting their sync: (groups, version trained at)
         self._dropped_groups = 0
@@ -274,15 +269,13 @@ class AsyncSimulation:
         s = self.shape
         self._versions.update(dict.fromkeys(call.groups, call.version))
         per_call = max(1, s.micro_batch // s.group_size)
-        for i in range(0, len(call.groups), per_call):  # the fewest outstanding takes it, as in the loop
+        for i in range(0, len(call.groups), per_call):  # round robin over the replicas, across batches
             chunk = call.groups[i : i + per_call]
-            replica = self._router.pick()
-            self._router.sent(replica, len(chunk) * s.group_size)
+            replica = self._score_calls % s.scorers
             self._score_calls += 1
             self._send(f"scorer-{replica}", "score", self.costs.score_s(chunk), call.version, chunk)
 
     def _on_score(self, call: _Call) -> None:
-        self._router.finished(int(call.worker.rsplit("-", 1)[1]))
         self._ready += [(call.version, g) for g in call.groups]
 
     def _on_update(self, call: _Call) -> None:
