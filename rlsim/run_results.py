@@ -58,14 +58,17 @@ class StepTimes(_OmitsAbsentRoles):
 
 class RolloutCounts(_OmitsAbsentRoles):
     """Rollouts generated, scored and trained in one step (the loop writes all three); ``referenced``
-    and ``valued`` (by the reference and the critic) where those roles ran. All are checked equal."""
+    and ``valued`` (by the reference and the critic) where those roles ran; ``dropped``: left out of the
+    update with their groups (a reward's ``on_timeout: drop``), where any were. All are checked equal:
+    ``generated == scored == trained + dropped``."""
 
     generated: int
     scored: int | None = None
     trained: int | None = None
-    OPTIONAL: ClassVar[tuple[str, ...]] = ("referenced", "valued")
+    OPTIONAL: ClassVar[tuple[str, ...]] = ("referenced", "valued", "dropped")
     referenced: int | None = None
     valued: int | None = None
+    dropped: int | None = None
 
 
 class TokenCounts(_Record):
@@ -147,11 +150,13 @@ class AsyncRecord(_Record):
 
 class RolloutTotals(_Record):
     """Every rollout generated in the run has one fate: ``generated == trained + dropped_stale +
-    unfinished_at_end`` (unfinished: still queued or in flight when the last step ended)."""
+    dropped_reward + unfinished_at_end`` (unfinished: still queued or in flight when the last step ended;
+    ``dropped_reward``: groups a reward's ``on_timeout: drop`` left out, written only when there are any)."""
 
     generated: int
     trained: int
     dropped_stale: int
+    dropped_reward: int = Field(0, exclude_if=lambda v: v == 0)
     unfinished_at_end: int
 
 

@@ -253,7 +253,8 @@ def summary_lines(results: RunResults) -> list[str]:
         k: sum(getattr(s.time_s, k) for s in steps) / n
         for k in ("total", "generate", "score", "update", "sync", "idle")
     }
-    rollouts = sum(s.rollouts.trained or 0 for s in steps)
+    generated = sum(s.rollouts.generated for s in steps)
+    dropped = sum(s.rollouts.dropped or 0 for s in steps)
     sync = steps[-1].sync
     t = results.rollouts_total
     stages = (
@@ -261,12 +262,14 @@ def summary_lines(results: RunResults) -> list[str]:
         + ("referenced = " if steps[-1].rollouts.referenced is not None else "")
         + ("valued = " if steps[-1].rollouts.valued is not None else "")
         + "trained"
+        + (f" + {dropped} dropped with their rewards (on_timeout: drop)" if dropped else "")
     )
     counted = (
         f"{t.generated} rollouts generated = {t.trained} trained + {t.dropped_stale} dropped as stale + "
-        f"{t.unfinished_at_end} unfinished"
+        + (f"{t.dropped_reward} dropped with their rewards + " if t.dropped_reward else "")
+        + f"{t.unfinished_at_end} unfinished"
         if t
-        else f"{rollouts} rollouts {stages}"
+        else f"{generated} rollouts {stages}"
     )
     return [
         f"{n} steps ({results.config.get('schedule')}), {counted}",

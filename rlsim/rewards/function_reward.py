@@ -10,7 +10,7 @@ import numpy as np
 from rlsim.errors import RlsimError
 from rlsim.models.reward import RewardModelSpec
 from rlsim.rewards.call_pool import CallPool
-from rlsim.rewards.options import parse_options
+from rlsim.rewards.options import DROPPED, parse_options
 from rlsim.rewards.text_reward import TextReward
 from rlsim.scoring.base import RuntimeInfo, ScorerSettings, register_scorer
 
@@ -46,8 +46,12 @@ class FunctionReward(TextReward):
         if self.options.on_error == "fail":
             raise RlsimError(
                 f"the reward function {self.options.target} failed on item {i} of the batch: {detail} "
-                "(reward.function.on_error: fail; set it to default to give such rollouts default_reward)"
+                "(reward.function.on_error: fail; set it to default to give such rollouts default_reward, "
+                "or to drop to leave their groups out of the update)"
             )
+        if self.options.on_error == "drop":
+            self._outcomes["dropped"] += 1
+            return DROPPED
         return self.options.default_reward
 
     def close(self) -> None:

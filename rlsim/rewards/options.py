@@ -1,9 +1,13 @@
-"""The settings of the rewards that are not reward models, as typed config sections.
+"""The settings of rewards that can time out, as typed config sections.
 
-``reward.function`` (runtime ``function``) and ``reward.sandbox`` (runtime ``sandbox``) in a run config; the
-same dicts reach the scorer as ``ScorerSettings.options``, so ``rlsim bench scoring`` and ``rlsim score`` take
-them too. Every limit must be positive and a function must import, so a bad section is a config error before
-anything starts.
+``reward.function`` (runtime ``function``), ``reward.sandbox`` (runtime ``sandbox``) and ``reward.http`` (runtime
+``http``: how a remote reward server is called) in a run config; the same dicts reach the scorer as
+``ScorerSettings.options``, so ``rlsim bench scoring`` and ``rlsim score`` take them too. Every limit must be
+positive and a function must import, so a bad section is a config error before anything starts.
+
+``on_timeout`` is the same choice in each: ``default`` gives the rollout ``default_reward`` and counts it,
+``drop`` leaves the rollout's group out of the update (counted: ``rollouts.dropped`` in the step's record;
+``rlsim.loop.schedules.step.drop_unrewarded``), ``fail`` fails the step naming the setting to raise.
 """
 
 from __future__ import annotations
@@ -12,7 +16,10 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-OnTimeout = Literal["default", "fail"]
+from rlsim.errors import RlsimError
+
+OnTimeout = Literal["default", "drop", "fail"]
+DROPPED = float("nan")  # the reward of a rollout that on_timeout: drop leaves out (the loop drops its group)
 
 
 class _Strict(BaseModel):
@@ -23,8 +30,8 @@ class FunctionOptions(_Strict):
     """``target``: ``module:function`` called as ``function(prompt, response) -> float`` (default: rlsim's math
     answer checker); ``workers``: processes calling it (they share the scoring actor's cores); ``timeout_s``: the
     longest one call may take (its worker is then killed and replaced); ``on_timeout``: ``default`` gives the
-    rollout ``default_reward`` and counts it, ``fail`` fails the step naming the rollout; ``on_error`` (the
-    function raised): the same choice."""
+    rollout ``default_reward`` and counts it, ``drop`` leaves its group out of the update, ``fail`` fails the
+    step naming the rollout; ``on_error`` (the function raised): the same choice."""
 
     target: str = "rlsim.rewards.math_check:score"
     workers: int = Field(2, ge=1)
@@ -51,7 +58,8 @@ class SandboxOptions(_Strict):
     fenced Python block (a response without one gets 0 and is not run). ``workers``: sandboxes at once.
     Limits per program: ``wall_s`` (killed), ``cpu_s``, ``memory_mb`` (address space), ``max_processes``,
     ``max_file_mb``; ``isolate: false`` runs with no namespace and no limit (to measure their cost).
-    ``on_timeout``: a program killed at ``wall_s`` gets ``default_reward`` (counted) or fails the step."""
+    ``on_timeout``: a program killed at ``wall_s`` gets ``default_reward`` (counted), has its group dropped, or
+    fails the step."""
 
     program: Literal["bank", "response"] = "bank"
     workers: int = Field(2, ge=1)
@@ -65,7 +73,44 @@ class SandboxOptions(_Strict):
     default_reward: float = 0.0
 
 
-OPTIONS: dict[str, type[_Strict]] = {"function": FunctionOptions, "sandbox": SandboxOptions}
+class RemoteOptions(_Strict):
+    """How the ``http`` runtime calls a reward server (rlsim.scoring.remote_calls), per scoring actor.
+
+    ``concurrency``: requests in flight at once; each batch the batcher plans is sent as requests of
+    ``request_size`` rows (None: split evenly into ``concurrency`` requests, as OpenRLHF's
+    ``openrlhf/utils/remote_rm_utils.py`` ``request_api_wrapper`` splits a batch over ``num_threads``).
+    ``requests_per_minute``: requests started, spaced evenly (None: no limit). ``timeout_s``: the longest one
+    attempt may take (None: what is left of ``reward.http_deadline_s``, the batch's deadline). ``retries``:
+    attempts after the first on a connection error, a timed-out attempt, HTTP 429, 503 or 504 (None: until the
+    deadline; OpenRLHF tries 5 times, 1 s apart), waiting ``backoff_s`` = (first, longest) seconds, doubling,
+    or the server's Retry-After. A request still unanswered then gets ``on_timeout`` (counted as
+    ``timeouts``, rows). Across ``reward.replicas`` actors the limits add up."""
+
+    concurrency: int = Field(1, ge=1)
+    request_size: int | None = Field(None, ge=1)
+    requests_per_minute: float | None = Field(None, gt=0)
+    timeout_s: float | None = Field(None, gt=0)
+    retries: int | None = Field(None, ge=0)
+    backoff_s: tuple[float, float] = (0.05, 2.0)
+    on_timeout: OnTimeout = "fail"
+    default_reward: float = 0.0
+
+    @field_validator("backoff_s")
+    @classmethod
+    def _ordered(cls, v: tuple[float, float]) -> tuple[float, float]:
+        if not 0 < v[0] <= v[1]:
+            raise ValueError(f"backoff_s is (first, longest) wait in seconds with 0 < first <= longest, not {list(v)}")
+        return v
+
+
+OPTIONS: dict[str, type[_Strict]] = {"function": FunctionOptions, "sandbox": SandboxOptions, "http": RemoteOptions}
+
+
+def unanswered_reward(on_timeout: OnTimeout, default_reward: float, what: str, setting: str) -> float:
+    """The reward of a call that got no answer: ``default_reward``, ``DROPPED`` (NaN), or the step's error."""
+    if on_timeout == "fail":
+        raise RlsimError(f"{what} (on_timeout: fail); raise {setting}, or set on_timeout to default or drop")
+    return DROPPED if on_timeout == "drop" else float(default_reward)
 
 
 def parse_options(runtime: str, values: dict[str, Any]) -> Any:

@@ -3,12 +3,13 @@ otherwise than scored (``timeouts``, ``errors``, ...), which the loop puts in ea
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 from collections.abc import Sequence
 
 import numpy as np
 
-from rlsim.errors import RlsimError
+from rlsim.rewards.options import unanswered_reward
 from rlsim.scoring.base import ScorerStats
 
 NO_LIMIT = 1 << 30  # no truncation: a verifier reads the whole response
@@ -43,9 +44,10 @@ class TextReward:
     def _timed_out(self, what: str, setting: str) -> float:
         """The reward of a call past its deadline (``on_timeout``), counted; or the step's error."""
         self._outcomes["timeouts"] += 1
-        if self._on_timeout == "fail":
-            raise RlsimError(f"{what} (on_timeout: fail); raise {setting} or set on_timeout: default")
-        return self._default
+        reward = unanswered_reward(self._on_timeout, self._default, what, setting)  # type: ignore[arg-type]
+        if math.isnan(reward):
+            self._outcomes["dropped"] += 1
+        return reward
 
     def _count(self, rows: int, tokens: int) -> None:
         self.stats.batches += 1

@@ -40,7 +40,8 @@ class ScorerSettings:
     ``truncation``: ``left`` keeps the end of a text (the response, which the reward is about).
     ``compile_buckets``: sequence lengths ``compile`` pads to, so it compiles once per bucket.
     ``server_runtime`` / ``url``: for ``http``: the runtime the server wraps, or an existing server.
-    ``options``: the settings of a reward that is no model (``function``, ``sandbox``: rlsim.rewards.options).
+    ``options``: the settings of a reward that is no model (``function``, ``sandbox``) or of how ``http`` calls
+    its server (limits, retries, ``on_timeout``): rlsim.rewards.options.
     ``http_deadline_s``: for ``http``: the longest one batch may take, the client's retries included (seconds).
     ``http_protocol``: for ``http``: ``rlsim`` (``/score``), ``openrlhf`` (``/get_reward``) or ``vllm-classify``
     (``/classify``), see ``rlsim.scoring.http_protocols``; checked when the settings are made.

@@ -4,9 +4,12 @@ Either it starts ``python -m rlsim serve`` wrapping ``settings.server_runtime`` 
 port (the server tokenizes, batches and runs the model), or it uses a running server at
 ``settings.url``, speaking ``settings.http_protocol`` (rlsim's ``/score``, OpenRLHF's ``/get_reward`` or
 vLLM's ``/classify``: ``rlsim.scoring.http_protocols``). Requests go through one keep-alive ``httpx``
-connection pool. Connection errors, 503 (queue full, loading) and 504 (timed out) are retried with
-exponential backoff until a deadline, then an ``RlsimError`` says what failed; scoring is idempotent,
-so a retry is safe.
+connection pool, at most ``reward.http.concurrency`` in flight and ``requests_per_minute`` started
+(``rlsim.scoring.remote_calls``). Connection errors, attempts past ``timeout_s``, 429 (rate limited), 503
+(queue full, loading) and 504 (timed out) are retried with exponential backoff, ``retries`` times or until
+the batch's deadline; a request still unanswered then gets ``on_timeout``: the default reward, dropped
+(NaN, the loop drops its group) or an ``RlsimError`` saying what failed, counted as ``timeouts`` in
+``take_outcomes``. Scoring is idempotent, so a retry is safe.
 
 No orphan servers: ``close()`` stops the child (SIGTERM, then SIGKILL), an ``atexit`` hook stops
 any left at interpreter exit, and the child watches its parent and exits when the parent dies.
@@ -15,6 +18,7 @@ any left at interpreter exit, and the child watches its parent and exits when th
 from __future__ import annotations
 
 import json
+import logging
 import os
 import shutil
 import socket
@@ -23,13 +27,16 @@ import sys
 import tempfile
 import threading
 import time
+from collections import Counter
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from rlsim.errors import RlsimError
+from rlsim.rewards.options import DROPPED, RemoteOptions, parse_options
 from rlsim.scoring.base import SCORERS, RuntimeInfo, ScorerSettings, ScorerStats, register_scorer
 from rlsim.scoring.http_process import LIVE as _LIVE
 from rlsim.scoring.http_process import (
@@ -43,10 +50,14 @@ from rlsim.scoring.http_process import (
 )
 from rlsim.scoring.http_protocols import PROTOCOLS
 from rlsim.scoring.needs import HTTP
+from rlsim.scoring.remote_calls import Pacer, backoff_delay, requests_of
 from rlsim.scoring.tokenizing import check_texts, load_reward_tokenizer
 
 if TYPE_CHECKING:
     from rlsim.models.reward import RewardModelSpec
+
+log = logging.getLogger(__name__)
+RETRIED = (429, 503, 504)  # rate limited, queue full or loading, timed out
 
 
 def _free_port() -> int:
@@ -58,9 +69,11 @@ def _free_port() -> int:
 
 @register_scorer("http", RuntimeInfo(needs=HTTP, precision=None, server=True))
 class HttpScorer:
-    """``score_batch(texts)`` is one POST /score (chunked only past the server's ``max_texts``).
+    """``score_batch(texts)`` is one POST /score by default (chunked only past the server's ``max_texts``),
+    or ``reward.http``'s requests, sent up to ``concurrency`` at once.
 
-    The deadline for one batch, retries included, is ``settings.http_deadline_s``. Process timing
+    The deadline for one batch, retries included, is ``settings.http_deadline_s``; how requests are sent,
+    retried and stood in for: ``settings.options`` (``RemoteOptions``, ``reward.http``). Process timing
     knobs are class attributes (seconds): ``start_timeout_s`` for the server to load and warm up,
     ``stop_timeout_s`` for a graceful stop before SIGKILL.
     """
@@ -68,7 +81,6 @@ class HttpScorer:
     name = "http"
     start_timeout_s = 300.0  # a first use may export the ONNX graph before serving
     stop_timeout_s = 30.0
-    backoff_s = (0.05, 2.0)  # first and longest wait between retries
 
     def __init__(self, model: RewardModelSpec, settings: ScorerSettings) -> None:
         import httpx
@@ -81,6 +93,10 @@ class HttpScorer:
         self._tokenizer: Any = None
         self._protocol = PROTOCOLS[settings.http_protocol]
         self._served_model: str | None = None  # vllm-classify: the id GET /v1/models lists
+        self.remote: RemoteOptions = parse_options("http", settings.options)
+        self._pacer = Pacer(self.remote.concurrency, self.remote.requests_per_minute)
+        self._senders: ThreadPoolExecutor | None = None  # the threads that send one batch's requests at once
+        self._outcomes: Counter[str] = Counter()
         # vLLM's own server, started here (server_runtime vllm, protocol vllm-classify, no url); else rlsim serve
         self._vllm_server = (
             settings.url is None and settings.server_runtime == "vllm" and (self._protocol.name == "vllm-classify")
@@ -89,7 +105,9 @@ class HttpScorer:
             url = settings.url.rstrip("/") if settings.url else self._start_server()
             self.url = url
             timeout = httpx.Timeout(settings.http_deadline_s, connect=5.0)
-            self._client = httpx.Client(base_url=url, timeout=timeout, limits=httpx.Limits(max_keepalive_connections=8))
+            pool = httpx.Limits(max_connections=max(100, self.remote.concurrency),
+                                max_keepalive_connections=max(8, self.remote.concurrency))  # fmt: skip
+            self._client = httpx.Client(base_url=url, timeout=timeout, limits=pool)
             self._max_texts = self._wait_ready()
         except BaseException:
             self.close()
@@ -261,71 +279,122 @@ class HttpScorer:
         return [len(ids) for ids in self._tokenizer(list(texts), add_special_tokens=True)["input_ids"]]
 
     def score_batch(self, texts: Sequence[str]) -> np.ndarray:
-        """POST the texts; float32 rewards ``(len(texts),)``. Raises ``RlsimError`` past the deadline."""
+        """POST the texts; float32 rewards ``(len(texts),)``. A request unanswered after its retries gets
+        ``reward.http.on_timeout`` (NaN for ``drop``; ``fail`` raises ``RlsimError``)."""
         if len(texts) == 0:
             return np.zeros((0,), dtype=np.float32)
         check_texts(texts)
-        rewards: list[float] = []
-        truncated = 0
-        for start in range(0, len(texts), self._max_texts):
-            chunk = texts[start : start + self._max_texts]
-            body = self._post(
-                self._protocol.request(chunk, self._served_model, self.max_length, self.settings.truncation)
-            )
-            got, cut = self._protocol.rewards(body, len(chunk), self.url)
-            rewards += got
-            truncated += cut
+        o = self.remote
+        parts = requests_of(range(len(texts)), o.request_size, o.concurrency, self._max_texts)
+        chunks = [[texts[i] for i in part] for part in parts]
+        if len(chunks) > 1 and o.concurrency > 1:
+            if self._senders is None:
+                self._senders = ThreadPoolExecutor(o.concurrency, thread_name_prefix="rlsim-http")
+            answers = list(self._senders.map(self._score_request, chunks))
+        else:
+            answers = [self._score_request(chunk) for chunk in chunks]
+        rewards = [x for got, _ in answers for x in got]
+        truncated = sum(cut for _, cut in answers)
         with self._lock:
             self.stats.batches += 1
             self.stats.sequences += len(texts)
             self.stats.truncated += truncated
         return np.asarray(rewards, dtype=np.float32).reshape(len(texts))
 
-    def _post(self, payload: dict[str, Any]) -> dict[str, Any]:
+    def _score_request(self, chunk: list[str]) -> tuple[list[float], int]:
+        """One request's rewards and truncated count; unanswered, every row gets ``on_timeout``'s reward."""
+        payload = self._protocol.request(chunk, self._served_model, self.max_length, self.settings.truncation)
+        body = self._post(payload, len(chunk))
+        if body is None:  # on_timeout is default or drop (fail raised)
+            stand_in = DROPPED if self.remote.on_timeout == "drop" else self.remote.default_reward
+            return [stand_in] * len(chunk), 0
+        return self._protocol.rewards(body, len(chunk), self.url)
+
+    def take_outcomes(self) -> dict[str, int]:
+        """Rows that got ``on_timeout`` (``timeouts``; ``dropped`` of them for ``drop``) and retried attempts
+        (``retries``) since the last call."""
+        with self._lock:
+            out, self._outcomes = dict(self._outcomes), Counter()
+        return out
+
+    def _post(self, payload: dict[str, Any], rows: int) -> dict[str, Any] | None:
+        """The answer's JSON body; None once retries or the deadline run out (``on_timeout`` not ``fail``)."""
         import httpx
 
         data = json.dumps(payload, ensure_ascii=False).encode("utf-8")
         headers = {"content-type": "application/json"}
+        o = self.remote
         deadline = time.monotonic() + self.settings.http_deadline_s
-        first, longest = self.backoff_s
         attempt, last = 0, ""
         while True:
             remaining = max(0.1, deadline - time.monotonic())
+            per_try = min(remaining, o.timeout_s) if o.timeout_s else remaining
             wait_hint = 0.0
-            try:
-                timeout = httpx.Timeout(remaining, connect=min(5.0, remaining))
-                r = self._client.post(self._protocol.path, content=data, headers=headers, timeout=timeout)
-            except httpx.TransportError as err:
-                last = f"{type(err).__name__}: {err or 'no details'}"
-            else:
+            with self._pacer.slot():
+                try:
+                    timeout = httpx.Timeout(per_try, connect=min(5.0, per_try))
+                    r = self._client.post(self._protocol.path, content=data, headers=headers, timeout=timeout)
+                except httpx.TransportError as err:
+                    last = f"{type(err).__name__}: {err or 'no details'}"
+                    r = None
+            if r is not None:
                 if r.status_code == 200:
-                    try:
-                        return r.json()
-                    except ValueError:
-                        raise RlsimError(
-                            f"the server at {self.url} answered {self._protocol.path} with a body "
-                            "that is not JSON; check --url and --http-protocol"
-                        ) from None
+                    return self._json(r)
                 detail = response_detail(r)
-                if r.status_code not in (503, 504):
+                if r.status_code not in RETRIED:
                     raise RlsimError(
                         f"the scoring server at {self.url} refused the batch (HTTP {r.status_code}): {detail}"
                     )
                 last = f"HTTP {r.status_code}: {detail}"
                 wait_hint = retry_after_s(r)
             self._check_alive("while scoring")
-            delay = max(min(longest, first * 2**attempt), min(wait_hint, longest))
+            delay = backoff_delay(attempt, o.backoff_s, wait_hint)
             attempt += 1
-            if time.monotonic() + delay > deadline:
-                raise RlsimError(
-                    f"the scoring server at {self.url} did not score the batch within "
-                    f"{self.settings.http_deadline_s:g} s ({attempt} attempts; last: {last}); check that it is "
-                    "running and not overloaded, or raise the deadline (ScorerSettings.http_deadline_s)"
-                )
+            out_of_retries = o.retries is not None and attempt > o.retries
+            if out_of_retries or time.monotonic() + delay > deadline:
+                self._unanswered(rows, attempt, last, out_of_retries)
+                return None
+            with self._lock:
+                self._outcomes["retries"] += 1
             time.sleep(delay)
+
+    def _json(self, r: Any) -> dict[str, Any]:
+        try:
+            return r.json()  # type: ignore[no-any-return]
+        except ValueError:
+            raise RlsimError(
+                f"the server at {self.url} answered {self._protocol.path} with a body "
+                "that is not JSON; check --url and --http-protocol"
+            ) from None
+
+    def _unanswered(self, rows: int, attempts: int, last: str, out_of_retries: bool) -> None:
+        """Count a request that got no answer, then raise (``on_timeout: fail``) or warn and return None."""
+        if out_of_retries:
+            what = f"after {attempts} attempts (reward.http.retries: {self.remote.retries}; last: {last})"
+            fix = "raise reward.http.retries or reward.http.timeout_s"
+        else:
+            what = f"within {self.settings.http_deadline_s:g} s ({attempts} attempts; last: {last})"
+            fix = "raise the deadline (ScorerSettings.http_deadline_s)"
+        if self.remote.on_timeout == "fail":
+            raise RlsimError(
+                f"the scoring server at {self.url} did not score the batch {what}; check that it is "
+                f"running and not overloaded, or {fix}"
+            )
+        with self._lock:
+            self._outcomes["timeouts"] += rows
+            if self.remote.on_timeout == "drop":
+                self._outcomes["dropped"] += rows
+        log.warning(
+            f"the scoring server at {self.url} did not answer a request of {rows} rows {what}; "
+            f"they get reward.http.on_timeout: {self.remote.on_timeout}"
+        )
+        return None
 
     def close(self) -> None:
         """Close the connection pool and stop the server this scorer started (idempotent)."""
+        if self._senders is not None:
+            self._senders.shutdown(wait=True)
+            self._senders = None
         if self._client is not None:
             self._client.close()
             self._client = None

@@ -92,6 +92,23 @@ class FakeStage:
         pass
 
 
+class DroppingStage(FakeStage):
+    """A reward with ``on_timeout: drop``: the rollouts in ``drop`` get NaN and are counted as dropped in
+    ``last_outcomes`` (``counted=False``: NaN with no count, a broken scorer)."""
+
+    def __init__(self, drop: set[int], counted: bool = True) -> None:
+        super().__init__()
+        self.drop, self.counted = drop, counted
+        self.last_outcomes: dict[str, int] = {}
+
+    def score(self, rollouts: Sequence[Rollout]) -> dict[int, float]:
+        rewards = super().score(rollouts)
+        hit = [u for u in rewards if u in self.drop]
+        rewards.update((u, float("nan")) for u in hit)
+        self.last_outcomes = {"timeouts": len(hit), "dropped": len(hit)} if hit and self.counted else {}
+        return rewards
+
+
 class FakeTrainer:
     """Records what it was given; ``export_weights`` returns a two-array state. ``hold_dir``: the update
     and the warm-up stall while the files ``update`` / ``warmup`` exist there (see ``hold``)."""

@@ -24,7 +24,7 @@ from rlsim.loop.outputs.records import union_length
 from rlsim.loop.schedules.asynchronous.pipeline import AsyncPipeline, AsyncSettings
 from rlsim.loop.sync import WeightSync
 from rlsim.rollout.types import Rollout, RolloutRequest
-from tests.helpers.loop_doubles import FakeGenerator, FakeStage, FakeTrainer, requests
+from tests.helpers.loop_doubles import DroppingStage, FakeGenerator, FakeStage, FakeTrainer, requests
 
 
 class TimedGenerator(FakeGenerator):
@@ -219,6 +219,18 @@ def test_a_group_held_up_past_the_bound_is_dropped_counted_and_never_trained() -
     trained = [u for uids, _ in trainer.seen for u in uids]
     assert pipeline.ledger.dropped.isdisjoint(trained) and len(trained) == 4 * 6
     assert all(update - gen.made[u] <= 1 for update, (uids, _) in enumerate(trainer.seen) for u in uids)
+
+
+def test_a_group_with_a_dropped_reward_is_replaced_counted_and_never_trained() -> None:
+    s = AsyncSettings(2, 2, max_staleness=1, queue_size=8, steps=3, micro_batch=2)
+    gen, trainer = TimedGenerator([0.01]), TimedTrainer([0.01])
+    pipeline, outcomes = run(gen, [DroppingStage({1, 5})], trainer, s)  # uids 1 and 5: groups 0 and 2
+    totals = pipeline.ledger.totals()
+    assert pipeline.ledger.reward_dropped == {0, 1, 4, 5} and totals["dropped_reward"] == 4
+    trained = [u for uids, _ in trainer.seen for u in uids]
+    assert len(trained) == 3 * 4 and pipeline.ledger.reward_dropped.isdisjoint(trained)  # replaced, not short
+    assert totals["generated"] == totals["trained"] + totals["dropped_stale"] + 4 + totals["unfinished_at_end"]
+    assert sum(o.dropped_stale for o in outcomes) == totals["dropped_stale"]
 
 
 def spans_of(token_versions: list[int]) -> list[tuple[int, int]]:

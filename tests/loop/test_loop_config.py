@@ -12,7 +12,14 @@ from rlsim.errors import ConfigError
 from rlsim.loop.config import RunConfig, cross_field_problems, load_run_config
 
 CONFIGS = Path(__file__).resolve().parents[2] / "configs"
-LOOP_CONFIGS = ["default.yaml", "sequential.yaml", "overlapped.yaml", "gpu_example.yaml", "async.yaml"]
+LOOP_CONFIGS = [
+    "default.yaml",
+    "sequential.yaml",
+    "overlapped.yaml",
+    "gpu_example.yaml",
+    "async.yaml",
+    "reward_remote.yaml",
+]
 
 
 @pytest.mark.parametrize("name", LOOP_CONFIGS)

@@ -1,4 +1,5 @@
-"""The real loop with ``reward.runtime: http``: Ray + HF generation + an ``rlsim serve`` process per scorer.
+"""The real loop with ``reward.runtime: http``: Ray + HF generation + an ``rlsim serve`` process per scorer,
+or a remote server (a scripted one on loopback) that leaves a request unanswered.
 
 HF ``generate`` instead of vLLM keeps this cheap (no engine start): the subject is scoring. Step 1
 runs plain, step 2 kills scorer-0's server (survived: a new server scores the batch again), step 3
@@ -9,6 +10,9 @@ steps 1-2 stay on disk and the fault counts say 2 injected, 1 survived).
 from __future__ import annotations
 
 import json
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
@@ -54,3 +58,66 @@ def test_http_scoring_in_the_loop_survives_a_killed_server_and_stops_clearly_on_
     for step in saved["steps"]:  # step 1 plain, step 2 despite the killed server: every rollout scored once
         assert step["rollouts"] == {"generated": 4, "scored": 4, "trained": 4}
     assert (saved["faults"]["injected"], saved["faults"]["survived"]) == (2, 1)
+
+
+class _StallFirst(BaseHTTPRequestHandler):
+    """rlsim's protocol on loopback, reward 1.0; the first POST it gets sleeps past the client's timeout."""
+
+    posts = 0
+    lock = threading.Lock()
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+    def _send(self, body: dict) -> None:
+        data = json.dumps(body).encode()
+        try:
+            self.send_response(200)
+            self.send_header("content-type", "application/json")
+            self.send_header("content-length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+        except OSError:  # the client stopped waiting
+            pass
+
+    def do_GET(self) -> None:
+        self._send({"status": "ready", "max_texts": 64})
+
+    def do_POST(self) -> None:
+        texts = json.loads(self.rfile.read(int(self.headers["content-length"])))["texts"]
+        with self.lock:
+            type(self).posts += 1
+            first = type(self).posts == 1
+        if first:
+            time.sleep(3.0)
+        self._send({"rewards": [1.0] * len(texts), "truncated": 0})
+
+
+def test_a_remote_reward_past_its_timeout_drops_its_group_and_every_count_adds_up(ray_cluster, tmp_path: Path):
+    """A remote server (here a scripted one) leaves the first request unanswered past ``timeout_s``: with
+    ``on_timeout: drop`` and no retry, that rollout's group (2 of the step's 4) is left out of step 1's update."""
+    from rlsim.loop.run import run_loop
+
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), _StallFirst)
+    httpd.daemon_threads = True
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    url = f"http://127.0.0.1:{httpd.server_address[1]}"
+    remote = {"request_size": 1, "concurrency": 2, "timeout_s": 1.0, "retries": 0, "on_timeout": "drop"}
+    config = RunConfig.model_validate(
+        tiny_hf_run(
+            schedule="sequential",
+            warmup=False,  # the first request is then step 1's
+            reward={"runtime": "http", "url": url, "batch_size": 4, "http": remote},
+        )
+    )
+    try:
+        run_loop(config, tmp_path, show_progress=False)
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+    saved = json.loads((tmp_path / "results.json").read_text())
+    first, second = saved["steps"]
+    assert first["rollouts"] == {"generated": 4, "scored": 4, "trained": 2, "dropped": 2}
+    assert first["reward_outcomes"] == {"dropped": 1, "timeouts": 1}
+    assert second["rollouts"] == {"generated": 4, "scored": 4, "trained": 4} and "reward_outcomes" not in second
+    assert _StallFirst.posts == 8  # one request per rollout, none retried

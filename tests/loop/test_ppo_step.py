@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from functools import partial
 
 import numpy as np
@@ -14,14 +15,27 @@ from rlsim.loop.backends.local import InProcessExperienceBackend
 from rlsim.loop.outputs.records import step_record
 from rlsim.loop.schedules.ppo import EXPERIENCE_PHASES, run_ppo_step
 from rlsim.loop.sync import WeightSync
-from tests.helpers.loop_doubles import FakeCritic, FakeGenerator, FakePpoTrainer, FakeReference, FakeStage, requests
+from tests.helpers.loop_doubles import (
+    DroppingStage,
+    FakeCritic,
+    FakeGenerator,
+    FakePpoTrainer,
+    FakeReference,
+    FakeStage,
+    requests,
+)
 
 
 def backend(
-    algorithm: str = "ppo", kl_coef: float = 0.1, scorers: int = 2, reference: object = None, critic: object = None
+    algorithm: str = "ppo",
+    kl_coef: float = 0.1,
+    scorers: int = 2,
+    reference: object = None,
+    critic: object = None,
+    stage: Callable[[], FakeStage] = FakeStage,
 ) -> InProcessExperienceBackend:
     rollout = RolloutWorker("rollout", None, FakeGenerator, pin=False)
-    stages = [ScoringWorker(f"scorer-{i}", None, FakeStage, pin=False) for i in range(scorers)]
+    stages = [ScoringWorker(f"scorer-{i}", None, stage, pin=False) for i in range(scorers)]
     trainer = TrainerWorker("trainer", None, partial(FakePpoTrainer, algorithm, kl_coef), pin=False)
     ref = ReferenceWorker("reference", None, lambda: reference or FakeReference(), pin=False) if kl_coef > 0 else None
     crit = CriticWorker("critic", None, lambda: critic or FakeCritic(), pin=False) if algorithm == "ppo" else None
@@ -138,3 +152,13 @@ def test_the_kl_in_the_reward_uses_the_reference_log_probs_it_was_sent() -> None
     exp = b.trainer.trainer.experience(rollouts, {0: 1.0, 1: 1.0}, ref, None)
     assert np.allclose(exp.kl[1], 0.0, atol=1e-7)
     assert np.allclose(exp.kl[0], math.exp(0.1) - 1 - 0.1, atol=1e-6)
+
+
+@pytest.mark.parametrize("schedule", ["sequential", "overlapped"])
+def test_ppo_trains_the_groups_no_dropped_reward_touched(schedule: str) -> None:
+    b = backend(stage=partial(DroppingStage, {2}))  # uid 2 is in group 0 (uids 0-2)
+    out = run_ppo_step(b, schedule, requests(4, 3), micro_batch=4)
+    assert out.counts["trained"] == 9 and out.counts["dropped"] == 3
+    assert out.counts["referenced"] == out.counts["valued"] == 12  # the experience passes saw every rollout
+    assert sorted(b.trainer.trainer.seen[0][0]) == list(range(3, 12))
+    assert b.critic.critic.updates == [list(range(3, 12))]

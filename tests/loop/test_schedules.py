@@ -13,7 +13,7 @@ from rlsim.loop.backends.local import InProcessBackend
 from rlsim.loop.outputs.records import step_record
 from rlsim.loop.schedules.step import run_step, split_evenly
 from rlsim.loop.sync import WeightSync
-from tests.helpers.loop_doubles import FakeGenerator, FakeStage, FakeTrainer, requests
+from tests.helpers.loop_doubles import DroppingStage, FakeGenerator, FakeStage, FakeTrainer, requests
 
 
 def backend(
@@ -129,3 +129,23 @@ def test_split_evenly_keeps_order_and_balances() -> None:
     parts = split_evenly(list(range(7)), 3)  # type: ignore[arg-type]
     assert parts == [[0, 1], [2, 3, 4], [5, 6]]
     assert split_evenly([], 2) == [[], []]  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("schedule", ["sequential", "overlapped"])
+def test_a_dropped_reward_leaves_its_whole_group_out_of_the_update_and_is_counted(schedule: str) -> None:
+    # requests(4, 3): uid = group * 3 + sample; uids 1 and 7 are in groups 0 and 2
+    b = backend(stages=[DroppingStage({1, 7}), DroppingStage({1, 7})])
+    out = run_step(b, schedule, requests(4, 3), micro_batch=4)
+    assert out.counts == {"requested": 12, "generated": 12, "scored": 12, "trained": 6, "dropped": 6}
+    uids, rewards = b.trainer.trainer.seen[0]
+    assert sorted(uids) == [3, 4, 5, 9, 10, 11] and all(math.isfinite(x) for x in rewards.values())
+    record = step_record(1, schedule, out, {}, {"generated": 0})
+    assert record.rollouts.model_dump() == {"generated": 12, "scored": 12, "trained": 6, "dropped": 6}
+    assert record.reward_outcomes == {"dropped": 2, "timeouts": 2}
+
+
+def test_a_nan_no_scorer_counted_fails_the_step_and_so_does_dropping_every_group() -> None:
+    with pytest.raises(RuntimeError, match="1 rewards are NaN but the scorers dropped 0"):
+        run_step(backend(stages=[DroppingStage({4}, counted=False)]), "sequential", requests(4, 3), micro_batch=4)
+    with pytest.raises(RlsimError, match="every group of the step had a reward dropped.*on_timeout: default"):
+        run_step(backend(stages=[DroppingStage({0, 3, 6, 9})]), "sequential", requests(4, 3), micro_batch=4)

@@ -94,3 +94,18 @@ def test_without_partial_rollouts_a_group_of_two_versions_is_a_bug() -> None:
     buf.ledger.generated([b], 1)
     with pytest.raises(RuntimeError, match="mixes policy versions"):
         buf.add([a, b], {a.uid: 0.0, b.uid: 0.0})
+
+
+def test_a_group_with_a_dropped_reward_is_dropped_whole_once_complete_and_counted_apart() -> None:
+    buf = buffer(max_staleness=1, groups_per_batch=1)
+    a, b = rollouts(0)
+    buf.ledger.generated([a, b], 0)
+    buf.add([a], {a.uid: float("nan")})
+    assert buf.queued == 1  # waits for its group like any member
+    buf.add([b], {b.uid: 1.0})
+    assert buf.take_batch(0) is None and buf.queued == 0
+    add(buf, 1, 0)
+    (group,) = buf.take_batch(0)
+    buf.ledger.mark_trained([r.uid for r in group.rollouts], 0)
+    assert buf.ledger.totals() == {"generated": 4, "trained": 2, "dropped_stale": 0, "dropped_reward": 2,
+                                   "unfinished_at_end": 0}  # fmt: skip

@@ -24,7 +24,7 @@ from rlsim.loop.config.asynchronous import AsyncConfig, async_problems
 from rlsim.loop.config.conventions import TrainerConventions, apply_preset, convention_problems
 from rlsim.loop.deadline import PhaseTimeouts
 from rlsim.placement import ALL_ROLES, ActorPlacement, PlacementConfig, resolve_placement
-from rlsim.rewards.options import OPTIONS, FunctionOptions, SandboxOptions
+from rlsim.rewards.options import OPTIONS, FunctionOptions, OnTimeout, RemoteOptions, SandboxOptions
 from rlsim.schedule_kinds import ScheduleName
 from rlsim.workloads import LognormalLengths, WorkloadSpec
 
@@ -66,8 +66,13 @@ class RewardConfig(_Strict):
     or, with ``url``, scores with the reward server there; ``http_protocol`` is what that server speaks
     (``rlsim``, ``openrlhf`` or ``vllm-classify``, see ``rlsim.scoring.http_protocols``);
     ``http_deadline_s``: the longest one batch may take over HTTP, retries included (seconds).
+    ``http`` (``RemoteOptions``): how the http runtime calls its server: requests in flight, requests per
+    minute, a per-attempt timeout, retries with backoff, and ``on_timeout`` for a request still unanswered.
     ``function`` / ``sandbox``: the settings of those runtimes (rewards that are no model: a Python verifier in
-    a worker pool, code run in a sandbox; rlsim.rewards.options); ``model`` is then not used."""
+    a worker pool, code run in a sandbox; rlsim.rewards.options); ``model`` is then not used.
+    ``on_timeout`` / ``default_reward``: when set, the running runtime's section takes them (``default``: the
+    rollout gets ``default_reward``, counted; ``drop``: its group is left out of the update, counted; ``fail``:
+    the step fails), for any reward that can time out (http, function, sandbox)."""
 
     imports: list[str] = Field(default_factory=list)  # first: validators run in field order
     model: str = "minilm-rm"
@@ -83,8 +88,11 @@ class RewardConfig(_Strict):
     http_deadline_s: float = Field(60.0, gt=0)
     http_protocol: Literal["rlsim", "openrlhf", "vllm-classify"] = "rlsim"
     url: str | None = Field(None, min_length=1, description="http: a running reward server (e.g. http://host:8000)")
+    http: RemoteOptions = Field(default_factory=RemoteOptions)
     function: FunctionOptions = Field(default_factory=FunctionOptions)
     sandbox: SandboxOptions = Field(default_factory=SandboxOptions)
+    on_timeout: OnTimeout | None = None
+    default_reward: float | None = None
 
     @field_validator("url")
     @classmethod
@@ -149,6 +157,26 @@ class RewardConfig(_Strict):
         if v not in valid:
             raise ValueError(f"the http runtime's server wraps an in-process runtime; valid names: {', '.join(valid)}")
         return v
+
+    @model_validator(mode="after")
+    def _timeout_choice_to_section(self) -> RewardConfig:
+        """``reward.on_timeout`` / ``default_reward`` go to the running runtime's section (one place to read)."""
+        given = {k: getattr(self, k) for k in ("on_timeout", "default_reward") if getattr(self, k) is not None}
+        if not given:
+            return self
+        if self.runtime not in OPTIONS:
+            names = ", ".join(OPTIONS)
+            raise ValueError(f"reward.{next(iter(given))} applies to rewards that can time out ({names}), "
+                             f"not to runtime {self.runtime}, which scores in process")  # fmt: skip
+        section: BaseModel = getattr(self, self.runtime)
+        for key, value in given.items():
+            if key in section.model_fields_set and getattr(section, key) != value:
+                raise ValueError(
+                    f"reward.{key} ({value}) and reward.{self.runtime}.{key} ({getattr(section, key)}) disagree; "
+                    "set one of them"
+                )
+            setattr(section, key, value)
+        return self
 
     def options(self) -> dict[str, Any]:
         """The settings section of this runtime (``function``, ``sandbox``) as a plain dict; empty for a model."""

@@ -135,7 +135,7 @@ def merge_async(first: AsyncRecord, then: AsyncRecord) -> AsyncRecord:
 
 def merge_totals(first: RolloutTotals, then: RolloutTotals) -> RolloutTotals:
     """Every rollout of both parts; the stopped part's queue is in its ``unfinished_at_end``."""
-    keys = ("generated", "trained", "dropped_stale", "unfinished_at_end")
+    keys = ("generated", "trained", "dropped_stale", "dropped_reward", "unfinished_at_end")
     return RolloutTotals(**{k: getattr(first, k) + getattr(then, k) for k in keys})
 
 
@@ -160,6 +160,7 @@ def async_markdown(results: RunResults) -> list[str]:
         f"{100 * a.trainer_idle_fraction:.1f}%, rollout worker idle {100 * a.rollout_idle_fraction:.1f}% of "
         f"{a.wall_s or 0:.1f} s; the engine paused {a.weight_sync_pause_s or 0:.2f} s for weight loads.{partial}",
         f"Rollouts: {t.generated} generated = {t.trained} trained + {t.dropped_stale} dropped as stale + "
-        f"{t.unfinished_at_end} unfinished at the end. Per-step times count events by the step in which they "
+        + (f"{t.dropped_reward} dropped with their rewards (on_timeout: drop) + " if t.dropped_reward else "")
+        + f"{t.unfinished_at_end} unfinished at the end. Per-step times count events by the step in which they "
         "finished; CPU seconds per step are not probed under async.",
     ]

@@ -98,7 +98,7 @@ def step_record(
 ) -> StepRecord:
     """The ``results.json`` entry of one step (``rlsim.run_results.StepRecord``)."""
     times = breakdown(outcome.events, outcome.start, outcome.end, outcome.phases)
-    counted = ("generated", "scored", "referenced", "valued", "trained")
+    counted = ("generated", "scored", "referenced", "valued", "trained", "dropped")
     return StepRecord(
         step=step,
         schedule=schedule,

@@ -76,6 +76,7 @@ def _step_row(s: StepRecord) -> str:
     t, r = s.time_s, s.rollouts
     overhead = "-" if s.overhead_fraction is None else f"{100 * s.overhead_fraction:.1f}%"
     counts = "/".join("-" if n is None else str(n) for n in (r.generated, r.scored, r.trained))
+    counts += f" ({r.dropped} dropped)" if r.dropped else ""
     return (
         f"| {s.step} | {t.total:.2f} | {t.generate:.2f} | {t.score:.2f} | {t.update:.2f} | {t.sync:.2f} | "
         f"{t.idle:.3f} | {overhead} | {counts} | {s.tokens.generated if s.tokens else '-'} | "

@@ -7,8 +7,9 @@ reward tokenizer. Both costs are scoring time. Batching is the configured offlin
 With the ``http`` runtime the stage supervises the server its scorer started: if that server has
 died, the stage closes the scorer, makes a new one (which starts a new server) and scores the call
 again, once; scoring is idempotent, so every rollout is still scored exactly once. A server that is
-alive but does not answer is not restarted: the client gives up at ``http_deadline_s`` and the call
-fails.
+alive but does not answer is not restarted: the client gives up at ``http_deadline_s`` (or after
+``reward.http.retries``) and the request gets ``reward.http.on_timeout``: the step fails (the default), the
+rollouts get ``default_reward``, or their groups are dropped (``rlsim.loop.schedules.dropped``).
 """
 
 from __future__ import annotations
@@ -119,6 +120,8 @@ class RewardStage:
                 raise self._in_loop_terms(err, time.monotonic() - t0) from None
             self._restart_scorer(err)
             rewards, _ = score_texts(self.scorer, texts, self._batcher)
+        if isinstance(self.scorer, CountingScorer):  # a remote server's unanswered requests and retries
+            self.last_outcomes = self.scorer.take_outcomes()
         return {r.uid: float(x) for r, x in zip(rollouts, rewards, strict=True)}
 
     def _score_pairs(self, rollouts: Sequence[Rollout]) -> dict[int, float]:

@@ -17,12 +17,14 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
+from rlsim.loop.schedules.dropped import drop_unrewarded
 from rlsim.loop.schedules.step import (
     Progress,
     Schedule,
     StepBackend,
     StepOutcome,
     check_accounting,
+    check_trained,
     split_evenly,
     step_kind,
 )
@@ -116,20 +118,25 @@ def run_ppo_step(
     if backend.uses_critic:
         values = _joined(backend.collect_experience(flight.values), events, "valued")
         counts["valued"] = _count(rollouts, values, "valued")
+    kept, kept_rewards = drop_unrewarded(rollouts, rewards, events)
+    if len(kept) < len(rollouts):
+        ref, values = _only(kept, ref), _only(kept, values)
     note("advantages", 0, 1)
-    returns, ev = backend.experience(rollouts, rewards, ref, values)
+    returns, ev = backend.experience(kept, kept_rewards, ref, values)
     events += ev
     note("update", 0, 1)
-    train, ev = backend.update(rollouts, returns, values)
+    train, ev = backend.update(kept, returns, values)
     events += ev
-    counts["trained"] = int(train.get("sequences", -1))
-    if counts["trained"] != counts["generated"]:
-        raise RuntimeError(f"trainer used {counts['trained']} rollouts of {counts['generated']} generated")
+    check_trained(counts, train, len(rollouts) - len(kept))
     note("sync", 0, 1)
     sync, ev = backend.sync()
     return StepOutcome(
         rollouts, rewards, train, sync, events + ev, start, time.time(), counts, phases=EXPERIENCE_PHASES
     )
+
+
+def _only(kept: Sequence[Rollout], per_uid: dict[int, Any] | None) -> dict[int, Any] | None:
+    return None if per_uid is None else {r.uid: per_uid[r.uid] for r in kept}
 
 
 def _joined(results: list[tuple[dict[int, Any], list[Event]]], events: list[Event], what: str) -> dict[int, Any]:

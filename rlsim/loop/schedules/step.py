@@ -6,7 +6,7 @@
   replica at once (round robin) while generation goes on. Update and sync follow as before.
 
 Every step checks that the rollouts generated, scored and trained are the same set (none lost,
-none doubled).
+none doubled), less the groups a dropped reward left out (``rlsim.loop.schedules.dropped``).
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
+from rlsim.loop.schedules.dropped import drop_unrewarded
 from rlsim.rollout.generator import SyncResult
 from rlsim.rollout.types import Event, Rollout, RolloutRequest
 from rlsim.schedule_kinds import SCHEDULES, ScheduleKind
@@ -73,15 +74,26 @@ def run_step(
     else:
         rollouts, rewards, events = _sequential(backend, requests, note)
     counts = check_accounting(requests, rollouts, rewards)
+    kept, kept_rewards = drop_unrewarded(rollouts, rewards, events)
     note("update", 0, 1)
-    train, train_events = backend.train(rollouts, rewards)
-    counts["trained"] = int(train.get("sequences", -1))
-    if counts["trained"] != counts["generated"]:
-        raise RuntimeError(f"trainer used {counts['trained']} rollouts of {counts['generated']} generated")
+    train, train_events = backend.train(kept, kept_rewards)
+    check_trained(counts, train, len(rollouts) - len(kept))
     note("sync", 0, 1)
     sync, sync_events = backend.sync()
     end = time.time()
     return StepOutcome(rollouts, rewards, train, sync, events + train_events + sync_events, start, end, counts)
+
+
+def check_trained(counts: dict[str, int], train: dict[str, Any], dropped: int) -> None:
+    """``counts["trained"]`` (and ``dropped``, when any) from the update; ``RuntimeError`` unless generated ==
+    trained + dropped."""
+    counts["trained"] = int(train.get("sequences", -1))
+    if dropped:
+        counts["dropped"] = dropped
+    if counts["trained"] + dropped != counts["generated"]:
+        raise RuntimeError(
+            f"trainer used {counts['trained']} rollouts of {counts['generated']} generated ({dropped} dropped)"
+        )
 
 
 def step_kind(schedule: str, what: str = "") -> ScheduleKind:

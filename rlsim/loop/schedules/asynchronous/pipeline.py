@@ -38,6 +38,7 @@ from typing import Any
 from rlsim.errors import RlsimError
 from rlsim.loop.schedules.asynchronous.staleness import Ledger, ScoredGroup, StalenessBuffer, histogram_of
 from rlsim.loop.schedules.asynchronous.types import AsyncBackend, AsyncSettings, AsyncStepOutcome, checkpoint_file
+from rlsim.loop.schedules.dropped import dropped_count, dropped_uids
 from rlsim.loop.schedules.step import Progress
 from rlsim.rollout.generator import SyncResult
 from rlsim.rollout.types import Event, Rollout, RolloutRequest
@@ -222,6 +223,7 @@ class AsyncPipeline:
         self._record(events)
         if set(rewards) != {r.uid for r in job.rollouts}:
             raise RuntimeError(f"a scoring call returned {len(rewards)} rewards for {len(job.rollouts)} rollouts")
+        dropped_uids(rewards, dropped_count(events))  # every NaN is a reward the scorer dropped
         self.buffer.add(job.rollouts, rewards)
         self._window["scored"] += len(rewards)
 
@@ -289,7 +291,7 @@ class AsyncPipeline:
                     counts={"generated": w["generated"], "scored": w["scored"], "trained": len(rollouts)},
                     staleness=histogram_of(self.ledger.trained[r.uid] for r in rollouts),
                     version=u.version,
-                    dropped_stale=len(self.ledger.dropped) - w["dropped_before"],
+                    dropped_stale=self.ledger.stale - w["dropped_before"],
                     sync_latency_s=max(loads) - u.update_end if loads else None,
                 )
             )
@@ -308,7 +310,7 @@ class AsyncPipeline:
         self._window["events"] += events
 
     def _new_window(self, start: float) -> dict[str, Any]:
-        return {"start": start, "events": [], "generated": 0, "scored": 0, "dropped_before": len(self.ledger.dropped)}
+        return {"start": start, "events": [], "generated": 0, "scored": 0, "dropped_before": self.ledger.stale}
 
     def _note_queue(self) -> None:
         t = self._clock() - (self.start or 0.0)

@@ -3,12 +3,15 @@ and what became of it.
 
 Rollouts enter by complete group (a GRPO group compares samples of one prompt, so it is never split
 across training batches). ``take_batch`` first drops every group older than the staleness bound, then
-hands out the oldest complete groups as one batch. The ledger gives every generated rollout exactly one
-fate: trained, dropped as stale, or unfinished at the end of the run (in flight or still queued).
+hands out the oldest complete groups as one batch. A group with a dropped reward (NaN: ``on_timeout: drop``,
+``rlsim.loop.schedules.dropped``) is dropped whole once complete. The ledger gives every generated rollout
+exactly one fate: trained, dropped as stale, dropped for its reward, or unfinished at the end of the run (in
+flight or still queued).
 """
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -34,7 +37,8 @@ class Ledger:
     versions: dict[int, int] = field(default_factory=dict)
     spans: dict[int, int] = field(default_factory=dict)  # uid -> versions from its first to its last token (partial)
     trained: dict[int, int] = field(default_factory=dict)  # uid -> staleness when trained
-    dropped: set[int] = field(default_factory=set)
+    dropped: set[int] = field(default_factory=set)  # as stale, or for a dropped reward (also in ``reward_dropped``)
+    reward_dropped: set[int] = field(default_factory=set)
 
     def generated(self, rollouts: list[Rollout], version: int) -> None:
         """``version``: the weights the call was sent to run under; a rollout that records the versions that
@@ -49,9 +53,16 @@ class Ledger:
         self._once(uids)
         self.trained.update((u, trainer_version - self.versions[u]) for u in uids)
 
-    def mark_dropped(self, uids: list[int]) -> None:
+    def mark_dropped(self, uids: list[int], for_reward: bool = False) -> None:
         self._once(uids)
         self.dropped.update(uids)
+        if for_reward:
+            self.reward_dropped.update(uids)
+
+    @property
+    def stale(self) -> int:
+        """Rollouts dropped as stale."""
+        return len(self.dropped) - len(self.reward_dropped)
 
     def _once(self, uids: list[int]) -> None:
         unknown = [u for u in uids if u not in self.versions]
@@ -62,9 +73,12 @@ class Ledger:
             )
 
     def totals(self) -> dict[str, int]:
-        """``generated == trained + dropped_stale + unfinished_at_end`` by construction; checked anyway."""
-        out = {"generated": len(self.versions), "trained": len(self.trained), "dropped_stale": len(self.dropped)}
-        out["unfinished_at_end"] = out["generated"] - out["trained"] - out["dropped_stale"]
+        """``generated == trained + dropped_stale + dropped_reward + unfinished_at_end`` by construction; checked
+        anyway (``dropped_reward`` only when there are any)."""
+        out = {"generated": len(self.versions), "trained": len(self.trained), "dropped_stale": self.stale}
+        if self.reward_dropped:
+            out["dropped_reward"] = len(self.reward_dropped)
+        out["unfinished_at_end"] = out["generated"] - out["trained"] - len(self.dropped)
         assert out["unfinished_at_end"] >= 0
         return out
 
@@ -109,7 +123,11 @@ class StalenessBuffer:
             g.rollouts.append(r)
             g.rewards[r.uid] = rewards[r.uid]
             if len(g.rollouts) == self.group_size:
-                self._ready.append(self._incomplete.pop(r.group))
+                done = self._incomplete.pop(r.group)
+                if any(math.isnan(x) for x in done.rewards.values()):
+                    self.ledger.mark_dropped([m.uid for m in done.rollouts], for_reward=True)
+                else:
+                    self._ready.append(done)
 
     def drop_stale(self, trainer_version: int) -> list[ScoredGroup]:
         """Remove (and mark dropped) every group a trainer at ``trainer_version`` may no longer use."""
