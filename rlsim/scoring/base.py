@@ -165,6 +165,8 @@ class RuntimeInfo:
     explicitly and never compared with a model.
     ``explicit``: a model runtime named only explicitly, never by ``all`` (``vllm``: an engine that takes a
     minute to start on a small CPU would add that to every ``all`` run).
+    ``pads``: a batch is padded to its longest text; False: the runtime schedules the rows itself with no
+    padding (``vllm``), so its cost is in real tokens (the planner's ``ScorerLatencyModel.pads``).
     """
 
     needs: tuple[tuple[str, str], ...] = ()
@@ -177,6 +179,7 @@ class RuntimeInfo:
     variant: bool = False
     kind: Literal["model", "function", "sandbox"] = "model"
     explicit: bool = False
+    pads: bool = True
 
     @property
     def reduced_precision(self) -> bool:

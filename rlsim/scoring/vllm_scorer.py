@@ -67,7 +67,7 @@ def _engine_failure(err: BaseException, doing: str, model: RewardModelSpec) -> R
     return engine_failure(err, doing, model.path, actor="scorer", advice=advice, folder="reward model folder")
 
 
-@register_scorer("vllm", RuntimeInfo(needs=VLLM, explicit=True))
+@register_scorer("vllm", RuntimeInfo(needs=VLLM, explicit=True, pads=False))
 class VllmPoolingScorer(TokenizingScorer):
     """A ``vllm.LLM(runner="pooling")`` engine, fp32, scoring token-id rows with the classify task."""
 

@@ -98,3 +98,23 @@ def test_shipped_examples_are_current_and_labelled_illustrative(name: str, build
     shipped = load_profile(SHIPPED / name)
     assert shipped.model_copy(update={"rlsim_version": rlsim.__version__}) == build()
     assert shipped.illustrative and any("ILLUSTRATIVE" in note for note in shipped.notes)
+
+
+def test_a_measured_runtime_that_pads_nothing_is_marked_so_from_its_registry_entry(monkeypatch, tmp_path) -> None:
+    """``vllm`` schedules rows itself (``RuntimeInfo.pads`` false): its section says ``pads: false``, so the
+    simulators cost its batches in real tokens; eager's stays padded; a re-fit keeps what was stored."""
+    from rlsim.planner.measure import scorers
+    from rlsim.planner.measure.build_profile import ProfileConfig, build_profile
+    from rlsim.planner.profile.schema import LatencySample
+
+    def fake_measure(runtime, reward_model, device, grid, on_cell=None, quiet=None):  # type: ignore[no-untyped-def]
+        cells = [(b, n) for b in grid.batch_sizes for n in grid.lengths]
+        return [LatencySample(batch=b, padded_tokens=b * n, latency_s=0.001 + 1e-4 * b + 1e-5 * b * n, units=2)
+                for b, n in cells for _ in range(2)], 512  # fmt: skip
+
+    monkeypatch.setattr(scorers, "measure_runtime", fake_measure)
+    config = ProfileConfig(hardware_kind="test", runtimes=["eager", "vllm"])
+    built = build_profile(config, tmp_path)
+    assert (built.profile.runtimes["eager"].pads, built.profile.runtimes["vllm"].pads) == (True, False)
+    again = build_profile(config, tmp_path, scorers_from=built.profile)
+    assert again.profile.runtimes["vllm"].pads is False and "re-fitted" in " ".join(again.measured)

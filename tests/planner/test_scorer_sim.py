@@ -156,3 +156,18 @@ def test_union_of_busy_intervals_counts_overlap_once() -> None:
         busy_ends=[[2.0, 6.0], [3.0, 9.5]],
     )
     assert union_s(out) == pytest.approx(3.0 + 1.0 + 0.5)
+
+
+def test_a_runtime_that_pads_nothing_costs_its_real_tokens() -> None:
+    """vLLM's pooling runner schedules rows itself (``ScorerLatencyModel.pads`` false): a batch of lengths 10 and
+    100 costs 110 tokens, not 2 x 100, in both simulators."""
+    from rlsim.planner.sim.scoring import simulate_round_robin
+
+    arrive, tokens = np.zeros(2), np.array([10, 100])
+    spec = BatcherSpec(kind="fixed", batch_size=2, window=2)
+    per_token = lambda batch, padded: padded * 0.01  # noqa: E731
+    for sim in (simulate_scoring, simulate_round_robin):
+        padded = sim(arrive, tokens, spec, replicas=1, latency=per_token, noise=ONE)
+        real = sim(arrive, tokens, spec, replicas=1, latency=per_token, noise=ONE, pads=False)
+        assert (padded.padded_tokens, real.padded_tokens) == (200, 110), sim.__name__
+        assert (padded.done_s, real.done_s) == pytest.approx((2.0, 1.1)), sim.__name__

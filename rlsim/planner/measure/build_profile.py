@@ -175,7 +175,8 @@ def _scorers(
     for runtime in config.runtimes:
         old = scorers_from.runtimes.get(runtime) if scorers_from else None
         if old is not None and old.samples and scorers_from is not None and not scorers_from.illustrative:
-            out[runtime] = fit_latency_model(old.samples, old.device, old.max_length, config.disturbed_above)
+            refit = fit_latency_model(old.samples, old.device, old.max_length, config.disturbed_above)
+            out[runtime] = refit.model_copy(update={"pads": old.pads})
             measured.append(
                 f"runtime {runtime}: re-fitted from {len(old.samples)} samples stored in the "
                 f"{scorers_from.hardware_kind} profile (R^2 {out[runtime].fit.r2:.3f})"
@@ -186,12 +187,19 @@ def _scorers(
             continue
         samples, max_length = measure_runtime(runtime, config.reward_model, config.device, grid, on_cell, config.quiet)
         model = fit_latency_model(samples, config.device, max_length, config.disturbed_above)
-        out[runtime] = model
+        out[runtime] = model.model_copy(update={"pads": runtime_pads(runtime)})
         measured.append(
             f"runtime {runtime} ({len(samples)} samples, R^2 {model.fit.r2:.3f}, "
             f"residual {model.fit.residual_rel_std:.1%})"
         )
     return out
+
+
+def runtime_pads(runtime: str) -> bool:
+    """Whether ``runtime`` pads its batches (its registry entry; a plug-in registered here too)."""
+    from rlsim.scoring import SCORERS
+
+    return SCORERS.info(runtime).pads if runtime in SCORERS else True
 
 
 def _from_loop(

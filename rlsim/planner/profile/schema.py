@@ -98,6 +98,19 @@ class ScorerLatencyModel(_Strict):
             "with in_loop_factor"
         ),
     )
+    pads: bool = Field(
+        default=True,
+        description=(
+            "false: the runtime schedules the rows itself with no padding (vLLM's pooling runner), so a batch "
+            "costs its real tokens, and per_padded_token_s is per real token"
+        ),
+    )
+
+    def batch_tokens(self, lengths: np.ndarray) -> int:
+        """The tokens a batch of texts ``lengths`` long costs: count x longest, or their sum without padding."""
+        if not len(lengths):
+            return 0
+        return int(len(lengths) * lengths.max()) if self.pads else int(lengths.sum())
 
     def latency_s(self, batch: float, padded_tokens: float, units: float) -> float:
         """Predicted seconds for one batch on a replica with ``units`` cores/GPUs."""

@@ -196,12 +196,15 @@ def simulate_scoring(
     speeds: list[SpeedProfile] | None = None,
     replica_node: Callable[[int], int] = lambda r: 0,
     start_s: float = 0.0,
+    pads: bool = True,
 ) -> ScoringOutcome:
     """Score rollouts arriving at ``arrive`` (seconds, any order) on ``replicas`` identical replicas.
 
     ``noise`` (>= batches expected, cycled): multipliers on each batch's latency. ``speeds``: per
     node scoring speed over time (contention), indexed by ``replica_node(r)``; None: uncontended.
     ``start_s``: when the replicas start (the sequential schedule starts them after generation).
+    ``pads``: a batch costs count x longest tokens; False: its real tokens (a runtime that schedules rows
+    itself, ``ScorerLatencyModel.pads``).
     """
     order = np.argsort(arrive, kind="stable")
     arr, tok = arrive[order], tokens[order]
@@ -222,7 +225,7 @@ def simulate_scoring(
         idx, release = got
         begin = now if now > release else release
         count, longest = batch_shape(idx, tok_list, tok)
-        padded = count * longest
+        padded = count * longest if pads else int(tok[idx].sum())
         work = latency(count, padded) * noise_list[out.batches % len(noise_list)]
         end = node_speed[replica].end_time(begin, work) if node_speed else begin + work
         out.record(replica, begin, end, idx, padded)
@@ -246,6 +249,7 @@ def simulate_round_robin(
     start_s: float = 0.0,
     sequential: bool = False,
     call_overhead_s: float = 0.0,
+    pads: bool = True,
 ) -> ScoringOutcome:
     """Like ``simulate_scoring`` but with the loop's dispatch: each call to the replica with the fewest calls
     unfinished when it is released (see module doc; the name is the dispatch's older rule).
@@ -253,7 +257,8 @@ def simulate_round_robin(
     ``sequential``: one call per replica holding a contiguous slice (sizes differ by at most one);
     otherwise calls of ``spec.window`` rollouts in finish order, released when their last one
     finishes. Each replica runs its calls first come, first served. ``call_overhead_s``: uncontended
-    seconds every call costs on top of its batches (sending it, decoding texts), counted as busy.
+    seconds every call costs on top of its batches (sending it, decoding texts), counted as busy. ``pads``:
+    as for ``simulate_scoring``.
     """
     order = np.argsort(arrive, kind="stable")
     n = len(order)
@@ -276,7 +281,7 @@ def simulate_round_robin(
             replica = least_outstanding(unfinished, [len(e) for e in ends])
         now = max(free_at[replica], released)
         for i, batch in enumerate(split_call(call, tokens, spec)):
-            padded = int(len(batch) * tokens[batch].max())
+            padded = int(len(batch) * tokens[batch].max()) if pads else int(tokens[batch].sum())
             work = latency(len(batch), padded) * float(noise[out.batches % len(noise)])
             work += call_overhead_s if i == 0 else 0.0
             end = speeds[replica_node(replica)].end_time(now, work) if speeds else now + work

@@ -149,8 +149,11 @@ def _score(
             start,
             sequential=not schedule_kind(spec.schedule).streams,
             call_overhead_s=scorer.call_overhead_s,
+            pads=scorer.pads,
         )
-    return simulate_scoring(arrive, tokens, spec.batcher, res.replicas, latency, noise, speeds, node_of, start)
+    return simulate_scoring(
+        arrive, tokens, spec.batcher, res.replicas, latency, noise, speeds, node_of, start, pads=scorer.pads
+    )
 
 
 def _score_function(

@@ -86,7 +86,7 @@ class ProfileCosts:
         tokens = np.minimum(prompts + responses, spec.max_length or scorer.max_length)
         seconds = scorer.call_overhead_s
         for batch in split_call(np.arange(len(tokens)), tokens, spec.batcher):
-            padded = int(len(batch) * tokens[batch].max())
+            padded = scorer.batch_tokens(tokens[batch])
             seconds += scorer.latency_s(len(batch), padded, res.replica_units) * scorer.in_loop_factor * self._draw()
         return seconds
 
