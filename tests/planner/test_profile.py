@@ -118,3 +118,29 @@ def test_a_measured_runtime_that_pads_nothing_is_marked_so_from_its_registry_ent
     assert (built.profile.runtimes["eager"].pads, built.profile.runtimes["vllm"].pads) == (True, False)
     again = build_profile(config, tmp_path, scorers_from=built.profile)
     assert again.profile.runtimes["vllm"].pads is False and "re-fitted" in " ".join(again.measured)
+
+
+def test_a_runtime_added_to_a_measured_profile_takes_its_median_in_loop_factor(monkeypatch, tmp_path) -> None:
+    """``rlsim profile`` timing one runtime with ``--fill-from`` a measured profile and no loop run: the new
+    runtime gets the median of that profile's measured in-loop factors, said in ``unmeasured``."""
+    from rlsim.planner.measure import scorers
+    from rlsim.planner.measure.build_profile import ProfileConfig, build_profile
+    from rlsim.planner.profile.schema import LatencySample
+
+    def fake_measure(runtime, reward_model, device, grid, on_cell=None, quiet=None):  # type: ignore[no-untyped-def]
+        return [LatencySample(batch=b, padded_tokens=b * n, latency_s=0.001 + 1e-4 * b + 1e-5 * b * n, units=2)
+                for b in grid.batch_sizes for n in grid.lengths for _ in range(2)], 512  # fmt: skip
+
+    monkeypatch.setattr(scorers, "measure_runtime", fake_measure)
+    base = build_profile(ProfileConfig(hardware_kind="base", runtimes=["eager", "ort"]), tmp_path).profile
+    factors = {"eager": (1.2, 0.01), "ort": (1.6, 0.03)}
+    base = base.model_copy(update={"runtimes": {
+        k: m.model_copy(update={"in_loop_factor": factors[k][0], "call_overhead_s": factors[k][1],
+                                "in_loop_factor_measured": True})
+        for k, m in base.runtimes.items()
+    }})  # fmt: skip
+    added = build_profile(ProfileConfig(hardware_kind="base", runtimes=["vllm"]), tmp_path, fill_from=base)
+    vllm = added.profile.runtimes["vllm"]
+    assert (vllm.in_loop_factor, vllm.call_overhead_s, vllm.in_loop_factor_measured) == pytest.approx((1.4, 0.02, 0))
+    assert added.profile.runtimes["eager"].in_loop_factor == 1.2  # copied as it was
+    assert any("runtime vllm: in-loop factor not measured" in u for u in added.unmeasured)

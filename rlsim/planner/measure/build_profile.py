@@ -12,6 +12,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from rlsim.errors import RlsimError
@@ -142,6 +143,8 @@ def build_profile(
         if roles is None and fill_from.roles is not None:
             roles = fill_from.roles
             unmeasured.append(f"roles: copied from the {fill_from.hardware_kind} profile")
+        if not calibration:
+            runtimes = _assumed_in_loop(runtimes, fill_from, unmeasured)
         for name, model in fill_from.runtimes.items():
             if name not in runtimes:
                 runtimes[name] = model
@@ -158,6 +161,29 @@ def build_profile(
         **sections,
     )
     return Built(profile, measured, unmeasured)
+
+
+def _assumed_in_loop(
+    runtimes: dict[str, ScorerLatencyModel], fill_from: Profile, unmeasured: list[str]
+) -> dict[str, ScorerLatencyModel]:
+    """Runtimes timed here with no loop run to fit their in-loop factor: the median factor and per-call overhead
+    of the ``fill_from`` profile's runtimes that had one measured (as ``with_in_loop_factors`` assumes for a
+    runtime no loop run used), said in ``unmeasured``; unchanged when that profile measured none."""
+    known = [m for m in fill_from.runtimes.values() if m.in_loop_factor_measured]
+    if not known:
+        return runtimes
+    factor = float(np.median([m.in_loop_factor for m in known]))
+    overhead = float(np.median([m.call_overhead_s for m in known]))
+    out = dict(runtimes)
+    for name, model in runtimes.items():
+        if model.in_loop_factor_measured:
+            continue
+        out[name] = model.model_copy(update={"in_loop_factor": factor, "call_overhead_s": overhead})
+        unmeasured.append(
+            f"runtime {name}: in-loop factor not measured (no loop run here); assumed {factor:.2f}x + "
+            f"{overhead * 1000:.0f} ms per call, the median of the {fill_from.hardware_kind} profile's measured ones"
+        )
+    return out
 
 
 def _scorers(
