@@ -21,6 +21,8 @@ results.json holds the verdict; this script's last stdout line gathers both.
 
     .venv/bin/python benchmarks/bench_fidelity_speed.py                       # both grids, into results/
     .venv/bin/python benchmarks/bench_fidelity_speed.py --out /tmp/fs --repeats 2 --count 8   # a check of the command
+    .venv/bin/python benchmarks/bench_fidelity_speed.py --runtimes eager,eager-bf16,ort,native,ort-int8-mixed,vllm \
+        --out benchmarks/results/bench_vllm_vs_faithful          # vLLM's pooling runner beside them (issue 28)
 
 Time on a 2-core machine: 40 worker processes (5 runtimes x 4 rounds x 2 grids, about 5 s of start-up each),
 4 GEMM runs, and, unless this machine's fidelity cache holds them, the corpus scored with 5 runtimes (about 1.5
@@ -61,6 +63,7 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--out", type=Path, default=OUT, help=f"output folder (default {OUT})")
     parser.add_argument("--grids", default=",".join(GRIDS), help="comma-separated: fixed128,lognormal")
     parser.add_argument("--compile-bf16", action="store_true", help="add compile-bf16 (about 3 minutes more)")
+    parser.add_argument("--runtimes", default=RUNTIMES, help=f"comma-separated (default {RUNTIMES}); e.g. add vllm")
     args, extra = parser.parse_known_args(argv)
     sys.path.insert(0, str(ROOT))
     from rlsim.cli.main import main as rlsim_main
@@ -68,7 +71,8 @@ def main(argv: list[str]) -> int:
     verdicts = {}
     for name in args.grids.split(","):
         out = args.out / name
-        grid = [RUNTIMES + ",compile-bf16" if a == RUNTIMES and args.compile_bf16 else a for a in GRIDS[name]]
+        runtimes = args.runtimes + (",compile-bf16" if args.compile_bf16 else "")
+        grid = [runtimes if a == RUNTIMES else a for a in GRIDS[name]]
         rc = rlsim_main(["bench", "scoring", *COMMON, *_runnable(grid), *extra, "--out", str(out)])
         if rc:
             return rc
