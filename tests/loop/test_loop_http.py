@@ -12,13 +12,13 @@ from __future__ import annotations
 import json
 import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
 
 from rlsim.errors import RlsimError
 from rlsim.loop.config import RunConfig
+from tests.helpers.scripted_server import RewardServerHandler, read_json, scripted_server, send_json
 from tests.helpers.tiny_run import tiny_hf_run
 
 pytestmark = pytest.mark.slow
@@ -60,37 +60,20 @@ def test_http_scoring_in_the_loop_survives_a_killed_server_and_stops_clearly_on_
     assert (saved["faults"]["injected"], saved["faults"]["survived"]) == (2, 1)
 
 
-class _StallFirst(BaseHTTPRequestHandler):
+class _StallFirst(RewardServerHandler):
     """rlsim's protocol on loopback, reward 1.0; the first POST it gets sleeps past the client's timeout."""
 
     posts = 0
     lock = threading.Lock()
 
-    def log_message(self, *args: object) -> None:
-        pass
-
-    def _send(self, body: dict) -> None:
-        data = json.dumps(body).encode()
-        try:
-            self.send_response(200)
-            self.send_header("content-type", "application/json")
-            self.send_header("content-length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
-        except OSError:  # the client stopped waiting
-            pass
-
-    def do_GET(self) -> None:
-        self._send({"status": "ready", "max_texts": 64})
-
     def do_POST(self) -> None:
-        texts = json.loads(self.rfile.read(int(self.headers["content-length"])))["texts"]
+        texts = read_json(self)["texts"]
         with self.lock:
             type(self).posts += 1
             first = type(self).posts == 1
         if first:
             time.sleep(3.0)
-        self._send({"rewards": [1.0] * len(texts), "truncated": 0})
+        send_json(self, 200, {"rewards": [1.0] * len(texts), "truncated": 0})
 
 
 def test_a_remote_reward_past_its_timeout_drops_its_group_and_every_count_adds_up(ray_cluster, tmp_path: Path):
@@ -98,23 +81,16 @@ def test_a_remote_reward_past_its_timeout_drops_its_group_and_every_count_adds_u
     ``on_timeout: drop`` and no retry, that rollout's group (2 of the step's 4) is left out of step 1's update."""
     from rlsim.loop.run import run_loop
 
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), _StallFirst)
-    httpd.daemon_threads = True
-    threading.Thread(target=httpd.serve_forever, daemon=True).start()
-    url = f"http://127.0.0.1:{httpd.server_address[1]}"
     remote = {"request_size": 1, "concurrency": 2, "timeout_s": 1.0, "retries": 0, "on_timeout": "drop"}
-    config = RunConfig.model_validate(
-        tiny_hf_run(
-            schedule="sequential",
-            warmup=False,  # the first request is then step 1's
-            reward={"runtime": "http", "url": url, "batch_size": 4, "http": remote},
+    with scripted_server(_StallFirst) as url:
+        config = RunConfig.model_validate(
+            tiny_hf_run(
+                schedule="sequential",
+                warmup=False,  # the first request is then step 1's
+                reward={"runtime": "http", "url": url, "batch_size": 4, "http": remote},
+            )
         )
-    )
-    try:
         run_loop(config, tmp_path, show_progress=False)
-    finally:
-        httpd.shutdown()
-        httpd.server_close()
     saved = json.loads((tmp_path / "results.json").read_text())
     first, second = saved["steps"]
     assert first["rollouts"] == {"generated": 4, "scored": 4, "trained": 2, "dropped": 2}

@@ -6,15 +6,13 @@ and error handling can be driven exactly; everything else runs the real server.
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import subprocess
 import sys
-import threading
 import time
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 
 import numpy as np
 import psutil
@@ -24,6 +22,7 @@ from rlsim.errors import RlsimError
 from rlsim.scoring import http_scorer, make_scorer, register_scorer
 from rlsim.scoring.base import ScorerSettings
 from rlsim.scoring.http_scorer import HttpScorer
+from tests.helpers.scripted_server import read_json, scripted_server, send_json
 
 WAIT = 60.0
 
@@ -131,31 +130,18 @@ def stub() -> Iterator[tuple[str, Script]]:
         def log_message(self, *args: object) -> None:
             pass
 
-        def _send(self, status: int, body: dict, headers: dict[str, str] | None = None) -> None:
-            data = json.dumps(body).encode()
-            self.send_response(status)
-            self.send_header("content-type", "application/json")
-            self.send_header("content-length", str(len(data)))
-            for k, v in (headers or {}).items():
-                self.send_header(k, v)
-            self.end_headers()
-            self.wfile.write(data)
-
         def do_GET(self) -> None:
-            self._send(200, {"status": "ready", "max_texts": 2})
+            send_json(self, 200, {"status": "ready", "max_texts": 2})
 
         def do_POST(self) -> None:
-            n = len(json.loads(self.rfile.read(int(self.headers["content-length"])))["texts"])
+            n = len(read_json(self)["texts"])
             status, body = script.answers[min(script.posts, len(script.answers) - 1)]
             script.posts += 1
             body = {"rewards": [0.5] * n, "truncated": 0} if status == 200 else body
-            self._send(status, body, {"retry-after": "0"} if status == 503 else {})
+            send_json(self, status, body, {"retry-after": "0"} if status == 503 else {})
 
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    yield f"http://127.0.0.1:{server.server_address[1]}", script
-    server.shutdown()
-    server.server_close()
+    with scripted_server(Handler) as url:
+        yield url, script
 
 
 def test_retries_503_then_succeeds_and_chunks_past_max_texts(minilm, stub) -> None:

@@ -5,12 +5,10 @@ loopback whose answers (slow, 429, ...) are scripted per request."""
 from __future__ import annotations
 
 import itertools
-import json
 import math
 import threading
 import time
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
@@ -18,6 +16,7 @@ from rlsim.errors import ConfigError, RlsimError
 from rlsim.scoring import make_scorer
 from rlsim.scoring.base import ScorerSettings
 from rlsim.scoring.remote_calls import Pacer, backoff_delay, requests_of
+from tests.helpers.scripted_server import RewardServerHandler, read_json, scripted_server, send_json
 
 
 # ---- the pieces ------------------------------------------------------------------------------------
@@ -84,28 +83,9 @@ class Server:
 def server() -> Iterator[tuple[str, Server]]:
     state = Server()
 
-    class Handler(BaseHTTPRequestHandler):
-        def log_message(self, *args: object) -> None:
-            pass
-
-        def _send(self, status: int, body: dict, headers: dict[str, str] | None = None) -> None:
-            data = json.dumps(body).encode()
-            try:
-                self.send_response(status)
-                self.send_header("content-type", "application/json")
-                self.send_header("content-length", str(len(data)))
-                for k, v in (headers or {}).items():
-                    self.send_header(k, v)
-                self.end_headers()
-                self.wfile.write(data)
-            except OSError:  # the client gave up on this request (its timeout)
-                pass
-
-        def do_GET(self) -> None:
-            self._send(200, {"status": "ready", "max_texts": 64})
-
+    class Handler(RewardServerHandler):
         def do_POST(self) -> None:
-            texts = json.loads(self.rfile.read(int(self.headers["content-length"])))["texts"]
+            texts = read_json(self)["texts"]
             with state.lock:
                 state.posts.append(texts)
                 limited = len(state.posts) <= state.limited
@@ -113,20 +93,16 @@ def server() -> Iterator[tuple[str, Server]]:
                 state.most_inside = max(state.most_inside, state.inside)
             try:
                 if limited:
-                    self._send(429, {"detail": "rate limited"}, {"retry-after": "0"})
+                    send_json(self, 429, {"detail": "rate limited"}, {"retry-after": "0"})
                     return
                 time.sleep(state.sleep_s if state.slow & set(texts) else 0.05)
-                self._send(200, {"rewards": [1.0] * len(texts), "truncated": 0})
+                send_json(self, 200, {"rewards": [1.0] * len(texts), "truncated": 0})
             finally:
                 with state.lock:
                     state.inside -= 1
 
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    httpd.daemon_threads = True
-    threading.Thread(target=httpd.serve_forever, daemon=True).start()
-    yield f"http://127.0.0.1:{httpd.server_address[1]}", state
-    httpd.shutdown()
-    httpd.server_close()
+    with scripted_server(Handler) as url:
+        yield url, state
 
 
 def remote(minilm, url: str, **options: object):
