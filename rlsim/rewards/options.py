@@ -3,7 +3,8 @@
 ``reward.function`` (runtime ``function``), ``reward.sandbox`` (runtime ``sandbox``) and ``reward.http`` (runtime
 ``http``: how a remote reward server is called) in a run config; the same dicts reach the scorer as
 ``ScorerSettings.options``, so ``rlsim bench scoring`` and ``rlsim score`` take them too. Every limit must be
-positive and a function must import, so a bad section is a config error before anything starts.
+positive and finite (no NaN or infinity) and a function must import, so a bad section is a config error before
+anything starts.
 
 ``on_timeout`` is the same choice in each: ``default`` gives the rollout ``default_reward`` and counts it,
 ``drop`` leaves the rollout's group out of the update (counted: ``rollouts.dropped`` in the step's record;
@@ -14,11 +15,12 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, FiniteFloat, field_validator
 
 from rlsim.errors import RlsimError
 
 OnTimeout = Literal["default", "drop", "fail"]
+DAY_S = 86400.0  # the longest wait any limit may set: past it sleeps and socket timeouts overflow
 DROPPED = float("nan")  # the reward of a rollout that on_timeout: drop leaves out (the loop drops its group)
 
 
@@ -35,10 +37,10 @@ class FunctionOptions(_Strict):
 
     target: str = "rlsim.rewards.math_check:score"
     workers: int = Field(2, ge=1)
-    timeout_s: float = Field(10.0, gt=0)
+    timeout_s: FiniteFloat = Field(10.0, gt=0, le=DAY_S)
     on_timeout: OnTimeout = "default"
     on_error: OnTimeout = "fail"
-    default_reward: float = 0.0
+    default_reward: FiniteFloat = 0.0
 
     @field_validator("target")
     @classmethod
@@ -63,14 +65,14 @@ class SandboxOptions(_Strict):
 
     program: Literal["bank", "response"] = "bank"
     workers: int = Field(2, ge=1)
-    wall_s: float = Field(10.0, gt=0)
-    cpu_s: float = Field(8.0, gt=0)
+    wall_s: FiniteFloat = Field(10.0, gt=0, le=DAY_S)
+    cpu_s: FiniteFloat = Field(8.0, gt=0, le=DAY_S)
     memory_mb: int = Field(1024, ge=64)
     max_processes: int = Field(32, ge=1)
     max_file_mb: int = Field(16, ge=1)
     isolate: bool = True
     on_timeout: OnTimeout = "default"
-    default_reward: float = 0.0
+    default_reward: FiniteFloat = 0.0
 
 
 class RemoteOptions(_Strict):
@@ -86,20 +88,22 @@ class RemoteOptions(_Strict):
     or the server's Retry-After. A request still unanswered then gets ``on_timeout`` (counted as
     ``timeouts``, rows). Across ``reward.replicas`` actors the limits add up."""
 
-    concurrency: int = Field(1, ge=1)
+    concurrency: int = Field(1, ge=1, le=1024)
     request_size: int | None = Field(None, ge=1)
-    requests_per_minute: float | None = Field(None, gt=0)
-    timeout_s: float | None = Field(None, gt=0)
+    requests_per_minute: FiniteFloat | None = Field(None, gt=0)
+    timeout_s: FiniteFloat | None = Field(None, gt=0, le=DAY_S)
     retries: int | None = Field(None, ge=0)
-    backoff_s: tuple[float, float] = (0.05, 2.0)
+    backoff_s: tuple[FiniteFloat, FiniteFloat] = (0.05, 2.0)
     on_timeout: OnTimeout = "fail"
-    default_reward: float = 0.0
+    default_reward: FiniteFloat = 0.0
 
     @field_validator("backoff_s")
     @classmethod
     def _ordered(cls, v: tuple[float, float]) -> tuple[float, float]:
-        if not 0 < v[0] <= v[1]:
-            raise ValueError(f"backoff_s is (first, longest) wait in seconds with 0 < first <= longest, not {list(v)}")
+        if not 0 < v[0] <= v[1] <= DAY_S:
+            raise ValueError(
+                f"backoff_s is (first, longest) wait in seconds with 0 < first <= longest <= {DAY_S:g}, not {list(v)}"
+            )
         return v
 
 

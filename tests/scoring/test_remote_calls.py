@@ -180,6 +180,13 @@ def test_429_is_retried_after_the_servers_wait(minilm, server) -> None:
         ({"runtime": "http", "on_timeout": "drop", "http": {"on_timeout": "fail"}}, "disagree"),
         ({"runtime": "eager", "http": {"retries": 2}}, "reward.http: applies to reward.runtime: http"),
         ({"replicas": 0}, "replicas"),
+        ({"runtime": "http", "http": {"default_reward": float("nan")}}, "default_reward: Input should be a finite"),
+        ({"runtime": "function", "default_reward": float("-inf")}, "default_reward: Input should be a finite"),
+        ({"runtime": "http", "http_deadline_s": float("inf")}, "http_deadline_s: Input should be a finite"),
+        ({"runtime": "http", "http": {"timeout_s": 1e300}}, "http.timeout_s: Input should be less than or equal"),
+        ({"runtime": "http", "http": {"backoff_s": [1, 1e9]}}, "longest <= 86400"),
+        ({"runtime": "http", "http": {"concurrency": 10**6}}, "http.concurrency: Input should be less than or equal"),
+        ({"runtime": "http", "http": {"retries": -1}}, "http.retries"),
     ],
 )
 def test_bad_remote_settings_are_config_errors_before_anything_starts(tmp_path, reward, where) -> None:

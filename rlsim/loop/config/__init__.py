@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, FiniteFloat, field_validator, model_validator
 
 from rlsim.config_loader import load_config
 from rlsim.errors import ConfigError, RlsimError
@@ -24,7 +24,7 @@ from rlsim.loop.config.asynchronous import AsyncConfig, async_problems
 from rlsim.loop.config.conventions import TrainerConventions, apply_preset, convention_problems
 from rlsim.loop.deadline import PhaseTimeouts
 from rlsim.placement import ALL_ROLES, ActorPlacement, PlacementConfig, resolve_placement
-from rlsim.rewards.options import OPTIONS, FunctionOptions, OnTimeout, RemoteOptions, SandboxOptions
+from rlsim.rewards.options import DAY_S, OPTIONS, FunctionOptions, OnTimeout, RemoteOptions, SandboxOptions
 from rlsim.schedule_kinds import ScheduleName
 from rlsim.workloads import LognormalLengths, WorkloadSpec
 
@@ -85,14 +85,14 @@ class RewardConfig(_Strict):
     device: Literal["cpu", "cuda"] = "cpu"
     spinning: bool = True
     server_runtime: str = "ort"
-    http_deadline_s: float = Field(60.0, gt=0)
+    http_deadline_s: FiniteFloat = Field(60.0, gt=0, le=DAY_S)
     http_protocol: Literal["rlsim", "openrlhf", "vllm-classify"] = "rlsim"
     url: str | None = Field(None, min_length=1, description="http: a running reward server (e.g. http://host:8000)")
     http: RemoteOptions = Field(default_factory=RemoteOptions)
     function: FunctionOptions = Field(default_factory=FunctionOptions)
     sandbox: SandboxOptions = Field(default_factory=SandboxOptions)
     on_timeout: OnTimeout | None = None
-    default_reward: float | None = None
+    default_reward: FiniteFloat | None = None
 
     @field_validator("url")
     @classmethod
