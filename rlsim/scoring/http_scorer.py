@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from rlsim.errors import RlsimError
-from rlsim.rewards.options import DROPPED, RemoteOptions, parse_options
+from rlsim.rewards.options import RemoteOptions, parse_options, unanswered_reward
 from rlsim.scoring.base import SCORERS, RuntimeInfo, ScorerSettings, ScorerStats, register_scorer
 from rlsim.scoring.http_process import LIVE as _LIVE
 from rlsim.scoring.http_process import (
@@ -58,6 +58,15 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 RETRIED = (429, 503, 504)  # rate limited, queue full or loading, timed out
+
+
+class _NoAnswer(Exception):
+    """A request still unanswered once its retries or the batch's deadline ran out: ``what`` happened, the
+    ``fix`` to name."""
+
+    def __init__(self, what: str, fix: str) -> None:
+        super().__init__(what)
+        self.what, self.fix = what, fix
 
 
 def _free_port() -> int:
@@ -304,10 +313,10 @@ class HttpScorer:
     def _score_request(self, chunk: list[str]) -> tuple[list[float], int]:
         """One request's rewards and truncated count; unanswered, every row gets ``on_timeout``'s reward."""
         payload = self._protocol.request(chunk, self._served_model, self.max_length, self.settings.truncation)
-        body = self._post(payload, len(chunk))
-        if body is None:  # on_timeout is default or drop (fail raised)
-            stand_in = DROPPED if self.remote.on_timeout == "drop" else self.remote.default_reward
-            return [stand_in] * len(chunk), 0
+        try:
+            body = self._post(payload)
+        except _NoAnswer as gone:
+            return [self._stand_in(gone, len(chunk))] * len(chunk), 0
         return self._protocol.rewards(body, len(chunk), self.url)
 
     def take_outcomes(self) -> dict[str, int]:
@@ -317,8 +326,8 @@ class HttpScorer:
             out, self._outcomes = dict(self._outcomes), Counter()
         return out
 
-    def _post(self, payload: dict[str, Any], rows: int) -> dict[str, Any] | None:
-        """The answer's JSON body; None once retries or the deadline run out (``on_timeout`` not ``fail``)."""
+    def _post(self, payload: dict[str, Any]) -> dict[str, Any]:
+        """The answer's JSON body; ``_NoAnswer`` once the retries or the deadline run out."""
         import httpx
 
         data = json.dumps(payload, ensure_ascii=False).encode("utf-8")
@@ -350,10 +359,12 @@ class HttpScorer:
             self._check_alive("while scoring")
             delay = backoff_delay(attempt, o.backoff_s, wait_hint)
             attempt += 1
-            out_of_retries = o.retries is not None and attempt > o.retries
-            if out_of_retries or time.monotonic() + delay > deadline:
-                self._unanswered(rows, attempt, last, out_of_retries)
-                return None
+            if o.retries is not None and attempt > o.retries:
+                raise _NoAnswer(f"after {attempt} attempts (reward.http.retries: {o.retries}; last: {last})",
+                                "reward.http.retries or reward.http.timeout_s")  # fmt: skip
+            if time.monotonic() + delay > deadline:
+                raise _NoAnswer(f"within {self.settings.http_deadline_s:g} s ({attempt} attempts; last: {last})",
+                                "the deadline (ScorerSettings.http_deadline_s)")  # fmt: skip
             with self._lock:
                 self._outcomes["retries"] += 1
             time.sleep(delay)
@@ -367,28 +378,17 @@ class HttpScorer:
                 "that is not JSON; check --url and --http-protocol"
             ) from None
 
-    def _unanswered(self, rows: int, attempts: int, last: str, out_of_retries: bool) -> None:
-        """Count a request that got no answer, then raise (``on_timeout: fail``) or warn and return None."""
-        if out_of_retries:
-            what = f"after {attempts} attempts (reward.http.retries: {self.remote.retries}; last: {last})"
-            fix = "raise reward.http.retries or reward.http.timeout_s"
-        else:
-            what = f"within {self.settings.http_deadline_s:g} s ({attempts} attempts; last: {last})"
-            fix = "raise the deadline (ScorerSettings.http_deadline_s)"
-        if self.remote.on_timeout == "fail":
-            raise RlsimError(
-                f"the scoring server at {self.url} did not score the batch {what}; check that it is "
-                f"running and not overloaded, or {fix}"
-            )
+    def _stand_in(self, gone: _NoAnswer, rows: int) -> float:
+        """The reward of each row of a request that got no answer (``on_timeout``; ``fail`` raises), counted."""
+        what = f"the scoring server at {self.url} did not score the batch {gone.what}"
+        what += "; check that it is running and not overloaded"
+        reward = unanswered_reward(self.remote.on_timeout, self.remote.default_reward, what, gone.fix)
         with self._lock:
             self._outcomes["timeouts"] += rows
             if self.remote.on_timeout == "drop":
                 self._outcomes["dropped"] += rows
-        log.warning(
-            f"the scoring server at {self.url} did not answer a request of {rows} rows {what}; "
-            f"they get reward.http.on_timeout: {self.remote.on_timeout}"
-        )
-        return None
+        log.warning(f"{what}: its {rows} rows get reward.http.on_timeout: {self.remote.on_timeout}")
+        return reward
 
     def close(self) -> None:
         """Close the connection pool and stop the server this scorer started (idempotent)."""
