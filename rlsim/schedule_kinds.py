@@ -28,7 +28,8 @@ ScheduleName = Literal["sequential", "overlapped", "async"]
 
 @dataclass(frozen=True)
 class ScheduleKind:
-    """One schedule. ``loop_step``/``simulator``: ``"module:function"``, loaded by ``load``."""
+    """One schedule. ``loop_step``/``simulator``/``together``: ``"module:function"``, loaded by ``load``: its step
+    in the loop, its planner simulator, and its together condition in the contention experiment."""
 
     name: str
     summary: str
@@ -40,14 +41,17 @@ class ScheduleKind:
     experience_roles: bool  # can run PPO's reference and critic (and a KL penalty)
     loop_step: str
     simulator: str
+    together: str
 
     def load(self, target: str) -> Callable[..., Any]:
-        """The function ``target`` (``loop_step`` or ``simulator``) names, imported now."""
+        """The function ``target`` (``loop_step``, ``simulator`` or ``together``) names, imported now."""
         module, _, function = target.partition(":")
         return getattr(importlib.import_module(module), function)  # type: ignore[no-any-return]
 
 
 _SYNC_SIMULATOR = "rlsim.planner.sim.evaluate:evaluate_steps"
+# The contention experiment measures a step-by-step schedule's together condition as one overlapped step.
+_SYNC_TOGETHER = "rlsim.experiment.conditions:overlapped_together"
 
 SCHEDULES: dict[str, ScheduleKind] = {
     kind.name: kind
@@ -63,6 +67,7 @@ SCHEDULES: dict[str, ScheduleKind] = {
             experience_roles=True,
             loop_step="rlsim.loop.driver:sync_step",
             simulator=_SYNC_SIMULATOR,
+            together=_SYNC_TOGETHER,
         ),
         ScheduleKind(
             name="overlapped",
@@ -75,6 +80,7 @@ SCHEDULES: dict[str, ScheduleKind] = {
             experience_roles=True,
             loop_step="rlsim.loop.driver:sync_step",
             simulator=_SYNC_SIMULATOR,
+            together=_SYNC_TOGETHER,
         ),
         ScheduleKind(
             name="async",
@@ -87,6 +93,7 @@ SCHEDULES: dict[str, ScheduleKind] = {
             experience_roles=False,
             loop_step="rlsim.loop.schedules.asynchronous.session:async_step",
             simulator="rlsim.planner.sim.asynchronous.evaluate:evaluate_async",
+            together="rlsim.experiment.asynchronous.condition:async_together",
         ),
     )
 }

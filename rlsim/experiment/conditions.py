@@ -1,6 +1,6 @@
 """The four measured conditions, each on one runtime's step backend, each bracketed by pool snapshots.
 
-Plain Python against the loop's ``StepBackend`` (Ray or in-process); every figure comes from the
+Plain Python against the loop's ``Backend`` (Ray or in-process); every figure comes from the
 actors' own event times and the pool accounting, never from the driver's clock alone.
 
 - ``gen_alone``: the step's requests streamed in micro-batches, nothing else running.
@@ -19,12 +19,13 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol, cast
+from typing import Any, Protocol
 
 from rlsim.experiment.accounting import PoolAccountant, PoolTime
+from rlsim.loop.backends.protocol import Backend
 from rlsim.loop.outputs.records import breakdown, gpu_seconds, union_length
-from rlsim.loop.schedules.ppo import ExperienceBackend, run_ppo_step
-from rlsim.loop.schedules.step import StepBackend, run_step
+from rlsim.loop.schedules.ppo import run_ppo_step
+from rlsim.loop.schedules.step import run_step
 from rlsim.rollout.prompts import make_step_requests
 from rlsim.rollout.types import Event, Rollout
 from rlsim.workloads import WorkloadSpec
@@ -91,7 +92,7 @@ class OverlappedTogether:
     """One ``overlapped`` step of ``work`` on ``backend``: GRPO's, or with ``experience`` the PPO step
     (rlsim.loop.schedules.ppo), whose reference and critic phases then appear in the figures too."""
 
-    backend: StepBackend
+    backend: Backend
     work: Workload
     experience: bool = False
 
@@ -99,11 +100,18 @@ class OverlappedTogether:
         w = self.work
         requests = make_step_requests(w.spec, step, w.prompts, w.group)
         if self.experience:
-            outcome = run_ppo_step(cast(ExperienceBackend, self.backend), "overlapped", requests, w.micro_batch)
+            outcome = run_ppo_step(self.backend, "overlapped", requests, w.micro_batch)
         else:
             outcome = run_step(self.backend, "overlapped", requests, w.micro_batch)
         figures = together_figures(outcome.events, outcome.start, outcome.end, outcome.rollouts, outcome.phases)
         return figures, {"sync": outcome.sync.method}, outcome.events
+
+
+def overlapped_together(config: Any, backend: Backend, work: Workload, experience: bool) -> TogetherRun:
+    """The together condition of the step-by-step schedules (their ``SCHEDULES`` entry's ``together``): one
+    overlapped step of ``work``, PPO's when the run has the ``experience`` roles. ``config``: the experiment's
+    ``ContentionConfig`` (unused here)."""
+    return OverlappedTogether(backend, work, experience)
 
 
 class ConditionRunner:
@@ -113,7 +121,7 @@ class ConditionRunner:
 
     def __init__(
         self,
-        backend: StepBackend,
+        backend: Backend,
         accountant: PoolAccountant,
         roots: Mapping[str, Sequence[int]],
         work: Workload,
@@ -221,7 +229,7 @@ class ConditionRunner:
         batches = self._streamed.pop(step)
         n = self.backend.num_scorers
         handles = [self.backend.submit_score(k % n, batch, k) for k, batch in enumerate(batches)]
-        events = [e for _, evs in self.backend.collect(handles) for e in evs]
+        events = [e for _, evs in self.backend.results(handles) for e in evs]
         self._trace("score_alone", step, events)
         busy = sum(e.duration for e in events)
         rollouts = sum(len(b) for b in batches)
@@ -247,7 +255,7 @@ class ConditionRunner:
                 if event.end <= deadline:  # finished in time: scoring it may still count
                     handles.append(self.backend.submit_score(len(handles) % n, batch, len(handles)))
             wave += 1
-        score_events = [e for _, evs in self.backend.collect(handles) for e in evs]
+        score_events = [e for _, evs in self.backend.results(handles) for e in evs]
         self._trace("timeboxed", step, gen_events + score_events)
         figures = timebox_counts(gen_events, score_events, deadline, w.budget_s)
         figures["overrun_s"] = time.time() - deadline

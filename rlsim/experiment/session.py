@@ -22,15 +22,15 @@ import ray
 from rlsim.actors.ray_actors import ActorSet, ScoringActor, create_actors, kill_quietly
 from rlsim.actors.ray_session import connect_ray
 from rlsim.errors import RlsimError
-from rlsim.experiment.conditions import OverlappedTogether, TogetherRun, Workload
+from rlsim.experiment.conditions import TogetherRun, Workload
 from rlsim.experiment.config import ContentionConfig
-from rlsim.loop.backends.ray import RayStepBackend
-from rlsim.loop.backends.ray_experience import RayExperienceBackend
+from rlsim.loop.backends.ray import RayBackend
 from rlsim.loop.config.algorithm import run_roles
 from rlsim.loop.roles.build import factories
 from rlsim.loop.sync import WeightSync
 from rlsim.placement import EXPERIENCE_ROLES, resolve_placement
 from rlsim.rollout.prompts import make_step_requests
+from rlsim.schedule_kinds import schedule_kind
 
 
 class ExperimentSession:
@@ -149,7 +149,9 @@ class ExperimentSession:
         assert self._core is not None
         w = self.loop.workload
         backend = self.backend(self.config.contention.baseline)
-        rollouts, _ = backend.generate(make_step_requests(w.spec, 0, w.prompts_per_step, w.group_size))
+        rollouts, _ = backend.result(
+            backend.submit_generate(make_step_requests(w.spec, 0, w.prompts_per_step, w.group_size))
+        )
         rollouts = sorted(rollouts, key=lambda r: r.num_tokens)
         # Both micro-batch sizes the conditions send: compile marks the batch dimension dynamic after
         # a second size, and would otherwise recompile inside the first measured step that sends it.
@@ -163,9 +165,8 @@ class ExperimentSession:
         ray.get([core.reference.ref_logprobs.remote(c, -1) for c in chunks] if core.reference else [])
         ray.get([core.critic.values.remote(c, -1) for c in chunks] if core.critic else [])
 
-    def backend(self, runtime: str) -> RayStepBackend:
-        """The loop's step backend with ``runtime``'s scorers (generator, trainer, reference and critic
-        shared); with the reference or the critic, the PPO step's backend."""
+    def backend(self, runtime: str) -> RayBackend:
+        """The loop's backend with ``runtime``'s scorers (generator, trainer, reference and critic shared)."""
         assert self._core is not None, "call start() first"
         core, scorers = self._core, self._scorers[runtime]
         names = ["rollout"] + [f"scorer-{runtime}-{i}" for i in range(len(scorers))] + ["trainer"]
@@ -183,32 +184,15 @@ class ExperimentSession:
             critic=core.critic,
             handles=handles,
         )
-        if self.experience_roles:
-            return RayExperienceBackend(actors, self._sync)
-        return RayStepBackend(actors, self._sync)
+        return RayBackend(actors, self._sync)
 
-    def together(self, backend: RayStepBackend, work: Workload) -> TogetherRun:
-        """The together condition's run on a runtime's ``backend`` (from ``backend()``): an overlapped step
-        (GRPO's or PPO's), or under ``schedule: async`` a whole async pipeline of
-        ``contention.async_updates`` updates."""
-        if not self.config.is_async:
-            return OverlappedTogether(backend, work, experience=bool(self.experience_roles))
-        from rlsim.experiment.asynchronous.condition import AsyncTogether
-        from rlsim.loop.backends.ray_async import RayAsyncBackend
-        from rlsim.loop.schedules.asynchronous.pipeline import AsyncSettings
-
-        w, a = self.loop.workload, self.loop.async_
-        settings = AsyncSettings(
-            w.prompts_per_step,
-            w.group_size,
-            a.max_staleness,
-            a.resolved_queue_size(w.prompts_per_step * w.group_size),
-            steps=self.config.contention.async_updates,
-            micro_batch=self.loop.micro_batch,
-            stall_s=self.loop.faults.generate_timeout_s,
-            partial_rollouts=a.partial_rollouts,
-        )
-        return AsyncTogether(RayAsyncBackend(backend, self._sync, a.partial_rollouts), work, settings)
+    def together(self, backend: RayBackend, work: Workload) -> TogetherRun:
+        """The together condition's run on a runtime's ``backend`` (from ``backend()``), as the loop schedule's
+        ``SCHEDULES`` entry names it: an overlapped step (GRPO's or PPO's), or under ``schedule: async`` a whole
+        async pipeline of ``contention.async_updates`` updates."""
+        kind = schedule_kind(self.loop.schedule)
+        make: Callable[..., TogetherRun] = kind.load(kind.together)
+        return make(self.config, backend, work, bool(self.experience_roles))
 
     def roots(self, runtime: str) -> dict[str, list[int]]:
         """Accounting groups -> actor pids while ``runtime`` is measured."""

@@ -10,8 +10,8 @@ Entry point: ``rlsim.loop.run.run_loop(config, out)``; ``rlsim run CONFIG`` on t
   or a configured cost), ``deadline`` (a stalled phase fails the step naming it).
 - ``schedules/``: one step ``sequential`` or ``overlapped`` (``step``), with PPO's experience roles (``ppo``),
   and ``asynchronous/`` (generation ahead of training within a staleness bound).
-- ``backends/``: what a schedule calls, in this process (``local``, ``local_async``) and on Ray (``ray``,
-  ``ray_experience``, ``ray_async``).
+- ``backends/``: what a schedule calls (``protocol``: one futures-style ``Backend``), in this process
+  (``local``) and on Ray (``ray``, with the faults it injects in ``faults``).
 - ``roles/``: ``reward_stage``, ``trainer``, ``reference``, ``critic``, ``packing`` and ``build`` (picklable
   factories that build each role in its actor).
 - ``outputs/``: ``records`` (per-step records from the event timeline), ``report`` (``report.md`` and its

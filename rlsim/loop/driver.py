@@ -17,13 +17,13 @@ import ray
 
 from rlsim.actors.ray_actors import ActorSet, create_actors
 from rlsim.actors.ray_session import connect_ray
-from rlsim.loop.backends.ray import FaultPlan, RayStepBackend
-from rlsim.loop.backends.ray_experience import RayExperienceBackend
+from rlsim.loop.backends.faults import FaultPlan
+from rlsim.loop.backends.ray import RayBackend
 from rlsim.loop.config import RunConfig
 from rlsim.loop.config.algorithm import run_roles
 from rlsim.loop.outputs.records import step_record, timeline_rows
 from rlsim.loop.roles.build import factories
-from rlsim.loop.schedules.ppo import ExperienceBackend, run_ppo_step
+from rlsim.loop.schedules.ppo import run_ppo_step
 from rlsim.loop.schedules.step import Progress, Schedule, run_step
 from rlsim.loop.sync import WeightSync
 from rlsim.placement import EXPERIENCE_ROLES, ResolvedPlacement, resolve_placement
@@ -40,7 +40,7 @@ class LoopSession:
         self.config = config
         self.placements: dict[str, ResolvedPlacement] = {}
         self.actors: ActorSet | None = None
-        self.backend: RayStepBackend | None = None
+        self.backend: RayBackend | None = None
         self.startup_s: dict[str, float] = {}
         self._started_ray = False
         # The reference and/or the critic run: the step is rlsim.loop.schedules.ppo's, not the GRPO one.
@@ -72,8 +72,7 @@ class LoopSession:
             colocate=self.config.placement.colocate,
         )
         faults = self.config.faults
-        backend_class = RayExperienceBackend if self.experience_roles else RayStepBackend
-        self.backend = backend_class(
+        self.backend = RayBackend(
             self.actors,
             WeightSync(self.config.trainer.sync, self.config.trainer.simulated_sync_s),
             max_attempts=faults.score_attempts,
@@ -163,9 +162,8 @@ def sync_step(session: LoopSession, step: int, schedule: str, progress: Progress
     requests = make_step_requests(cfg.workload.spec, step, cfg.workload.prompts_per_step, cfg.workload.group_size)
     before = session._cpu_seconds()
     session.backend.begin_step(step)
-    if session.experience_roles:  # the reference or the critic runs (PPO, KL): start() made an experience backend
-        backend = cast(ExperienceBackend, session.backend)
-        outcome = run_ppo_step(backend, cast(Schedule, schedule), requests, cfg.micro_batch, progress)
+    if session.experience_roles:  # the reference or the critic runs (PPO, KL)
+        outcome = run_ppo_step(session.backend, cast(Schedule, schedule), requests, cfg.micro_batch, progress)
     else:
         outcome = run_step(session.backend, cast(Schedule, schedule), requests, cfg.micro_batch, progress)
     cpu = cpu_deltas(before, session._cpu_seconds())

@@ -28,20 +28,29 @@ class WeightSync:
         self.simulated_s = simulated_s
         self.fallback_reason: str | None = None
 
+    def simulate_reason(self) -> str | None:
+        """Why the next sync is the simulated cost (recorded with it), or None: reload the weights."""
+        return "trainer.sync: simulated" if self.mode == "simulated" else self.fallback_reason
+
+    def reload_failed(self, err: Exception) -> str:
+        """A reload raised ``err``: under ``auto`` the reason to simulate this sync and the rest of the run;
+        otherwise ``err`` itself (a stall, ``PhaseTimeout``) or an ``RlsimError`` naming the settings."""
+        if isinstance(err, PhaseTimeout):  # a stalled reload is no sign the engine cannot reload: fail
+            raise err
+        if self.mode != "auto":
+            raise RlsimError(
+                f"weight reload into the generator failed: {err}; set trainer.sync: auto (fall back to a "
+                "simulated cost) or simulated"
+            ) from err
+        self.fallback_reason = f"reload failed ({type(err).__name__}: {str(err)[:200]}); simulated instead"
+        return self.fallback_reason
+
     def run(self, reload: SyncCall, simulate: SimulateCall) -> tuple[SyncResult, list[Event]]:
-        if self.mode == "simulated":
-            return simulate(self.simulated_s, "trainer.sync: simulated")
-        if self.fallback_reason is not None:
-            return simulate(self.simulated_s, self.fallback_reason)
+        """One sync done where it is called: ``reload()``, or ``simulate(seconds, reason)``."""
+        reason = self.simulate_reason()
+        if reason is not None:
+            return simulate(self.simulated_s, reason)
         try:
             return reload()
-        except PhaseTimeout:  # a stalled reload is no sign the engine cannot reload: fail, do not fall back
-            raise
         except Exception as err:  # noqa: BLE001  (any engine failure; the message is recorded)
-            if self.mode == "reload":
-                raise RlsimError(
-                    f"weight reload into the generator failed: {err}; set trainer.sync: auto (fall back to a "
-                    "simulated cost) or simulated"
-                ) from err
-            self.fallback_reason = f"reload failed ({type(err).__name__}: {str(err)[:200]}); simulated instead"
-            return simulate(self.simulated_s, self.fallback_reason)
+            return simulate(self.simulated_s, self.reload_failed(err))

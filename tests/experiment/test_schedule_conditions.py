@@ -15,8 +15,7 @@ from rlsim.actors.workers import RolloutWorker, ScoringWorker, TrainerWorker
 from rlsim.experiment.accounting import Snapshot, pool_time
 from rlsim.experiment.asynchronous.condition import AsyncTogether
 from rlsim.experiment.conditions import ConditionRunner, OverlappedTogether, Workload
-from rlsim.loop.backends.local import InProcessExperienceBackend
-from rlsim.loop.backends.local_async import ThreadedAsyncBackend
+from rlsim.loop.backends.local import InProcessBackend
 from rlsim.loop.schedules.asynchronous.pipeline import AsyncSettings
 from rlsim.loop.sync import WeightSync
 from rlsim.workloads import FixedLengths, WorkloadSpec
@@ -48,7 +47,7 @@ def work(micro_batch: int = 2) -> Workload:
 
 
 def test_the_ppo_together_step_runs_every_role_and_measures_each_ones_core_seconds() -> None:
-    backend = InProcessExperienceBackend(
+    backend = InProcessBackend(
         RolloutWorker("rollout", None, FakeGenerator, pin=False),
         [ScoringWorker("scorer-fake-0", None, FakeStage, pin=False)],
         TrainerWorker("trainer", None, partial(FakePpoTrainer, "ppo", 0.1), pin=False),
@@ -72,7 +71,7 @@ def test_the_ppo_together_step_runs_every_role_and_measures_each_ones_core_secon
 
 
 def test_a_grpo_row_keeps_its_three_core_groups() -> None:
-    backend = InProcessExperienceBackend(
+    backend = InProcessBackend(
         RolloutWorker("rollout", None, FakeGenerator, pin=False),
         [ScoringWorker("scorer-fake-0", None, FakeStage, pin=False)],
         TrainerWorker("trainer", None, FakeTrainer, pin=False),
@@ -85,11 +84,12 @@ def test_a_grpo_row_keeps_its_three_core_groups() -> None:
 
 
 def test_the_async_together_run_trains_every_update_and_reports_per_update() -> None:
-    backend = ThreadedAsyncBackend(
+    backend = InProcessBackend(
         RolloutWorker("rollout", None, FakeGenerator, pin=False),
         [ScoringWorker("scorer-fake-0", None, FakeStage, pin=False)],
         TrainerWorker("trainer", None, FakeTrainer, pin=False),
         WeightSync("simulated", 0.0),
+        threaded=True,
     )
     w = work()
     updates = 3

@@ -1,4 +1,4 @@
-"""An async run through ``run_loop`` on in-process workers (rlsim.loop.backends.local_async): every step carries
+"""An async run through ``run_loop`` on in-process workers (rlsim.loop.backends.local, threaded): every step carries
 verl's fully async metric names, and ``--resume`` after a stop continues with the stopped run's policy.
 
 The doubles keep their own truth: the trainer exports its update count as its weights and saves the
@@ -18,7 +18,7 @@ import pytest
 
 from rlsim.actors.workers import RolloutWorker, ScoringWorker, TrainerWorker
 from rlsim.errors import RlsimError
-from rlsim.loop.backends.local_async import ThreadedAsyncBackend
+from rlsim.loop.backends.local import InProcessBackend
 from rlsim.loop.config import RunConfig
 from rlsim.loop.run import run_loop
 from rlsim.loop.schedules.asynchronous.session import CHECKPOINTS, AsyncRun
@@ -86,7 +86,7 @@ class LocalAsyncSession:
         self.async_run: AsyncRun | None = None
         self.async_start = None  # set by run_loop
         self.gen, self.trainer, self.stop_after = VersionedGenerator(), VersionedTrainer(), stop_after
-        self._workers: ThreadedAsyncBackend | None = None
+        self._workers: InProcessBackend | None = None
 
     def describe(self) -> dict:
         return {"actors": []}
@@ -95,11 +95,12 @@ class LocalAsyncSession:
         if self.stop_after is not None and step > self.stop_after:
             raise KeyboardInterrupt
         if self.async_run is None:
-            self._workers = ThreadedAsyncBackend(
+            self._workers = InProcessBackend(
                 RolloutWorker("rollout", None, lambda: self.gen, pin=False),
                 [ScoringWorker("scorer-0", None, FakeStage, pin=False)],
                 TrainerWorker("trainer", None, lambda: self.trainer, pin=False),
                 WeightSync("reload", 0.0),
+                threaded=True,
             )
             self.async_run = AsyncRun(self.config, self._workers, self.async_start)
         return self.async_run.step(step, progress)

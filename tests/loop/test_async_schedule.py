@@ -19,7 +19,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from rlsim.actors.workers import RolloutWorker, ScoringWorker, TrainerWorker
-from rlsim.loop.backends.local_async import ThreadedAsyncBackend
+from rlsim.errors import RlsimError
+from rlsim.loop.backends.local import InProcessBackend
 from rlsim.loop.outputs.records import union_length
 from rlsim.loop.schedules.asynchronous.pipeline import AsyncPipeline, AsyncSettings
 from rlsim.loop.sync import WeightSync
@@ -104,12 +105,12 @@ class SteppingGenerator(TimedGenerator):
 def run(
     gen: TimedGenerator, stages: list[FakeStage], trainer: FakeTrainer, s: AsyncSettings
 ) -> tuple[AsyncPipeline, list]:
-    backend = ThreadedAsyncBackend(
+    backend = InProcessBackend(
         RolloutWorker("rollout", None, lambda: gen, pin=False),
         [ScoringWorker(f"scorer-{i}", None, partial(lambda x: x, st_), pin=False) for i, st_ in enumerate(stages)],
         TrainerWorker("trainer", None, lambda: trainer, pin=False),
         WeightSync("reload", 0.0),
-        partial=s.partial_rollouts,
+        threaded=True,
     )
     pipeline = AsyncPipeline(backend, s, lambda k: requests(s.prompts_per_step, s.group_size))
     try:
@@ -311,3 +312,37 @@ def test_a_generate_call_waiting_for_weights_that_fail_to_load_fails_too() -> No
         with pytest.raises(RlsimError, match="version 1 never reached the engine.*cannot reload"):
             waiting.result(timeout=5)
     worker.close()
+
+
+def test_a_failed_reload_under_auto_falls_back_to_the_simulated_cost_as_in_the_step_schedules() -> None:
+    # One backend serves every schedule, so the async pipeline's weight sync follows the same WeightSync rule as
+    # run_step's (tests/loop/test_schedules.py): the first failing reload is recorded and simulated, the rest are
+    # simulated without trying again.
+    gen = FakeGenerator(fail_reload=True)
+    backend = InProcessBackend(
+        RolloutWorker("rollout", None, lambda: gen, pin=False),
+        [ScoringWorker("scorer-0", None, FakeStage, pin=False)],
+        TrainerWorker("trainer", None, FakeTrainer, pin=False),
+        WeightSync("auto", 0.0),
+        threaded=True,
+    )
+    s = AsyncSettings(2, 2, 1, 8, steps=3, micro_batch=4)
+    try:
+        pipeline = AsyncPipeline(backend, s, lambda k: requests(2, 2))
+        outcomes = [pipeline.next_step() for _ in range(s.steps)]
+    finally:
+        backend.close()
+    assert [o.sync.method for o in outcomes] == ["simulated"] * 3
+    assert "cannot reload" in outcomes[0].sync.detail and gen.reloads == []
+    with pytest.raises(RlsimError, match="trainer.sync"):  # reload: the same failure stops the run
+        failing = InProcessBackend(
+            RolloutWorker("rollout", None, lambda: FakeGenerator(fail_reload=True), pin=False),
+            [ScoringWorker("scorer-0", None, FakeStage, pin=False)],
+            TrainerWorker("trainer", None, FakeTrainer, pin=False),
+            WeightSync("reload", 0.0),
+            threaded=True,
+        )
+        try:
+            AsyncPipeline(failing, s, lambda k: requests(2, 2)).next_step()
+        finally:
+            failing.close()

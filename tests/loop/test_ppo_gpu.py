@@ -42,7 +42,7 @@ def test_a_ppo_step_on_cuda_with_critic_and_trainer_colocated(policy_dir: Path) 
     from rlsim.actors.role_workers import ColocatedWorker, ReferenceWorker
     from rlsim.actors.workers import RolloutWorker, ScoringWorker
     from rlsim.algorithms.experience import AlgorithmSettings
-    from rlsim.loop.backends.local import InProcessExperienceBackend
+    from rlsim.loop.backends.local import InProcessBackend
     from rlsim.loop.roles.critic import CriticModel, CriticSettings
     from rlsim.loop.roles.reference import ReferenceSettings, make_reference
     from rlsim.loop.roles.trainer import PolicyTrainer, TrainerSettings
@@ -60,7 +60,7 @@ def test_a_ppo_step_on_cuda_with_critic_and_trainer_colocated(policy_dir: Path) 
         pin=False,
     )
     ref_worker = ReferenceWorker("reference", None, lambda: reference, pin=False)
-    backend = InProcessExperienceBackend(
+    backend = InProcessBackend(
         RolloutWorker("rollout", None, FakeGenerator, pin=False),
         [ScoringWorker("scorer-0", None, FakeStage, pin=False)],
         both,
@@ -69,7 +69,7 @@ def test_a_ppo_step_on_cuda_with_critic_and_trainer_colocated(policy_dir: Path) 
         both,
     )
     reqs = requests(4, 2)
-    rollouts, _ = backend.generate(reqs)
+    rollouts, _ = backend.result(backend.submit_generate(reqs))
     before = reference.logprobs(rollouts)
     losses = []
     for _ in range(3):

@@ -11,7 +11,7 @@ import pytest
 
 from rlsim.actors.role_workers import ColocatedWorker, CriticWorker, ReferenceWorker
 from rlsim.actors.workers import RolloutWorker, ScoringWorker, TrainerWorker
-from rlsim.loop.backends.local import InProcessExperienceBackend
+from rlsim.loop.backends.local import InProcessBackend
 from rlsim.loop.outputs.records import step_record
 from rlsim.loop.schedules.ppo import EXPERIENCE_PHASES, run_ppo_step
 from rlsim.loop.sync import WeightSync
@@ -33,13 +33,13 @@ def backend(
     reference: object = None,
     critic: object = None,
     stage: Callable[[], FakeStage] = FakeStage,
-) -> InProcessExperienceBackend:
+) -> InProcessBackend:
     rollout = RolloutWorker("rollout", None, FakeGenerator, pin=False)
     stages = [ScoringWorker(f"scorer-{i}", None, stage, pin=False) for i in range(scorers)]
     trainer = TrainerWorker("trainer", None, partial(FakePpoTrainer, algorithm, kl_coef), pin=False)
     ref = ReferenceWorker("reference", None, lambda: reference or FakeReference(), pin=False) if kl_coef > 0 else None
     crit = CriticWorker("critic", None, lambda: critic or FakeCritic(), pin=False) if algorithm == "ppo" else None
-    return InProcessExperienceBackend(rollout, stages, trainer, WeightSync("auto", 0.0), ref, crit)
+    return InProcessBackend(rollout, stages, trainer, WeightSync("auto", 0.0), ref, crit)
 
 
 def test_sequential_scores_references_and_values_every_rollout_then_advantages_then_both_updates() -> None:
@@ -132,7 +132,7 @@ def test_colocated_roles_share_one_worker_and_keep_their_own_event_names() -> No
         pin=False,
     )
     rollout = RolloutWorker("rollout", None, FakeGenerator, pin=False)
-    b = InProcessExperienceBackend(rollout, [ref_scorer], both, WeightSync("auto", 0.0), ref_scorer, both)
+    b = InProcessBackend(rollout, [ref_scorer], both, WeightSync("auto", 0.0), ref_scorer, both)
     out = run_ppo_step(b, "overlapped", requests(3, 2), micro_batch=4)
     assert out.counts["valued"] == out.counts["referenced"] == out.counts["trained"] == 6
     actors = {e.phase: e.actor for e in out.events}
@@ -147,8 +147,8 @@ def test_the_kl_in_the_reward_uses_the_reference_log_probs_it_was_sent() -> None
     # FakeReference gives -(uid % 5 + 1) / 10 per token and the trainer's behaviour log-prob is -0.2, so
     # with k3 the KL of uid 1 (ref -0.2) is 0 and of uid 0 (ref -0.1) is e^0.1 - 1 - 0.1 > 0 per token.
     b = backend("grpo", 0.1, scorers=1)
-    rollouts, _ = b.generate(requests(1, 2))
-    ref = {uid: v for part, _ in [b.submit_reference(rollouts, 0)] for uid, v in part.items()}
+    rollouts, _ = b.result(b.submit_generate(requests(1, 2)))
+    ref = {uid: v for part, _ in [b.result(b.submit_reference(rollouts, 0))] for uid, v in part.items()}
     exp = b.trainer.trainer.experience(rollouts, {0: 1.0, 1: 1.0}, ref, None)
     assert np.allclose(exp.kl[1], 0.0, atol=1e-7)
     assert np.allclose(exp.kl[0], math.exp(0.1) - 1 - 0.1, atol=1e-6)

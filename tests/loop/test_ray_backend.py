@@ -46,12 +46,12 @@ def fakes(**stage) -> dict:
 
 
 def test_both_schedules_run_over_ray_spread_across_two_nodes(by_value) -> None:
-    from rlsim.loop.backends.ray import RayStepBackend
+    from rlsim.loop.backends.ray import RayBackend
 
     actors = start(fakes())
     try:
         assert len({info["node"] for info in actors.info}) == 2  # SPREAD used both nodes
-        backend = RayStepBackend(actors, WeightSync("auto", 0.0))
+        backend = RayBackend(actors, WeightSync("auto", 0.0))
         for schedule in ("sequential", "overlapped"):
             out = run_step(backend, schedule, requests(4, 3), micro_batch=4)
             assert out.counts == {"requested": 12, "generated": 12, "scored": 12, "trained": 12}
@@ -66,11 +66,11 @@ def test_both_schedules_run_over_ray_spread_across_two_nodes(by_value) -> None:
 
 
 def test_a_scorer_that_dies_mid_step_is_restarted_and_its_batch_resent(by_value, tmp_path: Path) -> None:
-    from rlsim.loop.backends.ray import RayStepBackend
+    from rlsim.loop.backends.ray import RayBackend
 
     actors = start(fakes(die_once_flag=str(tmp_path / "died")), replicas=1, strategy="PACK")
     try:
-        backend = RayStepBackend(actors, WeightSync("simulated", 0.0))
+        backend = RayBackend(actors, WeightSync("simulated", 0.0))
         out = run_step(backend, "overlapped", requests(4, 3), micro_batch=4)
         assert (tmp_path / "died").exists()  # the crash really happened
         assert out.counts["scored"] == out.counts["trained"] == 12
@@ -85,11 +85,11 @@ def test_with_two_replicas_a_dead_scorers_batches_go_to_the_other_and_nothing_is
     """The router sends each batch of the overlapped step to the replica with the fewest calls outstanding;
     the first scorer call to run dies (both replicas share the flag), and every batch that was queued on the
     dead replica is re-sent to the living one, which the step's router summary records."""
-    from rlsim.loop.backends.ray import RayStepBackend
+    from rlsim.loop.backends.ray import RayBackend
 
     actors = start(fakes(die_once_flag=str(tmp_path / "died")), replicas=2, strategy="PACK")
     try:
-        backend = RayStepBackend(actors, WeightSync("simulated", 0.0))
+        backend = RayBackend(actors, WeightSync("simulated", 0.0))
         out = run_step(backend, "overlapped", requests(4, 3), micro_batch=2)
         assert (tmp_path / "died").exists()
         assert out.counts["scored"] == out.counts["trained"] == 12
@@ -121,11 +121,12 @@ def test_an_actor_that_fails_to_start_reports_the_cause(by_value) -> None:
 
 
 def test_injected_scorer_kill_is_survived(by_value) -> None:
-    from rlsim.loop.backends.ray import FaultPlan, RayStepBackend
+    from rlsim.loop.backends.faults import FaultPlan
+    from rlsim.loop.backends.ray import RayBackend
 
     actors = start(fakes(), replicas=1, strategy="PACK")
     try:
-        backend = RayStepBackend(actors, WeightSync("simulated", 0.0), plan=FaultPlan(kill_scorer_steps=(2,)))
+        backend = RayBackend(actors, WeightSync("simulated", 0.0), plan=FaultPlan(kill_scorer_steps=(2,)))
         for step in (1, 2):
             backend.begin_step(step)
             out = run_step(backend, "overlapped", requests(4, 3), micro_batch=4)
@@ -138,11 +139,12 @@ def test_injected_scorer_kill_is_survived(by_value) -> None:
 
 
 def test_injected_rollout_kill_fails_the_step_with_a_clear_error(by_value) -> None:
-    from rlsim.loop.backends.ray import FaultPlan, RayStepBackend
+    from rlsim.loop.backends.faults import FaultPlan
+    from rlsim.loop.backends.ray import RayBackend
 
     actors = start(fakes(), replicas=1, strategy="PACK")
     try:
-        backend = RayStepBackend(actors, WeightSync("simulated", 0.0), plan=FaultPlan(kill_rollout_step=1))
+        backend = RayBackend(actors, WeightSync("simulated", 0.0), plan=FaultPlan(kill_rollout_step=1))
         backend.begin_step(1)
         with pytest.raises(RlsimError, match="rollout actor died"):
             run_step(backend, "sequential", requests(4, 3), micro_batch=4)
@@ -152,11 +154,11 @@ def test_injected_rollout_kill_fails_the_step_with_a_clear_error(by_value) -> No
 
 
 def test_a_stalled_scorer_fails_the_step_instead_of_hanging(by_value) -> None:
-    from rlsim.loop.backends.ray import RayStepBackend
+    from rlsim.loop.backends.ray import RayBackend
 
     actors = start({**fakes(), "scorer": loop_doubles.StallingStage}, replicas=1, strategy="PACK")
     try:
-        backend = RayStepBackend(actors, WeightSync("simulated", 0.0), score_timeout_s=2.0)
+        backend = RayBackend(actors, WeightSync("simulated", 0.0), score_timeout_s=2.0)
         with pytest.raises(RlsimError, match="no scoring batch finished within 2 s .* scorer-0"):
             run_step(backend, "sequential", requests(2, 2), micro_batch=4)
     finally:
@@ -167,7 +169,7 @@ def test_a_stalled_scorer_fails_the_step_instead_of_hanging(by_value) -> None:
 def test_a_stalled_phase_fails_the_step_naming_the_phase_and_the_setting(by_value, tmp_path: Path, schedule) -> None:
     """Each phase in turn is held (a file the doubles wait on) past a 1 s deadline, the others get
     the default deadlines. Without deadlines the held call would just finish late (after 20 s)."""
-    from rlsim.loop.backends.ray import RayStepBackend
+    from rlsim.loop.backends.ray import RayBackend
     from rlsim.loop.deadline import PhaseTimeout, PhaseTimeouts
 
     held = str(tmp_path)
@@ -180,19 +182,19 @@ def test_a_stalled_phase_fails_the_step_naming_the_phase_and_the_setting(by_valu
     cases = [("generate", "rollout"), ("update", "trainer"), ("sync", "rollout")]
     try:
         for phase, actor in cases:
-            backend = RayStepBackend(actors, WeightSync("auto", 0.0), timeouts=PhaseTimeouts(**{f"{phase}_s": 1.0}))
+            backend = RayBackend(actors, WeightSync("auto", 0.0), timeouts=PhaseTimeouts(**{f"{phase}_s": 1.0}))
             (tmp_path / phase).touch()
             message = f"the {phase} phase did not finish within 1 s .*{actor} actor.*raise faults.{phase}_timeout_s"
             with pytest.raises(PhaseTimeout, match=message):
                 run_step(backend, schedule, requests(2, 2), micro_batch=2)
             if phase == "update":  # the trainer is still held: it cannot answer the CPU-time probe either
-                probe = RayStepBackend(actors, WeightSync("auto", 0.0), timeouts=PhaseTimeouts(probe_s=1.0))
+                probe = RayBackend(actors, WeightSync("auto", 0.0), timeouts=PhaseTimeouts(probe_s=1.0))
                 with pytest.raises(PhaseTimeout, match="CPU-time probe .*the trainer actor.*faults.probe_timeout_s"):
                     probe.cpu_seconds()
             if phase == "sync":  # a stalled reload is not an engine that cannot reload: no fallback
                 assert backend._sync.fallback_reason is None
             (tmp_path / phase).unlink()  # the held call finishes; the actor is free again
-        backend = RayStepBackend(actors, WeightSync("auto", 0.0), timeouts=PhaseTimeouts(warmup_s=1.0))
+        backend = RayBackend(actors, WeightSync("auto", 0.0), timeouts=PhaseTimeouts(warmup_s=1.0))
         (tmp_path / "warmup").touch()
         with pytest.raises(PhaseTimeout, match="warm-up did not finish within 1 s .*trainer actor.*warmup_timeout_s"):
             backend.warmup(requests(1, 2))

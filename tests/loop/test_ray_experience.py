@@ -38,7 +38,7 @@ def start(
     replicas: int = 1,
 ):
     from rlsim.actors.ray_actors import create_actors
-    from rlsim.loop.backends.ray_experience import RayExperienceBackend
+    from rlsim.loop.backends.ray import RayBackend
 
     p = ResolvedPlacement((0,), 1, 0.0, 0.25)
     makers = {
@@ -51,7 +51,7 @@ def start(
     actors = create_actors(
         dict.fromkeys(ROLES, p), makers, replicas, "PACK", ready_timeout_s=60, start_timeout_s=120, colocate=colocate
     )
-    return actors, RayExperienceBackend(actors, WeightSync("simulated", 0.0))
+    return actors, RayBackend(actors, WeightSync("simulated", 0.0))
 
 
 @pytest.mark.parametrize("schedule", ["sequential", "overlapped"])

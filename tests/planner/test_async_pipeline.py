@@ -226,8 +226,9 @@ def test_union_of_counts_overlaps_once() -> None:
 
 # ---- the loop's own AsyncPipeline on a virtual clock ------------------------------------------------
 class VirtualBackend:
-    """``AsyncBackend`` whose workers run their calls in order on a virtual clock, each taking what
-    ``costs`` says; ``wait`` moves the clock to the next end and returns every call ending then."""
+    """The calls of the loop's ``Backend`` the async pipeline makes, run by workers in order on a virtual clock,
+    each taking what ``costs`` says; ``wait`` moves the clock to the next end and returns every call ending
+    then."""
 
     def __init__(self, costs: Costs, pps: int, scorers: int) -> None:
         self.costs, self.pps, self.num_scorers = costs, pps, scorers
@@ -243,7 +244,10 @@ class VirtualBackend:
         self._ends[self._next] = (start + seconds, result)
         return self._next
 
-    def submit_generate(self, requests: Sequence[RolloutRequest], version: int) -> int:
+    def start_pipeline(self, partial: bool) -> None:
+        pass
+
+    def submit_generate(self, requests: Sequence[RolloutRequest], version: int | None = None) -> int:
         rollouts = [Rollout(r.uid, r.group, [1], [7] * r.response_tokens) for r in requests]
         return self._call("rollout", self.costs.generate_s(requests[0].group // self.pps), (rollouts, []))
 

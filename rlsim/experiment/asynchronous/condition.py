@@ -18,53 +18,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from rlsim.experiment.conditions import TogetherResult, Workload, together_figures
+from rlsim.loop.backends.protocol import Backend
 from rlsim.loop.outputs.asynchronous import async_summary
-from rlsim.loop.schedules.asynchronous.pipeline import AsyncBackend, AsyncPipeline, AsyncSettings
+from rlsim.loop.schedules.asynchronous.pipeline import AsyncPipeline, AsyncSettings
 from rlsim.rollout.prompts import make_step_requests
 from rlsim.rollout.types import Rollout, RolloutRequest
 
 ASYNC_STEP_BASE = 200_000
-
-
-class KeepGenerated:
-    """An ``AsyncBackend`` that passes every call through and keeps every generated rollout: the
-    pipeline keeps only the trained ones, and generation throughput counts the dropped and unfinished too."""
-
-    def __init__(self, inner: AsyncBackend) -> None:
-        self.inner = inner
-        self.num_scorers = inner.num_scorers
-        self.rollouts: list[Rollout] = []
-        self._generating: set[Any] = set()
-
-    def submit_generate(self, requests: Sequence[RolloutRequest], version: int) -> Any:
-        handle = self.inner.submit_generate(requests, version)
-        self._generating.add(handle)
-        return handle
-
-    def submit_score(self, replica: int, rollouts: list[Rollout], batch: int) -> Any:
-        return self.inner.submit_score(replica, rollouts, batch)
-
-    def submit_train(self, rollouts: list[Rollout], rewards: dict[int, float]) -> Any:
-        return self.inner.submit_train(rollouts, rewards)
-
-    def submit_sync(self, version: int) -> Any:
-        return self.inner.submit_sync(version)
-
-    def submit_checkpoint(self, path: str, version: int) -> Any:
-        return self.inner.submit_checkpoint(path, version)
-
-    def submit_restore(self, path: str) -> Any:
-        return self.inner.submit_restore(path)
-
-    def wait(self, handles: list[Any], timeout: float | None) -> list[Any]:
-        return self.inner.wait(handles, timeout)
-
-    def result(self, handle: Any) -> Any:
-        out = self.inner.result(handle)
-        if handle in self._generating:
-            self._generating.discard(handle)
-            self.rollouts += out[0]
-        return out
 
 
 @dataclass
@@ -73,22 +33,42 @@ class AsyncTogether:
     on ``backend`` per call (the actors keep their weights from one call to the next, as they do
     between the steps of the overlapped condition)."""
 
-    backend: AsyncBackend
+    backend: Backend
     work: Workload
     settings: AsyncSettings
     clock: Callable[[], float] = field(default=time.time)
 
     def __call__(self, step: int) -> TogetherResult:
         w = self.work
-        kept = KeepGenerated(self.backend)
 
         def batch(k: int) -> Sequence[RolloutRequest]:
             return make_step_requests(w.spec, ASYNC_STEP_BASE + 1000 * step + k, w.prompts, w.group)
 
-        pipeline = AsyncPipeline(kept, self.settings, batch, self.clock)
+        # Every generated rollout is kept: generation throughput counts the dropped and unfinished too.
+        pipeline = AsyncPipeline(self.backend, self.settings, batch, self.clock, keep_generated=True)
         outcomes = [pipeline.next_step() for _ in range(self.settings.steps)]  # the last one drains
-        figures = async_figures(pipeline, kept.rollouts, outcomes[-1].end, self.clock())
+        assert pipeline.generated is not None
+        figures = async_figures(pipeline, pipeline.generated, outcomes[-1].end, self.clock())
         return figures, {"updates": self.settings.steps, "sync": outcomes[-1].sync.method}, pipeline.events
+
+
+def async_together(config: Any, backend: Backend, work: Workload, experience: bool) -> AsyncTogether:
+    """The together condition of ``schedule: async`` (its ``SCHEDULES`` entry's ``together``): a pipeline of
+    ``contention.async_updates`` updates per call, set as the loop's ``async`` section says. ``config``: the
+    experiment's ``ContentionConfig``; ``experience`` is always False here (the config refuses PPO's roles)."""
+    loop = config.loop
+    w, a = loop.workload, loop.async_
+    settings = AsyncSettings(
+        w.prompts_per_step,
+        w.group_size,
+        a.max_staleness,
+        a.resolved_queue_size(w.prompts_per_step * w.group_size),
+        steps=config.contention.async_updates,
+        micro_batch=loop.micro_batch,
+        stall_s=loop.faults.generate_timeout_s,
+        partial_rollouts=a.partial_rollouts,
+    )
+    return AsyncTogether(backend, work, settings)
 
 
 def async_figures(

@@ -15,13 +15,13 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping, Sequence
-from typing import Any, Protocol
+from typing import Any
 
+from rlsim.loop.backends.protocol import Backend
 from rlsim.loop.schedules.dropped import drop_unrewarded
 from rlsim.loop.schedules.step import (
     Progress,
     Schedule,
-    StepBackend,
     StepOutcome,
     check_accounting,
     check_trained,
@@ -34,36 +34,10 @@ from rlsim.rollout.types import Event, Rollout, RolloutRequest
 EXPERIENCE_PHASES = ("reference", "values", "advantages", "update_actor", "update_critic")
 
 
-class ExperienceBackend(StepBackend, Protocol):
-    """A ``StepBackend`` with the reference and critic roles. ``submit_*`` return handles that
-    ``collect_experience`` resolves to (per-uid arrays, events)."""
-
-    uses_reference: bool
-    uses_critic: bool
-
-    def submit_reference(self, rollouts: list[Rollout], batch: int) -> Any: ...
-
-    def submit_values(self, rollouts: list[Rollout], batch: int) -> Any: ...
-
-    def collect_experience(self, handles: list[Any]) -> list[tuple[dict[int, Any], list[Event]]]: ...
-
-    def experience(
-        self,
-        rollouts: list[Rollout],
-        rewards: dict[int, float],
-        ref_logprobs: Mapping[int, Any] | None,
-        values: Mapping[int, Any] | None,
-    ) -> tuple[dict[int, Any] | None, list[Event]]: ...
-
-    def update(
-        self, rollouts: list[Rollout], returns: Mapping[int, Any] | None, values: Mapping[int, Any] | None
-    ) -> tuple[dict[str, Any], list[Event]]: ...
-
-
 class _InFlight:
     """The step's pending calls: scoring, reference and values handles, in submission order."""
 
-    def __init__(self, backend: ExperienceBackend) -> None:
+    def __init__(self, backend: Backend) -> None:
         self.backend = backend
         self.score: list[Any] = []
         self.reference: list[Any] = []
@@ -86,7 +60,7 @@ class _InFlight:
 
 
 def run_ppo_step(
-    backend: ExperienceBackend,
+    backend: Backend,
     schedule: Schedule,
     requests: Sequence[RolloutRequest],
     micro_batch: int,
@@ -105,31 +79,31 @@ def run_ppo_step(
             note("generate", len(rollouts), len(requests))
     else:
         note("generate", 0, len(requests))
-        rollouts, events = backend.generate(requests)
+        rollouts, events = backend.result(backend.submit_generate(requests))
         note("score", 0, len(rollouts))
         flight.send(rollouts, 0, split=True)
-    rewards = _joined(backend.collect(flight.score), events, "scored")
+    rewards = _joined(backend.results(flight.score), events, "scored")
     note("score", len(rewards), len(rollouts))
     counts = check_accounting(requests, rollouts, rewards)
     ref = values = None
     if backend.uses_reference:
-        ref = _joined(backend.collect_experience(flight.reference), events, "referenced")
+        ref = _joined(backend.results(flight.reference), events, "referenced")
         counts["referenced"] = _count(rollouts, ref, "referenced")
     if backend.uses_critic:
-        values = _joined(backend.collect_experience(flight.values), events, "valued")
+        values = _joined(backend.results(flight.values), events, "valued")
         counts["valued"] = _count(rollouts, values, "valued")
     kept, kept_rewards = drop_unrewarded(rollouts, rewards, events)
     if len(kept) < len(rollouts):
         ref, values = _only(kept, ref), _only(kept, values)
     note("advantages", 0, 1)
-    returns, ev = backend.experience(kept, kept_rewards, ref, values)
+    returns, ev = backend.result(backend.submit_experience(kept, kept_rewards, ref, values))
     events += ev
     note("update", 0, 1)
-    train, ev = backend.update(kept, returns, values)
+    train, ev = backend.result(backend.submit_update(kept, returns, values))
     events += ev
     check_trained(counts, train, len(rollouts) - len(kept))
     note("sync", 0, 1)
-    sync, ev = backend.sync()
+    sync, ev = backend.result(backend.submit_sync())
     return StepOutcome(
         rollouts, rewards, train, sync, events + ev, start, time.time(), counts, phases=EXPERIENCE_PHASES
     )

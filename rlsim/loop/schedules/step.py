@@ -1,4 +1,5 @@
-"""One GRPO step under a schedule, written against a small backend interface (Ray or in-process).
+"""One GRPO step under a schedule, written against the loop's backend (``rlsim.loop.backends.protocol``: Ray or
+in-process).
 
 - ``sequential``: generate every rollout, then score them all (split across the scoring replicas),
   then update, then sync weights. The colocated default of most RLHF frameworks.
@@ -12,10 +13,11 @@ none doubled), less the groups a dropped reward left out (``rlsim.loop.schedules
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol
+from typing import Any, Literal
 
+from rlsim.loop.backends.protocol import Backend
 from rlsim.loop.schedules.dropped import drop_unrewarded
 from rlsim.rollout.generator import SyncResult
 from rlsim.rollout.types import Event, Rollout, RolloutRequest
@@ -23,25 +25,6 @@ from rlsim.schedule_kinds import SCHEDULES, ScheduleKind
 
 Schedule = Literal["sequential", "overlapped"]  # the step-by-step entries of rlsim.schedule_kinds.SCHEDULES
 Progress = Callable[[str, int, int], None]
-
-
-class StepBackend(Protocol):
-    """What a schedule needs from the actors. ``submit_score`` returns a handle ``collect`` resolves; its replica
-    None lets the backend's router pick (``rlsim.replica_router``: the fewest calls outstanding)."""
-
-    num_scorers: int
-
-    def generate(self, requests: Sequence[RolloutRequest]) -> tuple[list[Rollout], list[Event]]: ...
-
-    def stream(self, requests: Sequence[RolloutRequest], micro_batch: int) -> Iterator[tuple[list[Rollout], Event]]: ...
-
-    def submit_score(self, replica: int | None, rollouts: list[Rollout], batch: int) -> Any: ...
-
-    def collect(self, handles: list[Any]) -> list[tuple[dict[int, float], list[Event]]]: ...
-
-    def train(self, rollouts: list[Rollout], rewards: dict[int, float]) -> tuple[dict[str, Any], list[Event]]: ...
-
-    def sync(self) -> tuple[SyncResult, list[Event]]: ...
 
 
 @dataclass
@@ -60,7 +43,7 @@ class StepOutcome:
 
 
 def run_step(
-    backend: StepBackend,
+    backend: Backend,
     schedule: Schedule,
     requests: Sequence[RolloutRequest],
     micro_batch: int,
@@ -76,10 +59,10 @@ def run_step(
     counts = check_accounting(requests, rollouts, rewards)
     kept, kept_rewards = drop_unrewarded(rollouts, rewards, events)
     note("update", 0, 1)
-    train, train_events = backend.train(kept, kept_rewards)
+    train, train_events = backend.result(backend.submit_train(kept, kept_rewards))
     check_trained(counts, train, len(rollouts) - len(kept))
     note("sync", 0, 1)
-    sync, sync_events = backend.sync()
+    sync, sync_events = backend.result(backend.submit_sync())
     end = time.time()
     return StepOutcome(rollouts, rewards, train, sync, events + train_events + sync_events, start, end, counts)
 
@@ -106,15 +89,15 @@ def step_kind(schedule: str, what: str = "") -> ScheduleKind:
 
 
 def _sequential(
-    backend: StepBackend, requests: Sequence[RolloutRequest], note: Progress
+    backend: Backend, requests: Sequence[RolloutRequest], note: Progress
 ) -> tuple[list[Rollout], dict[int, float], list[Event]]:
     note("generate", 0, len(requests))
-    rollouts, events = backend.generate(requests)
+    rollouts, events = backend.result(backend.submit_generate(requests))
     note("score", 0, len(rollouts))
     parts = split_evenly(rollouts, backend.num_scorers)
     handles = [backend.submit_score(i, part, i) for i, part in enumerate(parts) if part]
     rewards: dict[int, float] = {}
-    for scored, ev in backend.collect(handles):
+    for scored, ev in backend.results(handles):
         _merge(rewards, scored)
         events += ev
     note("score", len(rewards), len(rollouts))
@@ -122,7 +105,7 @@ def _sequential(
 
 
 def _overlapped(
-    backend: StepBackend, requests: Sequence[RolloutRequest], micro_batch: int, note: Progress
+    backend: Backend, requests: Sequence[RolloutRequest], micro_batch: int, note: Progress
 ) -> tuple[list[Rollout], dict[int, float], list[Event]]:
     rollouts: list[Rollout] = []
     events: list[Event] = []
@@ -133,7 +116,7 @@ def _overlapped(
         handles.append(backend.submit_score(None, batch, k))
         note("generate", len(rollouts), len(requests))
     rewards: dict[int, float] = {}
-    for scored, evs in backend.collect(handles):
+    for scored, evs in backend.results(handles):
         _merge(rewards, scored)
         events += evs
     note("score", len(rewards), len(rollouts))

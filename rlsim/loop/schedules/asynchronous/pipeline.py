@@ -36,15 +36,16 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from rlsim.errors import RlsimError
+from rlsim.loop.backends.protocol import Backend
 from rlsim.loop.schedules.asynchronous.staleness import Ledger, ScoredGroup, StalenessBuffer, histogram_of
-from rlsim.loop.schedules.asynchronous.types import AsyncBackend, AsyncSettings, AsyncStepOutcome, checkpoint_file
+from rlsim.loop.schedules.asynchronous.types import AsyncSettings, AsyncStepOutcome, checkpoint_file
 from rlsim.loop.schedules.dropped import dropped_count, dropped_uids
 from rlsim.loop.schedules.step import Progress
 from rlsim.rollout.generator import SyncResult
 from rlsim.rollout.types import Event, Rollout, RolloutRequest
 
 MakeRequests = Callable[[int], Sequence[RolloutRequest]]
-__all__ = ["AsyncBackend", "AsyncPipeline", "AsyncSettings", "AsyncStepOutcome"]
+__all__ = ["AsyncPipeline", "AsyncSettings", "AsyncStepOutcome"]
 
 
 @dataclass
@@ -69,16 +70,20 @@ class _Job:
 
 
 class AsyncPipeline:
-    """Runs the async schedule on ``backend``; ``next_step()`` returns each update's outcome in turn."""
+    """Runs the async schedule on ``backend``; ``next_step()`` returns each update's outcome in turn.
+    ``keep_generated``: keep every rollout generated in ``generated`` (trained, dropped and unfinished alike)."""
 
     def __init__(
         self,
-        backend: AsyncBackend,
+        backend: Backend,
         settings: AsyncSettings,
         make_requests: MakeRequests,
         clock: Callable[[], float] = time.time,
+        keep_generated: bool = False,
     ) -> None:
         self.backend, self.settings, self._make, self._clock = backend, settings, make_requests, clock
+        backend.start_pipeline(settings.partial_rollouts)
+        self.generated: list[Rollout] | None = [] if keep_generated else None
         self.ledger = Ledger()
         self.buffer = StalenessBuffer(
             settings.group_size, settings.prompts_per_step, settings.max_staleness, self.ledger
@@ -205,6 +210,8 @@ class AsyncPipeline:
         rollouts, events = result
         self._record(events, job.index)
         self.ledger.generated(rollouts, job.version)
+        if self.generated is not None:
+            self.generated += rollouts
         self._window["generated"] += len(rollouts)
         groups: dict[int, list[Rollout]] = {}
         for r in rollouts:

@@ -20,12 +20,12 @@ from pathlib import Path
 from typing import Any
 
 from rlsim.errors import RlsimError
+from rlsim.loop.backends.protocol import Backend
 from rlsim.loop.config import RunConfig
 from rlsim.loop.outputs.asynchronous import async_step_record, async_summary
-from rlsim.loop.schedules.asynchronous.pipeline import AsyncBackend, AsyncPipeline, AsyncSettings
+from rlsim.loop.schedules.asynchronous.pipeline import AsyncPipeline, AsyncSettings
 from rlsim.loop.schedules.asynchronous.types import checkpoint_file
 from rlsim.loop.schedules.step import Progress
-from rlsim.loop.sync import WeightSync
 from rlsim.rollout.prompts import make_step_requests
 from rlsim.run_results import AsyncRecord, RolloutTotals, RunResults, StepRecord
 
@@ -72,7 +72,7 @@ def async_start(config: RunConfig, out: Path, previous: RunResults | None) -> As
 class AsyncRun:
     """The run's pipeline on ``backend`` (Ray actors, or in-process workers in tests)."""
 
-    def __init__(self, config: RunConfig, backend: AsyncBackend, start: AsyncStart | None = None) -> None:
+    def __init__(self, config: RunConfig, backend: Backend, start: AsyncStart | None = None) -> None:
         start = start or AsyncStart()
         w = config.workload
         batch = w.prompts_per_step * w.group_size
@@ -130,13 +130,9 @@ class AsyncRun:
 def async_step(
     session: Any, step: int, schedule: str, progress: Progress | None
 ) -> tuple[StepRecord, list[dict[str, Any]]]:
-    """``LoopSession.step`` for ``schedule: async``: the session's ``AsyncRun``, made on first use."""
-    from rlsim.loop.backends.ray_async import RayAsyncBackend
-
+    """``LoopSession.step`` for ``schedule: async``: the session's ``AsyncRun`` on the session's backend, made on
+    first use."""
     assert session.backend is not None, "call start() first"
     if session.async_run is None:
-        cfg = session.config
-        sync = WeightSync(cfg.trainer.sync, cfg.trainer.simulated_sync_s)
-        backend = RayAsyncBackend(session.backend, sync, cfg.async_.partial_rollouts)
-        session.async_run = AsyncRun(cfg, backend, session.async_start)
+        session.async_run = AsyncRun(session.config, session.backend, session.async_start)
     return session.async_run.step(step, progress)

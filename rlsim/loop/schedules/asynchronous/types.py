@@ -1,40 +1,13 @@
-"""The async schedule's interfaces: the non-blocking calls it makes to its workers (``AsyncBackend``, on
-Ray in ``backends.ray_async``, in-process in ``backends.local_async``), its settings, and what each update's
-step yields.
+"""The async schedule's types: its settings and what each update's step yields (the calls it makes are the
+loop's ``rlsim.loop.backends.protocol.Backend``, on Ray or in-process).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
 
 from rlsim.loop.schedules.step import StepOutcome
-from rlsim.rollout.types import Rollout, RolloutRequest
-
-
-class AsyncBackend(Protocol):
-    """Non-blocking calls to the workers. Each ``submit_*`` returns a handle; ``wait`` returns the handles
-    done (at least one, or none after ``timeout`` seconds); ``result`` gives what the worker returned."""
-
-    num_scorers: int
-
-    def submit_generate(self, requests: Sequence[RolloutRequest], version: int) -> Any: ...  # the last version sent
-
-    def submit_score(self, replica: int, rollouts: list[Rollout], batch: int) -> Any: ...
-
-    def submit_train(self, rollouts: list[Rollout], rewards: dict[int, float]) -> Any: ...
-
-    def submit_sync(self, version: int) -> Any: ...  # export the trainer's weights, load them as ``version``
-
-    def submit_checkpoint(self, path: str, version: int) -> Any: ...  # the trainer saves; returns its events
-
-    def submit_restore(self, path: str) -> Any: ...  # the trainer loads; returns (version, events)
-
-    def wait(self, handles: list[Any], timeout: float | None) -> list[Any]: ...
-
-    def result(self, handle: Any) -> Any: ...
 
 
 @dataclass(frozen=True)
