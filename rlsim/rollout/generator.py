@@ -24,7 +24,8 @@ class GeneratorSettings:
     process affinity). ``threads``: compute threads (None: one per core). ``behaviour_logprobs``: each
     rollout carries the sampled tokens' log-probs (the async schedule's off-policy correction needs them).
     ``kv_cache_gib``: vLLM's CPU KV cache in GiB. ``gpu_memory_fraction``: vLLM's share of GPU memory on
-    ``device: cuda``.
+    ``device: cuda``. ``engine_inline``: vLLM's engine core and worker run in the caller's process instead of
+    two spawned ones (``policy.engine_process: inline``).
     """
 
     device: Literal["cpu", "cuda"] = "cpu"
@@ -39,6 +40,7 @@ class GeneratorSettings:
     cores: tuple[int, ...] = ()
     threads: int | None = None
     behaviour_logprobs: bool = False
+    engine_inline: bool = False
     extra_engine_args: dict[str, object] = field(default_factory=dict)
 
     def bound_cores(self) -> list[int]:

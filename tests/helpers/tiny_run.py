@@ -1,9 +1,9 @@
 """The run configs the real-loop tests share: the tiny models on Ray, a few short rollouts a step.
 
-``tiny_vllm_run``: generation on vLLM, actors spread over the two nodes of the shared test cluster, real
-weight reloads. ``tiny_hf_run``: Hugging Face ``generate`` (no engine start) and a free simulated weight
-sync, for tests whose subject is the reward side. Each returns a fresh copy with whole top-level sections
-replaced (``reward={...}``, ``steps=4``, ...).
+``tiny_vllm_run``: generation on vLLM (its engine inside the rollout actor), actors spread over the two nodes
+of the shared test cluster, real weight reloads. ``tiny_hf_run``: Hugging Face ``generate`` (no engine start)
+and a free simulated weight sync, for tests whose subject is the reward side. Each returns a fresh copy with
+whole top-level sections replaced (``reward={...}``, ``steps=4``, ...).
 """
 
 from __future__ import annotations
@@ -21,7 +21,9 @@ _PLACEMENT: dict[str, Any] = {
 VLLM: dict[str, Any] = {
     "steps": 2,
     "micro_batch": 2,
-    "policy": {"model": "tiny-llama", "backend": "vllm", "temperature": 1.0},
+    # inline: vLLM's engine in the rollout actor's process (two fewer interpreters to start per session); the
+    # engine's own processes are exercised by the SIGTERM, engine-failure and vLLM-generator tests.
+    "policy": {"model": "tiny-llama", "backend": "vllm", "temperature": 1.0, "engine_process": "inline"},
     "workload": {
         "prompts_per_step": 4,
         "group_size": 2,

@@ -27,6 +27,7 @@ def generator_settings(config: RunConfig, placement: ResolvedPlacement) -> Gener
         dtype=p.dtype,
         max_model_len=p.max_model_len,
         enforce_eager=p.enforce_eager,
+        engine_inline=p.engine_process == "inline",
         kv_cache_gib=p.kv_cache_gib,
         gpu_memory_fraction=placement.gpu or 0.5,
         seed=config.seed,
