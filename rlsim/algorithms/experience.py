@@ -31,7 +31,9 @@ from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 
+from rlsim.algorithms.advantages import group_advantages
 from rlsim.algorithms.kl import DEFAULT_LOG_RATIO_CLAMP, KlEstimator
+from rlsim.algorithms.rloo import rloo_advantages
 from rlsim.rollout.types import Rollout
 
 if TYPE_CHECKING:
@@ -151,10 +153,7 @@ def _baselined(settings: AlgorithmSettings, rollouts: Sequence[Rollout], scores:
     """One advantage per sequence: ``scores`` less their group's baseline (rloo / grpo), float32 ``(n,)``."""
     groups = [x.group for x in rollouts]
     if settings.algorithm == "rloo":
-        from rlsim.algorithms.rloo import rloo_advantages
-
         return rloo_advantages(groups, scores)
-    from rlsim.algorithms.advantages import group_advantages
 
     return group_advantages(
         groups, scores, settings.normalize_std, settings.std_eps, settings.std_ddof, settings.group_of_one

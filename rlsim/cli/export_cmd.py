@@ -4,8 +4,12 @@ from __future__ import annotations
 
 import argparse
 import json
+from pathlib import Path
 
 from rlsim.cli.common import add_model_arg
+from rlsim.io import check_output_dir
+from rlsim.models import resolve_reward_model
+from rlsim.scoring.export import export_reward_model
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -16,11 +20,6 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from pathlib import Path
-
-    from rlsim.io import check_output_dir
-    from rlsim.models import resolve_reward_model
-    from rlsim.scoring.export import export_reward_model
 
     if args.out:
         check_output_dir(args.out, "--out")

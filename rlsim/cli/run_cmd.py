@@ -3,9 +3,16 @@
 from __future__ import annotations
 
 import argparse
+import json
+import shlex
+import sys
+from pathlib import Path
 
-from rlsim.cli.common import add_import_arg
+from rlsim.cli.common import add_import_arg, import_plugins
+from rlsim.io import check_output_dir
+from rlsim.loop.config import load_run_config
 from rlsim.progress import make_console
+from rlsim.workloads import read_texts
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -42,15 +49,6 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    import json
-    import shlex
-    import sys
-    from pathlib import Path
-
-    from rlsim.cli.common import import_plugins
-    from rlsim.io import check_output_dir
-    from rlsim.loop.config import load_run_config
-    from rlsim.workloads import read_texts
 
     # Plug-ins first, so their runtimes are known when the config is checked; then validate everything
     # before importing Ray or starting anything: a bad config starts nothing.

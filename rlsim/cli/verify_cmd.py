@@ -5,7 +5,14 @@ from __future__ import annotations
 import argparse
 
 from rlsim.cli.common import add_model_arg, add_settings_args, correlation, fraction, settings_from_args
+from rlsim.errors import RlsimError
+from rlsim.fidelity.check import FidelityRules
+from rlsim.fidelity.sensitivity import sensitivity
+from rlsim.io import atomic_write_json, check_output_file
+from rlsim.models import resolve_reward_model
 from rlsim.progress import make_console
+from rlsim.scoring import SCORERS, expand_runtimes
+from rlsim.scoring.verify import verify
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -45,13 +52,6 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-
-    from rlsim.errors import RlsimError
-    from rlsim.fidelity.check import FidelityRules
-    from rlsim.io import atomic_write_json, check_output_file
-    from rlsim.models import resolve_reward_model
-    from rlsim.scoring import SCORERS, expand_runtimes
-    from rlsim.scoring.verify import verify
 
     console = make_console(stderr=True)
     if args.json:
@@ -123,10 +123,6 @@ def _table(report):
 def _sensitivity(args: argparse.Namespace, console) -> int:
     from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsedColumn
 
-    from rlsim.errors import RlsimError
-    from rlsim.fidelity.sensitivity import sensitivity
-    from rlsim.io import atomic_write_json
-    from rlsim.models import resolve_reward_model
     from rlsim.progress import LineProgress
 
     if args.runtimes or args.fidelity:

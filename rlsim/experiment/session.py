@@ -22,13 +22,16 @@ import ray
 from rlsim.actors.ray_actors import ActorSet, ScoringActor, create_actors, kill_quietly
 from rlsim.actors.ray_session import connect_ray
 from rlsim.errors import RlsimError
+from rlsim.experiment.asynchronous.condition import AsyncTogether
 from rlsim.experiment.conditions import OverlappedTogether, TogetherRun, Workload
 from rlsim.experiment.config import ContentionConfig
 from rlsim.loop.backends.ray import RayStepBackend
 from rlsim.loop.backends.ray_experience import RayExperienceBackend
 from rlsim.loop.config.algorithm import run_roles
 from rlsim.loop.roles.build import factories
+from rlsim.loop.schedules.asynchronous.pipeline import AsyncSettings
 from rlsim.loop.sync import WeightSync
+from rlsim.models import resolve_policy, resolve_reward_model
 from rlsim.placement import EXPERIENCE_ROLES, resolve_placement
 from rlsim.rollout.prompts import make_step_requests
 
@@ -55,8 +58,6 @@ class ExperimentSession:
 
     def start(self, note: Callable[[str], None] = lambda _: None) -> None:
         """Start Ray, the generator and trainer, then every runtime's scorers; warm all of them up."""
-        from rlsim.models import resolve_policy, resolve_reward_model
-
         t0 = time.perf_counter()
         resolve_policy(self.loop.policy.model)
         resolve_reward_model(self.loop.reward.model)
@@ -193,9 +194,7 @@ class ExperimentSession:
         ``contention.async_updates`` updates."""
         if not self.config.is_async:
             return OverlappedTogether(backend, work, experience=bool(self.experience_roles))
-        from rlsim.experiment.asynchronous.condition import AsyncTogether
         from rlsim.loop.backends.ray_async import RayAsyncBackend
-        from rlsim.loop.schedules.asynchronous.pipeline import AsyncSettings
 
         w, a = self.loop.workload, self.loop.async_
         settings = AsyncSettings(

@@ -26,6 +26,7 @@ from rlsim.loop.roles.build import factories
 from rlsim.loop.schedules.ppo import ExperienceBackend, run_ppo_step
 from rlsim.loop.schedules.step import Progress, Schedule, run_step
 from rlsim.loop.sync import WeightSync
+from rlsim.models import resolve_policy, resolve_reward_model
 from rlsim.placement import EXPERIENCE_ROLES, ResolvedPlacement, resolve_placement
 from rlsim.rollout.prompts import make_step_requests
 from rlsim.rollout.types import RolloutRequest
@@ -52,8 +53,6 @@ class LoopSession:
 
     def start(self) -> None:
         """Connect Ray, reserve and start the actors, warm them up; times go to ``startup_s``."""
-        from rlsim.models import resolve_policy, resolve_reward_model
-
         t0 = time.perf_counter()
         resolve_policy(self.config.policy.model)  # fail fast (and build the cached model once) in the driver
         resolve_reward_model(self.config.reward.model)

@@ -26,6 +26,7 @@ from rlsim.algorithms.aggregation import LossAggregation
 from rlsim.algorithms.experience import AlgorithmSettings, Experience, make_experience
 from rlsim.algorithms.kl_control import KlController, sequence_mean_kl
 from rlsim.algorithms.off_policy import IsCorrection, IsLevel, IsMode, correct_off_policy
+from rlsim.io import atomic_writer
 from rlsim.loop.roles.packing import Packed, micro_batches, mini_batch_split, pad_id, response_logprobs
 from rlsim.rollout.types import Rollout
 from rlsim.torch_setup import prepare_torch
@@ -320,8 +321,6 @@ class PolicyTrainer:
         """Weights, AdamW state and the policy ``version`` (updates done) in one file, written atomically,
         so ``--resume`` of an async run continues from this exact policy and optimizer."""
         import torch
-
-        from rlsim.io import atomic_writer
 
         with atomic_writer(path) as f:  # streamed to the temporary file, not built in memory first
             torch.save({"version": version, "model": self._model.state_dict(), "optimizer": self._opt.state_dict()}, f)
