@@ -54,8 +54,7 @@ QUICK = {"batch_sizes": [8], "budgets": [2048], "repeats": 2, "warmup_passes": 1
 QUICK_COUNT = 32
 
 
-def add_parser(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("bench", help="benchmarks with repeats in fresh processes and confidence intervals")
+def add_arguments(p: argparse.ArgumentParser) -> None:
     kinds = p.add_subparsers(dest="bench_kind", metavar="KIND", required=True)
     s = kinds.add_parser("scoring", help="runtimes x batchers x batch sizes on a workload",
                          description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip

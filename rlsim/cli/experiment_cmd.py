@@ -17,12 +17,8 @@ from rlsim.scoring.base import expand_runtimes
 from rlsim.workloads import read_texts
 
 
-def add_parser(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser(
-        "experiment",
-        help="experiments on the RLHF loop (contention and freed capacity)",
-        description="Experiments that run the RLHF loop under several conditions and compare them.",
-    )
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.description = "Experiments that run the RLHF loop under several conditions and compare them."
     kinds = p.add_subparsers(dest="experiment", metavar="EXPERIMENT", required=True)
     c = kinds.add_parser(
         "contention",

@@ -34,13 +34,11 @@ REPLAY = "replay"  # rlsim plan replay LOG --profile P: a log-fitted profile's p
 _DEFAULT = ""  # ``--validate`` given without a path
 
 
-def add_parser(subparsers: argparse._SubParsersAction) -> None:
-    p = subparsers.add_parser(
-        "plan",
-        help="simulate RLHF steps on a cluster from a measured profile and search placements",
-        description=__doc__,
-        usage="rlsim plan CLUSTER.yaml [options]\n       rlsim plan validate [VALIDATION.yaml] [options]\n"
-        "       rlsim plan replay LOG --profile PROFILE.json [--json OUT.json]",
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.description = __doc__
+    p.usage = (
+        "rlsim plan CLUSTER.yaml [options]\n       rlsim plan validate [VALIDATION.yaml] [options]\n"
+        "       rlsim plan replay LOG --profile PROFILE.json [--json OUT.json]"
     )
     p.add_argument(
         "config",

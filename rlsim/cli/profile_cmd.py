@@ -33,12 +33,8 @@ if TYPE_CHECKING:
     from rlsim.planner.profile.schema import Profile
 
 
-def add_parser(subparsers: argparse._SubParsersAction) -> None:
-    p = subparsers.add_parser(
-        "profile",
-        help="measure scorer latency, generation, update and contention into a planner profile (JSON)",
-        description=__doc__,
-    )
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.description = __doc__
     p.add_argument(
         "config",
         type=Path,

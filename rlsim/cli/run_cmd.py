@@ -15,12 +15,10 @@ from rlsim.progress import make_console
 from rlsim.workloads import read_texts
 
 
-def add_parser(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser(
-        "run",
-        help="run simulated RLHF steps on Ray: vLLM rollouts, scoring, a GRPO update, weight sync",
-        description="Run N GRPO steps as the config says and write results.json, timeline.json, report.md "
-        "and PNGs into --out, rewritten after every step.",
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.description = (
+        "Run N GRPO steps as the config says and write results.json, timeline.json, report.md "
+        "and PNGs into --out, rewritten after every step."
     )
     p.add_argument("config", help="YAML config, e.g. configs/default.yaml")
     p.add_argument(

@@ -15,8 +15,7 @@ from rlsim.scoring import make_scorer
 from rlsim.workloads import read_texts
 
 
-def add_parser(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("score", help="score a .txt / .jsonl file of texts into a JSONL of rewards")
+def add_arguments(p: argparse.ArgumentParser) -> None:
     add_model_arg(p)
     p.add_argument("--runtime", default="ort", help="scoring runtime (default ort)")
     p.add_argument(

@@ -26,8 +26,7 @@ from rlsim.scoring import SCORERS, unavailable_reason
 from rlsim.serve.settings import ServeSettings
 
 
-def add_parser(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("serve", help="serve a reward model over HTTP with dynamic batching (loopback by default)")
+def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--runtime", default="ort", help="a registered runtime: eager, ort, native, ... (default ort)")
     add_model_arg(p)
     p.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1; others expose the server)")

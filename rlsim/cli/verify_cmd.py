@@ -15,8 +15,7 @@ from rlsim.scoring import SCORERS, expand_runtimes
 from rlsim.scoring.verify import verify
 
 
-def add_parser(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("verify", help="compare every scoring runtime with the PyTorch eager reference")
+def add_arguments(p: argparse.ArgumentParser) -> None:
     add_model_arg(p)
     p.add_argument(
         "--runtimes",
