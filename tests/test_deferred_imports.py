@@ -6,6 +6,9 @@ missing. So a function-level import (``if TYPE_CHECKING:`` ones never run and do
 HEAVY, directly or through an rlsim module whose load-time imports reach it, or sit in a ``try`` that catches
 ImportError (an optional piece, reported with the fix by the code around it). Anything else goes to the top.
 
+An import that an import rule (``tests/test_import_rules.py``) forbids a package to load at import time is deferred
+for that reason, whatever it costs: the planner uses the loop's config inside the functions that run real loops.
+
 HEAVY is what importing costs at least ~40 ms that ``rlsim --help`` does not already pay, measured with
 ``python -X importtime -c "import X"`` (best of 3, cumulative) on the 2-core dev container (2026-12):
 
@@ -36,7 +39,8 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-from tests.helpers.import_graph import Imports, ImportSite, write_package
+from tests.helpers.import_graph import Imports, ImportSite, read, write_package
+from tests.test_import_rules import AT_LOAD, RULES, Rule
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -59,9 +63,24 @@ HEAVY = (
     "rlsim._native",
 )
 
-# (importer, imported) -> why the import stays inside a function though it loads nothing heavy. Keep this short:
-# a cycle is untied by moving what both modules share to a leaf module, not by listing it here.
+# (importer, imported) -> why the import stays inside a function though it loads nothing heavy and no import rule
+# asks for it. Keep this short: a cycle is untied by moving what both modules share to a leaf module, not here.
 ALLOWED: dict[tuple[str, str], str] = {}
+
+
+def _under(module: str, package: str) -> bool:
+    return module == package or module.startswith(package + ".")
+
+
+def _kept_out_at_load(importer: str, imported: str, rules: dict[str, Rule]) -> bool:
+    """Whether an AT_LOAD rule forbids ``importer``'s package to load ``imported`` at import time."""
+    return any(
+        rule.when == AT_LOAD
+        and _under(importer, owner)
+        and not any(_under(importer, e) for e in rule.exempt)
+        and any(_under(imported, bad) for bad in rule.forbidden)
+        for owner, rule in rules.items()
+    )
 
 
 def _is_heavy(name: str, heavy: tuple[str, ...]) -> bool:
@@ -87,11 +106,16 @@ def _catches_import_error(kind: ast.expr | None) -> bool:
 
 
 def needless_deferred_imports(
-    root: Path, package: str, heavy: tuple[str, ...] = HEAVY, allowed: dict[tuple[str, str], str] | None = None
+    root: Path,
+    package: str,
+    heavy: tuple[str, ...] = HEAVY,
+    allowed: dict[tuple[str, str], str] | None = None,
+    rules: dict[str, Rule] | None = None,
 ) -> list[str]:
     """One line per function-level import that defers nothing heavy: ``file:line``, what it imports, the fix."""
     allowed = ALLOWED if allowed is None else allowed
-    imports = Imports(root, package)
+    rules = RULES if rules is None else rules
+    imports = read(root, package)
     optional = _optional_sites(imports)
     loads_heavy: dict[str, bool] = {}
 
@@ -101,13 +125,17 @@ def needless_deferred_imports(
         return loads_heavy[module]
 
     found = []
-    for module, sites in imports.sites.items():
-        for site in sites:
+    for module in imports.files:
+        for site in imports.running(module):
             if not site.deferred or (module, site.line) in optional:
                 continue
             light = sorted(
                 {n for n in site.external if not _is_heavy(n, heavy)}
-                | {m for m in site.internal if not heavy_at_load(m) and (module, m) not in allowed}
+                | {
+                    m
+                    for m in site.internal
+                    if not heavy_at_load(m) and (module, m) not in allowed and not _kept_out_at_load(module, m, rules)
+                }
             )
             if light:
                 found.append(_explain(imports, site, light))
@@ -128,8 +156,8 @@ def test_every_function_level_import_defers_something_heavy() -> None:
 
 
 def test_the_allow_list_names_only_imports_that_exist() -> None:
-    imports = Imports(ROOT, "rlsim")
-    pairs = {(m, t) for m, sites in imports.sites.items() for s in sites if s.deferred for t in s.internal}
+    imports = read(ROOT, "rlsim")
+    pairs = {(m, t) for m in imports.files for s in imports.running(m) if s.deferred for t in s.internal}
     assert set(ALLOWED) <= pairs, set(ALLOWED) - pairs
 
 
@@ -160,12 +188,18 @@ def test_a_planted_needless_deferred_import_is_caught(tmp_path: Path) -> None:
                 "        from . import light\n"  # line 16
             ),
             "pkg/allowed.py": "def f():\n    from pkg import light\n",
+            "pkg/plain/__init__.py": "",
+            "pkg/plain/user.py": "def f():\n    from pkg.light import z\n",  # a rule keeps pkg.light out at load
         },
     )
-    found = needless_deferred_imports(tmp_path, "pkg", ("torch",), {("pkg.allowed", "pkg.light"): "a plug-in"})
+    rules = {"pkg.plain": Rule(("pkg.light",), AT_LOAD)}
+    found = needless_deferred_imports(tmp_path, "pkg", ("torch",), {("pkg.allowed", "pkg.light"): "a plug-in"}, rules)
     assert [line.split(" imported")[0] for line in found] == [
         "pkg/user.py:5: pkg.light",
         "pkg/user.py:8: json",
         "pkg/user.py:16: pkg.light",
     ]
     assert "move the import to the top of the file" in found[0]
+    # Without the allow-list entry and the rule, those two are reported too.
+    found = needless_deferred_imports(tmp_path, "pkg", ("torch",), {}, {})
+    assert {"pkg/allowed.py:2: pkg.light", "pkg/plain/user.py:2: pkg.light"} <= {f.split(" imported")[0] for f in found}

@@ -13,14 +13,14 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from tests.helpers.import_graph import Imports, write_package
+from tests.helpers.import_graph import read, write_package
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
 def import_graph(root: Path, package: str) -> dict[str, set[str]]:
     """Module -> the modules of ``package`` it imports anywhere (and their parent packages)."""
-    return Imports(root, package).graph(deferred=True)
+    return read(root, package).graph(deferred=True)
 
 
 def cycles(graph: dict[str, set[str]]) -> list[list[str]]:

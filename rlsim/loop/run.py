@@ -176,7 +176,6 @@ def run_loop(
 
 def _measure_peak(outputs: RunOutputs, config: RunConfig) -> None:
     """The GEMM peak behind ``perf/mfu/actor``, on the trainer's thread count, before the first step."""
-
     pool = config.placement.pool or sorted(os.sched_getaffinity(0))
     threads = resolve_placement(config.placement, pool)["trainer"].threads
     outputs.flops = measure_update_flops(

@@ -2,7 +2,8 @@
 
 One reading serves three checks: no cycles (``tests/test_import_cycles.py``), no function-level import that defers
 nothing heavy (``tests/test_deferred_imports.py``), and no package importing what it may not
-(``tests/test_import_rules.py``). Imports under ``if TYPE_CHECKING:`` never run and are left out everywhere.
+(``tests/test_import_rules.py``). Imports under ``if TYPE_CHECKING:`` never run: they are kept (``typing_only``)
+for the rules that ban a dependency outright, and left out of everything that follows what runs.
 
 An import runs "at load" when it sits at module level, in a class body or in a module-level ``if``/``try``/``with``
 block; one inside a function (or a method) runs later or never and is "deferred".
@@ -11,6 +12,7 @@ block; one inside a function (or a method) runs later or never and is "deferred"
 from __future__ import annotations
 
 import ast
+import functools
 from collections import deque
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
@@ -26,6 +28,7 @@ class ImportSite:
     path: Path
     line: int
     deferred: bool
+    typing_only: bool
     internal: frozenset[str]
     external: frozenset[str]
 
@@ -41,18 +44,19 @@ def _is_type_checking(test: ast.expr) -> bool:
     )
 
 
-def _statements(tree: ast.AST) -> Iterator[tuple[ast.Import | ast.ImportFrom, bool]]:
-    """(import statement, deferred) for every import at any depth, except those under ``if TYPE_CHECKING:``."""
-    pending: list[tuple[ast.AST, bool]] = [(tree, False)]
+def _statements(tree: ast.AST) -> Iterator[tuple[ast.Import | ast.ImportFrom, bool, bool]]:
+    """(import statement, deferred, typing_only) for every import at any depth."""
+    pending: list[tuple[ast.AST, bool, bool]] = [(tree, False, False)]
     while pending:
-        node, deferred = pending.pop()
+        node, deferred, typing_only = pending.pop()
         if isinstance(node, ast.If) and _is_type_checking(node.test):
-            pending.extend((child, deferred) for child in node.orelse)
+            pending.extend((child, deferred, True) for child in node.body)
+            pending.extend((child, deferred, typing_only) for child in node.orelse)
             continue
         if isinstance(node, (ast.Import, ast.ImportFrom)):
-            yield node, deferred
+            yield node, deferred, typing_only
         inner = deferred or isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
-        pending.extend((child, inner) for child in ast.iter_child_nodes(node))
+        pending.extend((child, inner, typing_only) for child in ast.iter_child_nodes(node))
 
 
 def _names(module: str, is_package: bool, node: ast.Import | ast.ImportFrom, known: set[str]) -> list[str]:
@@ -80,7 +84,7 @@ class Imports:
         for module, path in self.files.items():
             is_package = path.name == "__init__.py"
             sites = []
-            for node, deferred in _statements(ast.parse(path.read_text(encoding="utf-8"))):
+            for node, deferred, typing_only in _statements(ast.parse(path.read_text(encoding="utf-8"))):
                 internal, external = set(), set()
                 for name in _names(module, is_package, node, known):
                     if name.split(".")[0] != package:
@@ -90,8 +94,15 @@ class Imports:
                         name = name.rpartition(".")[0]
                     if name and name != module:
                         internal.add(name)
-                sites.append(ImportSite(module, path, node.lineno, deferred, frozenset(internal), frozenset(external)))
+                site = ImportSite(
+                    module, path, node.lineno, deferred, typing_only, frozenset(internal), frozenset(external)
+                )
+                sites.append(site)
             self.sites[module] = sorted(sites, key=lambda s: s.line)
+
+    def running(self, module: str) -> list[ImportSite]:
+        """``module``'s imports that can run: all but those under ``if TYPE_CHECKING:``."""
+        return [s for s in self.sites[module] if not s.typing_only]
 
     def at(self, path: Path, line: int) -> str:
         return f"{path.relative_to(self.root)}:{line}"
@@ -100,7 +111,7 @@ class Imports:
         """The package's modules that ``module`` imports (at load only, unless ``deferred``), with the parent
         packages importing them runs (``a/__init__`` for ``a.b``), except packages ``module`` itself lives in."""
         out: set[str] = set()
-        for site in self.sites[module]:
+        for site in self.running(module):
             if site.deferred and not deferred:
                 continue
             for target in site.internal:
@@ -120,7 +131,7 @@ class Imports:
         ``torch.nn``): importing a submodule runs its package first."""
         return {
             ".".join(name.split(".")[:i])
-            for site in self.sites[module]
+            for site in self.running(module)
             if not site.deferred
             for name in site.external
             for i in range(1, name.count(".") + 2)
@@ -150,6 +161,20 @@ class Imports:
                     parent[target] = name
                     queue.append(target)
         return found
+
+
+REPOSITORY = Path(__file__).resolve().parents[2]
+
+
+def read(root: Path, package: str) -> Imports:
+    """``Imports(root, package)``; the repository's own source is read once per test session (it does not change
+    during one), a planted package in a temporary folder every time (a test may edit it between checks)."""
+    return _read_once(package) if root.resolve() == REPOSITORY else Imports(root, package)
+
+
+@functools.cache
+def _read_once(package: str) -> Imports:
+    return Imports(REPOSITORY, package)
 
 
 def _chain(name: str, parent: dict[str, str | None]) -> list[str]:

@@ -23,7 +23,6 @@ from pydantic import ValidationError
 
 from rlsim.errors import RlsimError
 from rlsim.io import atomic_write_json
-from rlsim.loop.config import RunConfig
 from rlsim.planner.measure import machine_load
 from rlsim.run_results import RunResults
 from rlsim.schedule_kinds import schedule_kind
@@ -226,6 +225,7 @@ def reusable_results(out: Path, case: LoopCase) -> RunResults | None:
     The stored config is read with today's ``RunConfig``, so settings the loop added since (with
     their defaults) do not make an identical run look different; any set value that differs does.
     """
+    from rlsim.loop.config import RunConfig
 
     path = out / "results.json"
     if not path.is_file():

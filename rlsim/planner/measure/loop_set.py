@@ -31,7 +31,6 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from rlsim.config_loader import apply_overrides, load_yaml, validate
 from rlsim.errors import ConfigError, RlsimError
-from rlsim.loop.config import RunConfig, cross_field_problems
 
 if TYPE_CHECKING:
     from rlsim.loop.config import RunConfig
@@ -137,6 +136,8 @@ def load_loop_set(path: str | Path, overrides: Sequence[str] = ()) -> tuple[Loop
 
 def resolve_cases(loop_set: LoopSet, base_dir: Path, source: str = "validation set") -> list[LoopCase]:
     """Every entry as a ``RunConfig`` with ``steps`` set; one ConfigError listing every bad entry."""
+    from rlsim.loop.config import RunConfig, cross_field_problems
+
     base_path = resolve_path(base_dir, loop_set.base)
     base = load_yaml(base_path)
     common = deep_merge(base, loop_set.run)

@@ -35,7 +35,6 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from rlsim.errors import RlsimError
-from rlsim.loop.roles.reference import ReferenceSettings, make_reference
 from rlsim.models import resolve_policy
 from rlsim.planner.measure import machine_load
 from rlsim.planner.measure.scorers import timed_call
@@ -113,7 +112,6 @@ def ragged_rollouts(batch: int, grid: RolesGrid, vocab: int) -> tuple[list[Rollo
 
 def synthetic_rollouts(count: int, prompt: int, response: int, vocab: int, salt: int = 0) -> list[Rollout]:
     """``count`` rollouts of ``prompt`` + ``response`` token ids in ``[1, vocab)`` (random, seeded)."""
-
     rng = np.random.default_rng([count, prompt, response, salt])
     ids = rng.integers(1, vocab, size=(count, prompt + response)).tolist()
     return [Rollout(uid=i, group=i, prompt_ids=row[:prompt], response_ids=row[prompt:]) for i, row in enumerate(ids)]
@@ -128,7 +126,6 @@ def measure_roles(
     """Samples per key (``reference:eager``, ``reference:ort``, ``values``, ``update_critic``,
     ``update_actor``), the context length and the optimizer steps' seconds. ``quiet``: wait for idle
     cores before each cell. ``only``: time these keys alone (what a stored profile lacks)."""
-
     policy_dir = resolve_policy(grid.policy)
     config = json.loads((policy_dir / "config.json").read_text())
     out = RolesSamples({}, int(config.get("max_position_embeddings") or grid.prompt_tokens + max(grid.lengths)))
@@ -168,6 +165,7 @@ def _operations(
     """The calls to time on ``units`` threads, each taking the cell's rollouts; the updates append
     their optimizer steps' seconds to ``optimizer[key]``."""
     from rlsim.loop.roles.critic import CriticModel, CriticSettings
+    from rlsim.loop.roles.reference import ReferenceSettings, make_reference
     from rlsim.loop.roles.trainer import PolicyTrainer, TrainerSettings
 
     wanted = (lambda key: True) if only is None else (lambda key: key in only)
@@ -233,7 +231,6 @@ def _time_cell(
 def measure_sharing(grid: RolesGrid, quiet: QuietGate | None = None) -> dict[int, float]:
     """``sharing_efficiency`` per thread count of ``grid.units`` (see the module doc), each capped at 1;
     RlsimError if a worker fails."""
-
     policy_dir = resolve_policy(grid.policy)
     vocab = int(json.loads((policy_dir / "config.json").read_text())["vocab_size"])
     context = multiprocessing.get_context("spawn")  # a fresh interpreter: torch's threads are its own

@@ -40,7 +40,6 @@ from pydantic import ValidationError
 
 from rlsim.config_loader import validate
 from rlsim.errors import RlsimError
-from rlsim.loop.config import RunConfig
 from rlsim.metrics.stats import mean_ci
 from rlsim.planner.measure.loop_results import finished_at
 from rlsim.planner.measure.loop_set import AnchorSpec, LoopCase, load_loop_set, resolve_cases, resolve_path
@@ -128,6 +127,7 @@ def check_anchor_case(case: LoopCase, source: str, validation_names: Sequence[st
 def same_run_config(stored: dict[str, Any], config: RunConfig) -> bool:
     """Whether a run config stored as JSON (by an earlier rlsim, say) reads today as ``config``: settings
     added since, at their defaults, make no difference (as ``--reuse`` decides)."""
+    from rlsim.loop.config import RunConfig
 
     try:
         return RunConfig.model_validate(stored).model_dump(mode="json") == config.model_dump(mode="json")
@@ -140,6 +140,8 @@ def anchor_from_profile(
 ) -> Anchor:
     """The anchor the profile kept (``rlsim profile`` with ``anchor:``), for a validation set that names none.
     A stored config today's rlsim cannot read is a ConfigError naming the profile."""
+    from rlsim.loop.config import RunConfig
+
     config = validate(RunConfig, recorded.run_config, source=f"profile {profile_path}: anchor.run_config")
     case = LoopCase(recorded.config, "the profile's anchor", config)
     check_anchor_case(case, f"{source} (the anchor kept in {profile_path})", validation_names)

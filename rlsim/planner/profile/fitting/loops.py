@@ -34,7 +34,6 @@ import numpy as np
 from pydantic import ValidationError
 
 from rlsim.errors import RlsimError
-from rlsim.loop.config import RunConfig
 from rlsim.planner.measure.loop_results import LoopSteps, drop_disturbed, parse_loop_steps, read_json
 from rlsim.planner.measure.loop_runner import step_loads
 from rlsim.planner.profile.fitting import EXPONENT_GRID, SLOW_OUTLIER, fit_scaled, fit_stats, nonneg_lstsq
@@ -81,6 +80,7 @@ def read_calibration_run(path: Path, skip_first: int = 1, disturbed_above: float
     ``disturbed_above``: leave out steps during which other programs took more than this share of
     the cores, as recorded beside the results by ``RealLoopRunner`` (see ``drop_disturbed``).
     """
+    from rlsim.loop.config import RunConfig
 
     data = read_json(path)
     steps, _ = drop_disturbed(parse_loop_steps(data, path, skip_first), step_loads(path.parent), disturbed_above)
