@@ -45,6 +45,7 @@ from rlsim.cli.common import (
 )
 from rlsim.config_loader import apply_overrides, load_yaml, validate
 from rlsim.fidelity.cache import cached_runtime_fidelity
+from rlsim.fingerprint import gemm_key, machine_fingerprint
 from rlsim.io import atomic_write_json, check_output_dir
 from rlsim.models import resolve_reward_model
 from rlsim.scoring.base import runtime_names
@@ -142,7 +143,6 @@ def run(args: argparse.Namespace) -> int:
     from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsedColumn
 
     from rlsim.bench.scoring_summary import add_fidelity, summarize
-    from rlsim.fingerprint import gemm_key, machine_fingerprint
     from rlsim.progress import LineProgress, make_console
 
     err = make_console(stderr=True)

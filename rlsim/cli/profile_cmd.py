@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from rlsim.config_loader import load_config
 from rlsim.errors import RlsimError
+from rlsim.fingerprint import machine_fingerprint, measure_gemm
 from rlsim.io import atomic_write_json, check_output_dir, check_output_file
 from rlsim.planner.measure.loop_runner import RealLoopRunner, run_cases, step_loads
 from rlsim.planner.measure.loop_set import load_loop_set, resolve_cases, resolve_path
@@ -251,8 +252,6 @@ def _dry_run(config: ProfileConfig, base_dir: Path, args: argparse.Namespace) ->
 def _machine(config: ProfileConfig, measured: bool) -> dict[str, Any]:
     """This machine's fingerprint, with the fp32 GEMM rate at the scorer thread counts when scorers were
     timed (torch is loaded then anyway; about a second per thread count)."""
-    from rlsim.fingerprint import machine_fingerprint, measure_gemm
-
     gemm = measure_gemm(config.device, list(config.units)) if measured and config.runtimes else {}
     return machine_fingerprint(gemm)
 

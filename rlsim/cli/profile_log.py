@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from rlsim.cli.common import positive_int
 from rlsim.errors import RlsimError
+from rlsim.fingerprint import cluster_fingerprint
 from rlsim.io import atomic_write_text, check_output_file
 from rlsim.planner.profile.gpu_efficiency import load_efficiency, save_efficiency
 from rlsim.planner.profile.logs.frameworks import load_framework_log
@@ -94,7 +95,6 @@ def run_from_log(args: argparse.Namespace) -> int:
     kind = args.hardware_kind or f"from-log-{log.format.name}"
     notes = [f"command: rlsim profile --from-log {args.from_log} --gpus {gpus} --engine-gpus {args.engine_gpus}"]
     profile = fit_log_profile(log.format, log.steps, layout, kind, notes=[*notes, *log.notes])
-    from rlsim.fingerprint import cluster_fingerprint
 
     source = f"{log.format.name} {log.release} log {args.from_log}"
     machine = {**cluster_fingerprint(args.gpu_model or "", layout.gpus, 0), "source": source}

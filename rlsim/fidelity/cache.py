@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 from rlsim.fidelity.check import FidelityRules, runtime_fidelity
 from rlsim.fidelity.corpus import FidelityCorpus, build_corpus
 from rlsim.fidelity.metrics import FidelityMetrics
+from rlsim.fingerprint import machine_fingerprint
 from rlsim.io import atomic_write_json
 from rlsim.paths import cache_dir
 from rlsim.scoring import SCORERS
@@ -36,8 +37,6 @@ VERSIONED = ("rlsim", "torch", "onnxruntime", "transformers")
 
 def cache_key(spec: RewardModelSpec, runtime: str, settings: ScorerSettings, corpus_digest: str) -> dict[str, Any]:
     """Everything an entry's metrics depend on, as a JSON-ready dict."""
-    from rlsim.fingerprint import machine_fingerprint
-
     machine = machine_fingerprint()
     return {
         "model": spec.key,

@@ -17,6 +17,7 @@ import ray
 
 from rlsim.actors.ray_actors import ActorSet, create_actors
 from rlsim.actors.ray_session import connect_ray
+from rlsim.fingerprint import machine_fingerprint
 from rlsim.loop.backends.ray import FaultPlan, RayStepBackend
 from rlsim.loop.backends.ray_experience import RayExperienceBackend
 from rlsim.loop.config import RunConfig
@@ -149,8 +150,6 @@ def warmup_requests(config: RunConfig) -> list[RolloutRequest]:
 
 def environment() -> dict[str, Any]:
     """The driver's cores plus the machine fingerprint every rlsim result records (rlsim.fingerprint)."""
-    from rlsim.fingerprint import machine_fingerprint
-
     return {"cpus": os.cpu_count(), "driver_cores": sorted(os.sched_getaffinity(0)), **machine_fingerprint()}
 
 

@@ -18,7 +18,7 @@ from rich.table import Table
 
 import rlsim
 from rlsim.errors import RlsimError
-from rlsim.fingerprint import machine_fingerprint
+from rlsim.fingerprint import machine_fingerprint, measure_gemm
 from rlsim.io import atomic_write_json
 from rlsim.planner.measure.loop_runner import LoopRunner, RealLoopRunner
 from rlsim.planner.measure.loop_set import LoopCase, LoopSet, load_loop_set, resolve_cases, resolve_path
@@ -147,8 +147,6 @@ def _anchoring(anchor: Anchor | None, anchored: bool, from_set: bool) -> str:
 
 def _gemm_like(profile: Profile) -> dict[str, float]:
     """This machine's GEMM rates at the thread counts the profile recorded (comparable keys), if any."""
-    from rlsim.fingerprint import measure_gemm
-
     keys = list((profile.machine or {}).get("gemm_gflops") or {})
     threads = sorted({int(k.rsplit("_", 1)[1][:-1]) for k in keys if k.startswith("cpu_fp32_n1024_")})
     return measure_gemm("cpu", threads) if threads else {}
