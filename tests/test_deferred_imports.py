@@ -39,7 +39,7 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-from tests.helpers.import_graph import Imports, ImportSite, read, write_package
+from tests.helpers.import_graph import Imports, ImportSite, read, under, write_package
 from tests.test_import_rules import AT_LOAD, RULES, Rule
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -70,23 +70,19 @@ ALLOWED: dict[tuple[str, str], str] = {
 }
 
 
-def _under(module: str, package: str) -> bool:
-    return module == package or module.startswith(package + ".")
-
-
 def _kept_out_at_load(importer: str, imported: str, rules: dict[str, Rule]) -> bool:
     """Whether an AT_LOAD rule forbids ``importer``'s package to load ``imported`` at import time."""
     return any(
         rule.when == AT_LOAD
-        and _under(importer, owner)
-        and not any(_under(importer, e) for e in rule.exempt)
-        and any(_under(imported, bad) for bad in rule.forbidden)
+        and under(importer, owner)
+        and not any(under(importer, e) for e in rule.exempt)
+        and any(under(imported, bad) for bad in rule.forbidden)
         for owner, rule in rules.items()
     )
 
 
 def _is_heavy(name: str, heavy: tuple[str, ...]) -> bool:
-    return any(name == h or name.startswith(h + ".") for h in heavy)
+    return any(under(name, h) for h in heavy)
 
 
 def _optional_sites(imports: Imports) -> set[tuple[str, int]]:

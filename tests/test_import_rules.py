@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from tests.helpers.import_graph import module_name, read, write_package
+from tests.helpers.import_graph import Imports, read, under, write_package
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -59,27 +59,42 @@ RULES: dict[str, Rule] = {
 }
 
 
-def _under(module: str, package: str) -> bool:
-    return module == package or module.startswith(package + ".")
+AT_LOAD_FIX = "import it inside the function that needs it, or cut the chain at its first link"
+ANYWHERE_FIX = "move the code that needs it to a package the rule allows"
 
 
 def broken_rules(root: Path, package: str, rules: dict[str, Rule]) -> list[str]:
-    """One line per rule broken: the package, what it reached, how (a chain or file:line), and the rule."""
+    """One line per rule broken: ``file:line`` of the import, the rule, the chain of imports that breaks it, the fix."""
     imports = read(root, package)
     found = []
     for owner, rule in rules.items():
-        modules = [m for m in imports.files if _under(m, owner) and not any(_under(m, e) for e in rule.exempt)]
+        modules = [m for m in imports.files if under(m, owner) and not any(under(m, e) for e in rule.exempt)]
         assert modules, f"the rule for {owner} names no module: a rule that checks nothing cannot fail"
-        banned = tuple(rule.forbidden)
-        for bad, chain in sorted(imports.load_chains(modules, banned).items()):
-            found.append(f"{owner} may not import {bad} ({rule.when}); it does at load: {' -> '.join(chain)}")
+        for bad, chain in sorted(imports.load_chains(modules, rule.forbidden).items()):
+            where = _first_link(imports, chain)
+            found.append(
+                f"{where}: {owner} may not import {bad} ({rule.when}); at load: {' -> '.join(chain)}; {AT_LOAD_FIX}"
+            )
         if rule.when != ANYWHERE:
             continue
         for module in modules:
             for site in imports.sites[module]:  # under TYPE_CHECKING too
-                for name in sorted(n for n in site.internal | site.external if any(_under(n, b) for b in banned)):
-                    found.append(f"{owner} may not import {name} (anywhere): {imports.at(site.path, site.line)}")
+                for name in sorted(
+                    n for n in site.internal | site.external if any(under(n, b) for b in rule.forbidden)
+                ):
+                    where = imports.at(site.path, site.line)
+                    found.append(f"{where}: {owner} may not import {name} (anywhere); {ANYWHERE_FIX}")
     return sorted(set(found))
+
+
+def _first_link(imports: Imports, chain: list[str]) -> str:
+    """``file:line`` of the load-time import by which ``chain[0]`` reaches ``chain[1]`` (the file alone when that
+    is a parent package, which loads first without an import statement)."""
+    path = imports.files[chain[0]]
+    for site in imports.running(chain[0]):
+        if not site.deferred and any(under(name, chain[1]) for name in site.internal | site.external):
+            return imports.at(path, site.line)
+    return str(path.relative_to(imports.root))
 
 
 def test_rlsim_keeps_its_import_rules() -> None:
@@ -91,13 +106,12 @@ def test_the_rules_are_checked_through_the_packages_real_imports() -> None:
     # Were the walk to stop early, the test above would pass on anything: rlsim.workloads is reached only
     # through a planner module's module-level import, and the loop only inside the planner's functions.
     imports = read(ROOT, "rlsim")
-    planner = [m for m in imports.files if _under(m, "rlsim.planner")]
+    planner = [m for m in imports.files if under(m, "rlsim.planner")]
     chain = imports.load_chains(planner, ["rlsim.workloads"])["rlsim.workloads"]
-    assert _under(chain[0], "rlsim.planner") and chain[-1] == "rlsim.workloads"
+    assert under(chain[0], "rlsim.planner") and chain[-1] == "rlsim.workloads"
     assert "rlsim.loop" not in imports.load_chains(planner, ["rlsim.loop"])
     deferred = {t for m in planner for s in imports.running(m) if s.deferred for t in s.internal}
-    assert any(_under(t, "rlsim.loop") for t in deferred)
-    assert module_name(ROOT, ROOT / "rlsim" / "planner" / "__init__.py") == "rlsim.planner"
+    assert any(under(t, "rlsim.loop") for t in deferred)
 
 
 def test_a_planted_import_is_caught_through_every_route(tmp_path: Path) -> None:
@@ -130,15 +144,15 @@ def test_a_planted_import_is_caught_through_every_route(tmp_path: Path) -> None:
         "pkg.sim": Rule(("torch", "ray", "vllm", "pkg.loop"), AT_LOAD),
         "pkg.actors": Rule(("pkg.loop",), ANYWHERE),
     }
-    found = broken_rules(tmp_path, "pkg", rules)
+    found = [line.rpartition("; ")[0] for line in broken_rules(tmp_path, "pkg", rules)]
     assert found == [
-        "pkg.actors may not import pkg.loop (anywhere): pkg/actors/whole.py:2",
-        "pkg.actors may not import pkg.loop.config (anywhere): pkg/actors/lazy.py:2",
-        "pkg.actors may not import pkg.loop.config (anywhere): pkg/actors/sub/rel.py:2",
-        "pkg.actors may not import pkg.loop.config (anywhere): pkg/actors/typed.py:3",
-        "pkg.sim may not import pkg.loop (at load); it does at load: pkg.sim.loop_user -> pkg.loop",
-        "pkg.sim may not import torch (at load); it does at load: pkg.sim.absolute -> pkg.util -> torch",
-        "pkg.sim may not import vllm (at load); it does at load: pkg.sim.direct -> vllm",
+        "pkg/actors/lazy.py:2: pkg.actors may not import pkg.loop.config (anywhere)",
+        "pkg/actors/sub/rel.py:2: pkg.actors may not import pkg.loop.config (anywhere)",
+        "pkg/actors/typed.py:3: pkg.actors may not import pkg.loop.config (anywhere)",
+        "pkg/actors/whole.py:2: pkg.actors may not import pkg.loop (anywhere)",
+        "pkg/sim/absolute.py:1: pkg.sim may not import torch (at load); at load: pkg.sim.absolute -> pkg.util -> torch",
+        "pkg/sim/direct.py:2: pkg.sim may not import vllm (at load); at load: pkg.sim.direct -> vllm",
+        "pkg/sim/loop_user.py:1: pkg.sim may not import pkg.loop (at load); at load: pkg.sim.loop_user -> pkg.loop",
     ]  # pkg.actors.clean imports pkg.looping, not pkg.loop; pkg.sim's lazy and typing-only ray never load
     # pkg.sim.relative reaches torch too, through the same pkg.util (one chain per forbidden name).
     (tmp_path / "pkg" / "sim" / "absolute.py").unlink()
@@ -156,6 +170,8 @@ def test_a_forbidden_import_planted_in_a_copy_of_rlsim_is_caught(tmp_path: Path)
     batcher = copy / "batching" / "base.py"
     batcher.write_text(batcher.read_text() + "\ndef _f():\n    import ray\n")
     found = broken_rules(tmp_path, "rlsim", RULES)
-    assert any(line.startswith("rlsim.planner may not import rlsim.loop") and "rlsim.planner.sim.events" in line
-               for line in found), found  # fmt: skip
-    assert "rlsim.batching may not import ray (anywhere): rlsim/batching/base.py" in "\n".join(found)
+    assert any(
+        line.startswith("rlsim/planner/sim/events.py:") and "rlsim.planner may not import rlsim.loop (at load)" in line
+        for line in found
+    ), found
+    assert any(line.startswith("rlsim/batching/base.py:") and "may not import ray (anywhere)" in line for line in found)

@@ -33,6 +33,12 @@ class ImportSite:
     external: frozenset[str]
 
 
+def under(module: str, package: str) -> bool:
+    """Whether ``module`` is ``package`` or inside it (``torch.nn`` is under ``torch``; ``rlsim.looping`` is not
+    under ``rlsim.loop``)."""
+    return module == package or module.startswith(package + ".")
+
+
 def module_name(root: Path, path: Path) -> str:
     parts = list(path.relative_to(root).with_suffix("").parts)
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
@@ -148,7 +154,7 @@ class Imports:
         found: dict[str, list[str]] = {}
         while queue:
             name = queue.popleft()
-            hit = next((b for b in bad if name == b or name.startswith(b + ".")), None)
+            hit = next((b for b in bad if under(name, b)), None)
             if hit is not None:
                 found.setdefault(hit, _chain(name, parent))
                 continue
