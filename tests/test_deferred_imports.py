@@ -81,10 +81,6 @@ def _kept_out_at_load(importer: str, imported: str, rules: dict[str, Rule]) -> b
     )
 
 
-def _is_heavy(name: str, heavy: tuple[str, ...]) -> bool:
-    return any(under(name, h) for h in heavy)
-
-
 def _optional_sites(imports: Imports) -> set[tuple[str, int]]:
     """(module, line) of imports inside a ``try`` that catches ImportError: an optional piece."""
     found = set()
@@ -110,30 +106,32 @@ def needless_deferred_imports(
     allowed: dict[tuple[str, str], str] | None = None,
     rules: dict[str, Rule] | None = None,
 ) -> list[str]:
-    """One line per function-level import that defers nothing heavy: ``file:line``, what it imports, the fix."""
+    """One line per function-level import that defers nothing heavy the importing module does not already load at
+    import time: ``file:line``, what it imports, the fix."""
     allowed = ALLOWED if allowed is None else allowed
     rules = RULES if rules is None else rules
     imports = read(root, package)
     optional = _optional_sites(imports)
-    loads_heavy: dict[str, bool] = {}
+    memo: dict[str, set[str]] = {}
 
-    def heavy_at_load(module: str) -> bool:
-        if module not in loads_heavy:
-            loads_heavy[module] = _is_heavy(module, heavy) or bool(imports.load_chains([module], heavy))
-        return loads_heavy[module]
+    def heavy_at_load(name: str) -> set[str]:
+        """The HEAVY names importing ``name`` loads (``name`` itself where it is one)."""
+        if name not in memo:
+            memo[name] = {h for h in heavy if under(name, h)} or set(imports.load_chains([name], heavy))
+        return memo[name]
 
     found = []
     for module in imports.files:
+        loaded = heavy_at_load(module)
         for site in imports.running(module):
             if not site.deferred or (module, site.line) in optional:
                 continue
             light = sorted(
-                {n for n in site.external if not _is_heavy(n, heavy) and (module, n) not in allowed}
-                | {
-                    m
-                    for m in site.internal
-                    if not heavy_at_load(m) and (module, m) not in allowed and not _kept_out_at_load(module, m, rules)
-                }
+                name
+                for name in site.external | site.internal
+                if not heavy_at_load(name) - loaded
+                and (module, name) not in allowed
+                and not (name in site.internal and _kept_out_at_load(module, name, rules))
             )
             if light:
                 found.append(_explain(imports, site, light))
@@ -142,9 +140,9 @@ def needless_deferred_imports(
 
 def _explain(imports: Imports, site: ImportSite, light: list[str]) -> str:
     return (
-        f"{imports.at(site.path, site.line)}: {', '.join(light)} imported inside a function loads nothing heavy; "
-        "move the import to the top of the file (if that makes a cycle, move what the two modules share to a "
-        "leaf module)"
+        f"{imports.at(site.path, site.line)}: {', '.join(light)} imported inside a function loads nothing heavy "
+        f"that {site.module} does not load at import already; move the import to the top of the file (if that "
+        "makes a cycle, move what the two modules share to a leaf module)"
     )
 
 
@@ -186,6 +184,7 @@ def test_a_planted_needless_deferred_import_is_caught(tmp_path: Path) -> None:
                 "        from . import light\n"  # line 16
             ),
             "pkg/allowed.py": "def f():\n    from pkg import light\n",
+            "pkg/torch_user.py": "import torch\ndef f():\n    import torch.nn\n    from pkg import via_gpu\n",  # loaded
             "pkg/plain/__init__.py": "",
             "pkg/plain/user.py": "def f():\n    from pkg.light import z\n",  # a rule keeps pkg.light out at load
         },
@@ -193,6 +192,8 @@ def test_a_planted_needless_deferred_import_is_caught(tmp_path: Path) -> None:
     rules = {"pkg.plain": Rule(("pkg.light",), AT_LOAD)}
     found = needless_deferred_imports(tmp_path, "pkg", ("torch",), {("pkg.allowed", "pkg.light"): "a plug-in"}, rules)
     assert [line.split(" imported")[0] for line in found] == [
+        "pkg/torch_user.py:3: torch.nn",
+        "pkg/torch_user.py:4: pkg.via_gpu",
         "pkg/user.py:5: pkg.light",
         "pkg/user.py:8: json",
         "pkg/user.py:16: pkg.light",

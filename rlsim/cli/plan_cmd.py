@@ -18,12 +18,16 @@ import argparse
 import sys
 from pathlib import Path
 
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
 from rlsim.cli.common import positive_float, positive_int
 from rlsim.cli.plan_gpu import run_gpu_plan
+from rlsim.cli.profile_log import run_replay
 from rlsim.errors import RlsimError
 from rlsim.io import atomic_write_json, check_output_dir, check_output_file
 from rlsim.planner.profile.sources import provenance_line, provenance_summary
 from rlsim.planner.search.plan import execute, prepare
+from rlsim.planner.search.report import plot_plan, plot_share_curves, print_plan, ranked_table
 from rlsim.planner.spec.cluster import load_plan_config
 from rlsim.planner.spec.gpu_run import is_gpu_run
 from rlsim.progress import make_console
@@ -109,15 +113,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
-    from rlsim.planner.search.report import plot_plan, plot_share_curves, print_plan, ranked_table
 
     if args.validate is not None or args.config == VALIDATE:
         return _validate(args)
     if args.config == REPLAY:
-        from rlsim.cli.profile_log import run_replay
-
         return run_replay(args)
     _check_plan_args(args)
     if _is_gpu_run(args.config):  # the datasheet-based GPU step model (docs/gpu-planner.md)

@@ -14,6 +14,8 @@ import math
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from rich.markup import escape
+
 from rlsim.cli.common import positive_int
 from rlsim.errors import RlsimError
 from rlsim.fingerprint import cluster_fingerprint
@@ -195,8 +197,6 @@ def _print(
     warnings: list[str],
     summary: dict[str, Any],
 ) -> None:
-    from rich.markup import escape
-
     out = make_console()
     err = make_console(stderr=True)
     for w in warnings:

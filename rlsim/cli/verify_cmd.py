@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import argparse
 
+from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
 from rlsim.cli.common import add_model_arg, add_settings_args, correlation, fraction, settings_from_args
 from rlsim.errors import RlsimError
 from rlsim.fidelity.check import FidelityRules
 from rlsim.fidelity.sensitivity import sensitivity
 from rlsim.io import atomic_write_json, check_output_file
 from rlsim.models import resolve_reward_model
-from rlsim.progress import make_console
+from rlsim.progress import LineProgress, make_console
 from rlsim.scoring import SCORERS, expand_runtimes
 from rlsim.scoring.verify import verify
 
@@ -89,8 +92,6 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _table(report):
-    from rich.table import Table
-
     t = Table(title=f"rlsim verify: {report.model} vs {report.reference} ({report.texts} texts)")
     fid = report.rules is not None
     cols = ["runtime", "ok", "max|diff|", "max rel", "rho", "load s", "compile s", "note"]
@@ -120,9 +121,6 @@ def _table(report):
 
 
 def _sensitivity(args: argparse.Namespace, console) -> int:
-    from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsedColumn
-
-    from rlsim.progress import LineProgress
 
     if args.runtimes or args.fidelity:
         raise RlsimError(
@@ -147,8 +145,6 @@ def _sensitivity(args: argparse.Namespace, console) -> int:
 
 
 def _sensitivity_table(report, max_flips: float, min_spearman: float):
-    from rich.table import Table
-
     c = report["corpus"]
     t = Table(
         title=f"rlsim verify --sensitivity: {report['model']}, one {report['by']} in int8 at a time, most harmful "

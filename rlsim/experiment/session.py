@@ -26,6 +26,7 @@ from rlsim.experiment.asynchronous.condition import AsyncTogether
 from rlsim.experiment.conditions import OverlappedTogether, TogetherRun, Workload
 from rlsim.experiment.config import ContentionConfig
 from rlsim.loop.backends.ray import RayStepBackend
+from rlsim.loop.backends.ray_async import RayAsyncBackend
 from rlsim.loop.backends.ray_experience import RayExperienceBackend
 from rlsim.loop.config.algorithm import run_roles
 from rlsim.loop.roles.build import factories
@@ -194,7 +195,6 @@ class ExperimentSession:
         ``contention.async_updates`` updates."""
         if not self.config.is_async:
             return OverlappedTogether(backend, work, experience=bool(self.experience_roles))
-        from rlsim.loop.backends.ray_async import RayAsyncBackend
 
         w, a = self.loop.workload, self.loop.async_
         settings = AsyncSettings(

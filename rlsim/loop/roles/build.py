@@ -14,9 +14,10 @@ from typing import Any
 
 from rlsim.loop.config import RunConfig
 from rlsim.loop.config.algorithm import algorithm_settings, critic_settings, reference_settings
+from rlsim.loop.roles.critic import CriticModel
 from rlsim.loop.roles.reference import make_reference
 from rlsim.loop.roles.reward_stage import RewardStage, RewardStageSettings
-from rlsim.loop.roles.trainer import TrainerSettings
+from rlsim.loop.roles.trainer import PolicyTrainer, TrainerSettings
 from rlsim.models import resolve_policy
 from rlsim.placement import ResolvedPlacement
 from rlsim.rollout.generator import GeneratorSettings, make_generator
@@ -114,8 +115,6 @@ def build_reward_stage(policy: str, settings: RewardStageSettings) -> Any:
 
 
 def build_trainer(policy: str, settings: TrainerSettings) -> Any:
-    from rlsim.loop.roles.trainer import PolicyTrainer
-
     return PolicyTrainer(resolve_policy(policy), settings)
 
 
@@ -124,8 +123,6 @@ def build_reference(policy: str, settings: Any) -> Any:
 
 
 def build_critic(source: str, settings: Any) -> Any:
-    from rlsim.loop.roles.critic import CriticModel
-
     return CriticModel(resolve_policy(source), settings)
 
 
