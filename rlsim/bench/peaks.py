@@ -23,7 +23,7 @@ from typing import Any
 
 from rlsim.bench.gemm import KERNELS, best_gemm_gflops
 from rlsim.registry import missing_modules
-from rlsim.scoring import SCORERS
+from rlsim.scoring import SCORERS  # the package: importing it registers every built-in runtime
 from rlsim.scoring.base import cpu_flags
 from rlsim.scoring.half_precision_scorers import BF16_CPU_FLAGS
 

@@ -27,7 +27,7 @@ from rlsim.fidelity.corpus import build_corpus
 from rlsim.fidelity.metrics import FidelityMetrics
 from rlsim.io import read_user_text
 from rlsim.models import resolve_reward_model
-from rlsim.scoring import SCORERS
+from rlsim.scoring import SCORERS  # the package: importing it registers every built-in runtime
 from rlsim.scoring.base import ScorerSettings
 
 if TYPE_CHECKING:
