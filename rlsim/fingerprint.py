@@ -22,6 +22,8 @@ import subprocess
 import sys
 from typing import Any
 
+from rlsim.bench.gemm import measure_gemm_gflops
+
 # The CPU flags that change which kernels run (bf16/int8 paths, vector width); the rest are noise.
 FLAGS_OF_INTEREST = (
     "avx",
@@ -67,8 +69,6 @@ def machine_fingerprint(gemm_gflops: dict[str, float] | None = None) -> dict[str
 
 def measure_gemm(device: str, threads: list[int], n: int = 1024) -> dict[str, float]:
     """fp32 GEMM rates keyed as fingerprints store them (``cpu_fp32_n1024_2t``); imports torch."""
-    from rlsim.bench.gemm import measure_gemm_gflops
-
     rates = {}
     for t in threads:
         rate = measure_gemm_gflops(t, n=n, repeats=3, device=device)["gflops"]

@@ -23,6 +23,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from rlsim.errors import RlsimError
+from rlsim.io import read_user_text
 
 # Lower-case words that are single tokens in BERT's uncased vocabulary (and common BPE ones).
 WORDS = (
@@ -167,8 +168,6 @@ def read_texts(path: str | Path) -> list[str]:
 
     Blank lines are skipped; any other problem names the file and line.
     """
-    from rlsim.io import read_user_text
-
     p = Path(path).expanduser()
     if p.suffix not in (".jsonl", ".txt"):
         raise RlsimError(f"text file {p} must end in .jsonl (a 'text' field per line) or .txt (a text per line)")

@@ -10,76 +10,17 @@ like a user's plug-ins), which is not an import of the declaring module's own pa
 
 from __future__ import annotations
 
-import ast
 import sys
 from pathlib import Path
+
+from tests.helpers.import_graph import read, write_package
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def module_name(root: Path, path: Path) -> str:
-    parts = list(path.relative_to(root).with_suffix("").parts)
-    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
-
-
-def _is_type_checking(test: ast.expr) -> bool:
-    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
-        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
-    )
-
-
-def _imports(tree: ast.AST) -> list[ast.Import | ast.ImportFrom]:
-    """Every import statement, at any depth, except those under ``if TYPE_CHECKING:``."""
-    found: list[ast.Import | ast.ImportFrom] = []
-    pending: list[ast.AST] = [tree]
-    while pending:
-        node = pending.pop()
-        if isinstance(node, ast.If) and _is_type_checking(node.test):
-            pending.extend(node.orelse)
-            continue
-        if isinstance(node, (ast.Import, ast.ImportFrom)):
-            found.append(node)
-        pending.extend(ast.iter_child_nodes(node))
-    return found
-
-
-def _targets(module: str, is_package: bool, node: ast.Import | ast.ImportFrom, known: set[str]) -> set[str]:
-    if isinstance(node, ast.Import):
-        names = [alias.name for alias in node.names]
-    else:
-        base = node.module or ""
-        if node.level:
-            package = module.split(".") if is_package else module.split(".")[:-1]
-            package = package[: len(package) - node.level + 1]
-            base = ".".join(package + ([base] if base else []))
-        names = [f"{base}.{alias.name}" if f"{base}.{alias.name}" in known else base for alias in node.names]
-    out = set()
-    for name in names:
-        while name and name not in known:
-            name = name.rpartition(".")[0]
-        if name:
-            out.add(name)
-    return out
-
-
 def import_graph(root: Path, package: str) -> dict[str, set[str]]:
     """Module -> the modules of ``package`` it imports anywhere (and their parent packages)."""
-    files = {module_name(root, p): p for p in (root / package).rglob("*.py")}
-    known = set(files)
-    graph: dict[str, set[str]] = {}
-    for module, path in files.items():
-        is_package = path.name == "__init__.py"
-        edges: set[str] = set()
-        for node in _imports(ast.parse(path.read_text(encoding="utf-8"))):
-            for target in _targets(module, is_package, node, known):
-                parts = target.split(".")
-                for i in range(1, len(parts) + 1):
-                    ancestor = ".".join(parts[:i])
-                    inside = module == ancestor or module.startswith(ancestor + ".")
-                    if ancestor in known and (ancestor == target or not inside) and ancestor != module:
-                        edges.add(ancestor)
-        graph[module] = edges
-    return graph
+    return read(root, package).graph(deferred=True)
 
 
 def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
@@ -131,15 +72,8 @@ def test_rlsim_has_no_import_cycles():
     )
 
 
-def _write(root: Path, files: dict[str, str]) -> None:
-    for name, text in files.items():
-        path = root / name
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text)
-
-
 def test_a_cycle_through_a_function_level_import_is_found(tmp_path):
-    _write(
+    write_package(
         tmp_path,
         {
             "pkg/__init__.py": "",
@@ -154,7 +88,7 @@ def test_a_cycle_through_a_function_level_import_is_found(tmp_path):
 
 def test_a_module_importing_its_own_package_from_inside_is_a_cycle(tmp_path):
     # The registry-fill pattern this test made rlsim drop: base.py imported the package that imports base.py.
-    _write(
+    write_package(
         tmp_path,
         {
             "pkg/__init__.py": "from pkg.sub.base import lookup\n",

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import os
 
+import psutil
+
 from rlsim.errors import RlsimError
 
 
@@ -63,8 +65,6 @@ def process_tree_cpu_seconds(pid: int | None = None) -> float:
     vLLM runs its engine core and worker as child processes, so the actor process alone would
     miss most of generation's CPU time.
     """
-    import psutil
-
     proc = psutil.Process(pid)
     t = proc.cpu_times()
     total = t.user + t.system + t.children_user + t.children_system

@@ -30,8 +30,12 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
 import numpy as np
+import torch
 
-from rlsim.algorithms.kl import DEFAULT_LOG_RATIO_CLAMP, KlEstimator
+from rlsim.algorithms.advantages import group_advantages
+from rlsim.algorithms.gae import gae, masked_whiten, token_level_rewards
+from rlsim.algorithms.kl import DEFAULT_LOG_RATIO_CLAMP, KlEstimator, kl_per_token
+from rlsim.algorithms.rloo import rloo_advantages
 from rlsim.rollout.types import Rollout
 
 if TYPE_CHECKING:
@@ -151,10 +155,7 @@ def _baselined(settings: AlgorithmSettings, rollouts: Sequence[Rollout], scores:
     """One advantage per sequence: ``scores`` less their group's baseline (rloo / grpo), float32 ``(n,)``."""
     groups = [x.group for x in rollouts]
     if settings.algorithm == "rloo":
-        from rlsim.algorithms.rloo import rloo_advantages
-
         return rloo_advantages(groups, scores)
-    from rlsim.algorithms.advantages import group_advantages
 
     return group_advantages(
         groups, scores, settings.normalize_std, settings.std_eps, settings.std_ddof, settings.group_of_one
@@ -200,9 +201,6 @@ def _check_inputs(
 def _kl(
     settings: AlgorithmSettings, rollouts: Sequence[Rollout], old: PerToken, ref: PerToken | None
 ) -> dict[int, np.ndarray]:
-    import torch
-
-    from rlsim.algorithms.kl import kl_per_token
 
     assert ref is not None
     return {
@@ -227,9 +225,6 @@ def _ppo(
     kl: dict[int, np.ndarray] | None,
 ) -> tuple[dict[int, np.ndarray], dict[int, np.ndarray]]:
     """Per uid: advantages (GAE, whitened over the batch) and returns (the critic's targets)."""
-    import torch
-
-    from rlsim.algorithms.gae import gae, masked_whiten, token_level_rewards
 
     uids = [x.uid for x in rollouts]
     v, mask = pad([values[u] for u in uids])
@@ -243,8 +238,6 @@ def _ppo(
 
 def pad(rows: Sequence[np.ndarray]) -> tuple[torch.Tensor, torch.Tensor]:
     """Right-pad 1-d arrays into ``(len(rows), longest)`` float32 and its 0/1 mask."""
-    import torch
-
     width = max((len(r) for r in rows), default=0)
     out = torch.zeros((len(rows), width), dtype=torch.float32)
     mask = torch.zeros((len(rows), width), dtype=torch.float32)

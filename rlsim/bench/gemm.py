@@ -27,6 +27,10 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+import numpy as np
+
+from rlsim.registry import missing_modules
+
 TORCH_DTYPES = {"fp32": "float32", "bf16": "bfloat16", "fp16": "float16"}
 # Per precision, the libraries whose GEMM a runtime of it may run, the default (``measure_gemm_gflops``) first.
 LIBRARIES = {"fp32": ("torch", "ort"), "bf16": ("torch",), "fp16": ("torch",), "int8": ("ort", "torch")}
@@ -88,8 +92,6 @@ def best_gemm_gflops(
     """``measure_gemm_gflops`` of the fastest library for ``precision`` here, with ``libraries``: each one's
     ``{"gflops", "kernel"}``, or ``{"skipped": reason}`` where it cannot run (not installed, not on this device,
     a kernel this build lacks). Raises ``RuntimeError`` when no library can."""
-    from rlsim.registry import missing_modules
-
     rates: dict[str, dict[str, Any]] = {}
     best: dict[str, Any] | None = None
     for library in LIBRARIES.get(precision, ()):
@@ -151,7 +153,6 @@ def _torch_int8_product(threads: int, n: int, device: str, precision: str) -> Ca
 def _ort_product(threads: int, n: int, device: str, precision: str) -> Callable[[], None]:
     """One ORT CPU run of ``MatMul`` (fp32) or ``MatMulInteger`` (uint8 input, int8 constant weight) with
     ``threads`` threads, the weight an initializer as in the runtimes' graphs."""
-    import numpy as np
     import onnxruntime as ort
     from onnx import TensorProto, helper, numpy_helper
 

@@ -22,6 +22,10 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from rlsim.bench.gemm import KERNELS, best_gemm_gflops
+from rlsim.registry import missing_modules
+from rlsim.scoring import SCORERS  # the package: importing it registers every built-in runtime
+from rlsim.scoring.base import cpu_flags
+from rlsim.scoring.half_precision_scorers import BF16_CPU_FLAGS
 
 PEAK_PRECISIONS = tuple(KERNELS)
 
@@ -29,8 +33,6 @@ PEAK_PRECISIONS = tuple(KERNELS)
 def runtime_precision(runtime: str, server_runtime: str = "ort") -> str | None:
     """The number format ``runtime`` computes in (``http``: its server's runtime's); None for a name not
     registered in this process (recorded results of a plug-in runtime): it then has no peak to compare with."""
-    from rlsim.scoring import SCORERS  # the package: importing it registers every built-in runtime
-
     if runtime not in SCORERS:
         return None
     precision = SCORERS.info(runtime).precision
@@ -47,10 +49,6 @@ def needed_precisions(runtimes: Iterable[str], server_runtime: str = "ort") -> l
 
 def peak_skip_reason(precision: str, device: str, flags: frozenset[str] | None = None) -> str | None:
     """Why this machine has no ``precision`` peak on ``device`` (``flags``: the CPU's; read when None), or None."""
-    from rlsim.registry import missing_modules
-    from rlsim.scoring.base import cpu_flags
-    from rlsim.scoring.half_precision_scorers import BF16_CPU_FLAGS
-
     if precision == "bf16" and device == "cpu":
         have = cpu_flags() if flags is None else flags
         if not any(f in have for f in BF16_CPU_FLAGS):

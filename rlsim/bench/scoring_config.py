@@ -15,6 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from rlsim.batching.base import batcher_names
 from rlsim.errors import RlsimError
 from rlsim.registry import import_modules
+from rlsim.scoring import SCORERS, unavailable_reason
 from rlsim.workloads import LognormalLengths, WorkloadSpec
 
 DEFAULT_BASELINE = "eager/fixed/32"
@@ -172,8 +173,6 @@ def check_grid(cfg: BenchScoringConfig) -> list[str]:
 
 def check_runtimes(runtimes: list[str]) -> list[str]:
     """Unknown or not-installed runtimes, one message each naming the fix."""
-    from rlsim.scoring import SCORERS, unavailable_reason
-
     import_plugins()
     problems = []
     for name in dict.fromkeys(runtimes):

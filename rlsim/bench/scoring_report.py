@@ -7,6 +7,7 @@ import io
 from pathlib import Path
 from typing import Any
 
+from rlsim.bench.scoring_plots import plot_all
 from rlsim.io import atomic_write_bytes, atomic_write_text
 
 CSV_COLUMNS = [
@@ -210,7 +211,6 @@ def write_outputs(result: dict[str, Any], raw: dict[str, list[dict[str, Any]]], 
         atomic_write_text(out_dir / "samples.csv", samples_csv_text(raw)),
         atomic_write_text(out_dir / "summary.md", markdown_summary(result)),
     ]
-    from rlsim.bench.scoring_plots import plot_all
 
     for name, png in plot_all(result).items():
         paths.append(atomic_write_bytes(out_dir / name, png))

@@ -16,11 +16,14 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import rlsim
 from rlsim.bench.peaks import needed_precisions
 from rlsim.bench.scoring_config import BenchScoringConfig, Cell, check_grid, check_runtimes, grid_cells
 from rlsim.bench.scoring_worker import WorkerJob, scorer_settings
 from rlsim.errors import ConfigError, RlsimError
 from rlsim.io import atomic_write_json
+from rlsim.models import resolve_reward_model
+from rlsim.workloads import build_workload
 
 Progress = Callable[[str, int, int], None]  # (what is running, done, total)
 
@@ -55,9 +58,6 @@ def preflight(cfg: BenchScoringConfig) -> tuple[list[Cell], dict[str, Any]]:
 def workload_lengths(cfg: BenchScoringConfig) -> list[int]:
     """Token lengths of the workload's texts with the reward model's tokenizer and truncation limit."""
     from transformers import AutoTokenizer
-
-    from rlsim.models import resolve_reward_model
-    from rlsim.workloads import build_workload
 
     spec = resolve_reward_model(cfg.model)
     max_length = min(scorer_settings(cfg.settings).max_length or spec.max_length, spec.max_length)
@@ -112,8 +112,6 @@ def run_grid(
 
 def run_worker(job: WorkerJob, what: str, timeout_s: float) -> dict[str, Any]:
     """Run one worker process; its last stdout line is the result. Failures raise ``RlsimError``."""
-    import rlsim
-
     env = dict(os.environ)
     # The worker must import this same rlsim, installed or run from a source tree.
     root = str(Path(rlsim.__file__).resolve().parent.parent)

@@ -18,9 +18,16 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from rlsim.batching import make_batcher, score_texts, token_lengths
+from rlsim.bench.flops import shape_of_model, workload_flops
+from rlsim.bench.gemm import best_gemm_gflops
+from rlsim.bench.peaks import measure_peaks
 from rlsim.bench.scoring_config import import_plugins
 from rlsim.errors import RlsimError
-from rlsim.workloads import WorkloadSpec
+from rlsim.models import resolve_reward_model
+from rlsim.scoring import make_scorer
+from rlsim.scoring.base import ScorerSettings
+from rlsim.workloads import WorkloadSpec, build_workload
 
 
 class WorkerJob(BaseModel):
@@ -42,8 +49,6 @@ class WorkerJob(BaseModel):
 
 def scorer_settings(values: dict[str, Any]):
     """``ScorerSettings`` from a JSON-friendly dict; unknown keys are an error naming the valid ones."""
-    from rlsim.scoring.base import ScorerSettings
-
     valid = {f.name for f in fields(ScorerSettings)}
     unknown = sorted(set(values) - valid)
     if unknown:
@@ -56,12 +61,6 @@ def scorer_settings(values: dict[str, Any]):
 
 def run_cell(job: WorkerJob) -> dict[str, Any]:
     """Load, warm up, time one pass; returns timings (seconds), token counts and the rewards."""
-    from rlsim.batching import make_batcher, score_texts, token_lengths
-    from rlsim.bench.flops import shape_of_model, workload_flops
-    from rlsim.models import resolve_reward_model
-    from rlsim.scoring import make_scorer
-    from rlsim.workloads import build_workload
-
     spec = resolve_reward_model(job.model)
     texts = build_workload(job.workload).texts
     batcher = make_batcher(job.batcher, size=job.batch_size, budget=job.token_budget)
@@ -107,9 +106,6 @@ def run_cell(job: WorkerJob) -> dict[str, Any]:
 def run_gemm(job: WorkerJob) -> dict[str, Any]:
     """The best fp32 GEMM rate (``rlsim.bench.gemm.best_gemm_gflops``: torch's or MLAS's), with ``peaks``: each
     of ``job.precisions`` measured the same way or skipped with the reason."""
-    from rlsim.bench.gemm import best_gemm_gflops
-    from rlsim.bench.peaks import measure_peaks
-
     settings = scorer_settings(job.settings)
     threads = settings.resolved_threads()
     result = best_gemm_gflops(threads, device=settings.device)

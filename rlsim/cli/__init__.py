@@ -11,6 +11,6 @@
 - ``plan_cmd``: ``rlsim plan CLUSTER.yaml`` and ``rlsim plan validate``; ``plan_gpu``: ``rlsim plan`` on a
   ``kind: gpu-step`` YAML (the datasheet-based GPU step model).
 
-Each ``*_cmd`` module exposes ``add_parser(subparsers)`` (cheap: no heavy imports at module level) and
-``run(args) -> int``.
+Each ``*_cmd`` module exposes ``add_arguments(parser)`` and ``run(args) -> int``; ``main`` lists the commands and
+imports only the one being run.
 """

@@ -27,6 +27,11 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
+from rlsim.batching import batcher_names
+from rlsim.bench.scoring_config import BenchScoringConfig, add_plugins, issue_workload
+from rlsim.bench.scoring_report import table, write_outputs
+from rlsim.bench.scoring_runner import preflight, run_grid
+from rlsim.bench.scoring_worker import scorer_settings
 from rlsim.cli.common import (
     add_import_arg,
     add_model_arg,
@@ -38,13 +43,19 @@ from rlsim.cli.common import (
     positive_int,
     settings_from_args,
 )
+from rlsim.config_loader import apply_overrides, load_yaml, validate
+from rlsim.fidelity.cache import cached_runtime_fidelity
+from rlsim.fingerprint import gemm_key, machine_fingerprint
+from rlsim.io import atomic_write_json, check_output_dir
+from rlsim.models import resolve_reward_model
+from rlsim.scoring.base import runtime_names
+from rlsim.workloads import read_texts
 
 QUICK = {"batch_sizes": [8], "budgets": [2048], "repeats": 2, "warmup_passes": 1}
 QUICK_COUNT = 32
 
 
-def add_parser(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("bench", help="benchmarks with repeats in fresh processes and confidence intervals")
+def add_arguments(p: argparse.ArgumentParser) -> None:
     kinds = p.add_subparsers(dest="bench_kind", metavar="KIND", required=True)
     s = kinds.add_parser("scoring", help="runtimes x batchers x batch sizes on a workload",
                          description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
@@ -95,11 +106,6 @@ def _runtime_list(spec: str, runtime_names) -> list[str]:
 
 def build_config(args: argparse.Namespace):
     """Flags (+ ``--config`` file, ``--set`` overrides) -> ``BenchScoringConfig``; all errors at once."""
-    from rlsim.batching import batcher_names
-    from rlsim.bench.scoring_config import BenchScoringConfig, add_plugins, issue_workload
-    from rlsim.config_loader import apply_overrides, load_yaml, validate
-    from rlsim.scoring.base import runtime_names
-
     add_plugins(args.imports)  # before any runtime is checked; workers inherit them through RLSIM_PLUGINS
     data: dict[str, Any] = load_yaml(args.config) if args.config else {}
     runtimes = args.runtimes or ("eager" if args.quick else None)
@@ -130,23 +136,14 @@ def build_config(args: argparse.Namespace):
 
 def _fidelity(cfg) -> dict:
     """Each runtime's fidelity; read from this machine's cache where a clean entry exists (rlsim.fidelity.cache)."""
-    from rlsim.bench.scoring_worker import scorer_settings
-    from rlsim.fidelity.cache import cached_runtime_fidelity
-    from rlsim.models import resolve_reward_model
-
     return cached_runtime_fidelity(resolve_reward_model(cfg.model), cfg.runtimes, scorer_settings(cfg.settings))
 
 
 def run(args: argparse.Namespace) -> int:
     from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsedColumn
 
-    from rlsim.bench.scoring_report import table, write_outputs
-    from rlsim.bench.scoring_runner import preflight, run_grid
     from rlsim.bench.scoring_summary import add_fidelity, summarize
-    from rlsim.fingerprint import gemm_key, machine_fingerprint
-    from rlsim.io import atomic_write_json, check_output_dir
     from rlsim.progress import LineProgress, make_console
-    from rlsim.workloads import read_texts
 
     err = make_console(stderr=True)
     cfg = build_config(args)

@@ -8,6 +8,7 @@ import sys
 from collections.abc import Callable
 from typing import NoReturn
 
+from rlsim.registry import import_modules
 from rlsim.scoring.base import ScorerSettings
 
 
@@ -113,8 +114,6 @@ def add_import_arg(parser: argparse.ArgumentParser) -> None:
 
 def import_plugins(args: argparse.Namespace) -> None:
     """Import the ``--import`` modules; call it before validating any runtime name."""
-    from rlsim.registry import import_modules
-
     import_modules(args.imports, "--import")
 
 

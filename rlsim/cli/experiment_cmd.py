@@ -4,17 +4,21 @@
 from __future__ import annotations
 
 import argparse
+import json
+import sys
+from pathlib import Path
 
-from rlsim.cli.common import add_import_arg, at_least_two, positive_float
+from rlsim.cli.common import add_import_arg, at_least_two, import_plugins, positive_float
+from rlsim.errors import RlsimError
+from rlsim.experiment.config import load_contention_config
+from rlsim.io import check_output_dir
 from rlsim.progress import make_console
+from rlsim.scoring.base import expand_runtimes
+from rlsim.workloads import read_texts
 
 
-def add_parser(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser(
-        "experiment",
-        help="experiments on the RLHF loop (contention and freed capacity)",
-        description="Experiments that run the RLHF loop under several conditions and compare them.",
-    )
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.description = "Experiments that run the RLHF loop under several conditions and compare them."
     kinds = p.add_subparsers(dest="experiment", metavar="EXPERIMENT", required=True)
     c = kinds.add_parser(
         "contention",
@@ -73,21 +77,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    import json
-    import sys
-    from pathlib import Path
-
-    from rlsim.cli.common import import_plugins
-    from rlsim.experiment.config import load_contention_config
-    from rlsim.io import check_output_dir
-    from rlsim.scoring.base import expand_runtimes
-    from rlsim.workloads import read_texts
 
     import_plugins(args)  # before any runtime name is checked
     runtimes = None
     if args.runtimes is not None:
-        from rlsim.errors import RlsimError
-
         try:
             runtimes = expand_runtimes(args.runtimes)
         except Exception as err:  # noqa: BLE001  (the registry names the valid runtimes)

@@ -4,23 +4,21 @@ from __future__ import annotations
 
 import argparse
 import json
+from pathlib import Path
 
 from rlsim.cli.common import add_model_arg
+from rlsim.io import check_output_dir
+from rlsim.models import resolve_reward_model
+from rlsim.scoring.export import export_reward_model
 
 
-def add_parser(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("export", help="export a reward model to ONNX (plain, ORT-fused, int8)")
+def add_arguments(p: argparse.ArgumentParser) -> None:
     add_model_arg(p)
     p.add_argument("--out", default=None, help="folder for the graphs (default: the rlsim cache)")
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    from pathlib import Path
-
-    from rlsim.io import check_output_dir
-    from rlsim.models import resolve_reward_model
-    from rlsim.scoring.export import export_reward_model
 
     if args.out:
         check_output_dir(args.out, "--out")

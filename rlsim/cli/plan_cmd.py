@@ -18,7 +18,18 @@ import argparse
 import sys
 from pathlib import Path
 
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
 from rlsim.cli.common import positive_float, positive_int
+from rlsim.cli.plan_gpu import run_gpu_plan
+from rlsim.cli.profile_log import run_replay
+from rlsim.errors import RlsimError
+from rlsim.io import atomic_write_json, check_output_dir, check_output_file
+from rlsim.planner.profile.sources import provenance_line, provenance_summary
+from rlsim.planner.search.plan import execute, prepare
+from rlsim.planner.search.report import plot_plan, plot_share_curves, print_plan, ranked_table
+from rlsim.planner.spec.cluster import load_plan_config
+from rlsim.planner.spec.gpu_run import is_gpu_run
 from rlsim.progress import make_console
 
 # Only a source checkout has configs/ beside the package; an installed wheel does not ship them.
@@ -28,13 +39,11 @@ REPLAY = "replay"  # rlsim plan replay LOG --profile P: a log-fitted profile's p
 _DEFAULT = ""  # ``--validate`` given without a path
 
 
-def add_parser(subparsers: argparse._SubParsersAction) -> None:
-    p = subparsers.add_parser(
-        "plan",
-        help="simulate RLHF steps on a cluster from a measured profile and search placements",
-        description=__doc__,
-        usage="rlsim plan CLUSTER.yaml [options]\n       rlsim plan validate [VALIDATION.yaml] [options]\n"
-        "       rlsim plan replay LOG --profile PROFILE.json [--json OUT.json]",
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.description = __doc__
+    p.usage = (
+        "rlsim plan CLUSTER.yaml [options]\n       rlsim plan validate [VALIDATION.yaml] [options]\n"
+        "       rlsim plan replay LOG --profile PROFILE.json [--json OUT.json]"
     )
     p.add_argument(
         "config",
@@ -104,24 +113,13 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
-    from rlsim.io import atomic_write_json, check_output_dir, check_output_file
-    from rlsim.planner.profile.sources import provenance_line, provenance_summary
-    from rlsim.planner.search.plan import execute, prepare
-    from rlsim.planner.search.report import plot_plan, plot_share_curves, print_plan, ranked_table
-    from rlsim.planner.spec.cluster import load_plan_config
 
     if args.validate is not None or args.config == VALIDATE:
         return _validate(args)
     if args.config == REPLAY:
-        from rlsim.cli.profile_log import run_replay
-
         return run_replay(args)
     _check_plan_args(args)
     if _is_gpu_run(args.config):  # the datasheet-based GPU step model (docs/gpu-planner.md)
-        from rlsim.cli.plan_gpu import run_gpu_plan
-
         return run_gpu_plan(args)
     config, profile_path = load_plan_config(Path(args.config), args.overrides, args.target_step_s)
     prep = prepare(config, profile_path)  # every input check happens here, before any simulation
@@ -177,15 +175,11 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _is_gpu_run(config: str) -> bool:
-    from rlsim.planner.spec.gpu_run import is_gpu_run
-
     path = Path(config)
     return path.is_file() and is_gpu_run(path)
 
 
 def _check_plan_args(args: argparse.Namespace) -> None:
-    from rlsim.errors import RlsimError
-
     if args.config is None:
         raise RlsimError(
             "give a cluster YAML (rlsim plan CLUSTER.yaml), or validate a profile against the real "
@@ -216,8 +210,6 @@ def _validate(args: argparse.Namespace) -> int:
 
 def _validation_set(args: argparse.Namespace) -> Path:
     """The validation set the command line names (``validate PATH`` or the deprecated ``--validate PATH``)."""
-    from rlsim.errors import RlsimError
-
     if args.validate is not None:
         print(
             "note: `rlsim plan --validate` is deprecated; use `rlsim plan validate [VALIDATION.yaml]`", file=sys.stderr

@@ -10,15 +10,15 @@ import argparse
 from pathlib import Path
 
 from rlsim.errors import RlsimError
+from rlsim.io import atomic_write_json, check_output_dir, check_output_file
+from rlsim.planner.profile.gpu_efficiency import load_efficiency
+from rlsim.planner.sim.gpu_step import check_memory, predict_step
+from rlsim.planner.spec.gpu_run import load_gpu_run
 
 
 def run_gpu_plan(args: argparse.Namespace) -> int:
     from rich.table import Table
 
-    from rlsim.io import atomic_write_json, check_output_dir, check_output_file
-    from rlsim.planner.profile.gpu_efficiency import load_efficiency
-    from rlsim.planner.sim.gpu_step import check_memory, predict_step
-    from rlsim.planner.spec.gpu_run import load_gpu_run
     from rlsim.progress import make_console
 
     if args.target_step_s is not None:

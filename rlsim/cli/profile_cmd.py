@@ -10,9 +10,21 @@ to the per-step metrics a verl or OpenRLHF run logged, as found: console, JSONL,
 from __future__ import annotations
 
 import argparse
+import os
+import socket
+import sys
 import time
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+from rlsim.config_loader import load_config
+from rlsim.errors import RlsimError
+from rlsim.fingerprint import machine_fingerprint, measure_gemm
+from rlsim.io import atomic_write_json, check_output_dir, check_output_file
+from rlsim.planner.measure.loop_runner import RealLoopRunner, run_cases, step_loads
+from rlsim.planner.measure.loop_set import load_loop_set, resolve_cases, resolve_path
+from rlsim.planner.profile.schema import CalibrationSet, load_profile, save_profile
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -22,12 +34,8 @@ if TYPE_CHECKING:
     from rlsim.planner.profile.schema import Profile
 
 
-def add_parser(subparsers: argparse._SubParsersAction) -> None:
-    p = subparsers.add_parser(
-        "profile",
-        help="measure scorer latency, generation, update and contention into a planner profile (JSON)",
-        description=__doc__,
-    )
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.description = __doc__
     p.add_argument(
         "config",
         type=Path,
@@ -90,9 +98,7 @@ def run(args: argparse.Namespace) -> int:
 
     from rich.progress import BarColumn, TextColumn, TimeElapsedColumn
 
-    from rlsim.config_loader import load_config
     from rlsim.planner.measure.build_profile import ProfileConfig, build_profile
-    from rlsim.planner.profile.schema import load_profile, save_profile
     from rlsim.progress import LineProgress, make_console
 
     t0 = time.perf_counter()
@@ -130,8 +136,6 @@ def run(args: argparse.Namespace) -> int:
     profile = built.profile.model_copy(update={"machine": _machine(config, measured=not args.no_scorers), **records})
     save_profile(profile, args.out)
     if args.summary:
-        from rlsim.io import atomic_write_json
-
         atomic_write_json(args.summary, _summary(built, args, time.perf_counter() - t0))
     out = make_console()
     out.print(f"wrote {args.out} ({built.profile.hardware_kind}, rlsim {built.profile.rlsim_version})")
@@ -149,8 +153,6 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _check_outputs(args: argparse.Namespace) -> None:
-    from rlsim.io import check_output_dir, check_output_file
-
     check_output_file(args.out, "--out")
     if args.summary:
         check_output_file(args.summary, "--summary")
@@ -166,8 +168,6 @@ def _loop_runs(
     if not config.loop_set:
         return [], {}
     from rlsim.planner.measure.loop_results import anchor_record
-    from rlsim.planner.measure.loop_runner import RealLoopRunner, run_cases, step_loads
-    from rlsim.planner.profile.schema import CalibrationSet
 
     loop_set, cases = _loop_cases(config, base_dir, args)
     runs_dir = args.runs or Path("runs") / "profile" / config.hardware_kind
@@ -195,14 +195,11 @@ def _loop_runs(
 
 def _loop_cases(config: ProfileConfig, base_dir: Path, args: argparse.Namespace) -> tuple[LoopSet, list[LoopCase]]:
     """The loop set's cases, every config validated; the anchor, if named, must be one of them."""
-    from rlsim.planner.measure.loop_set import load_loop_set, resolve_cases, resolve_path
-
     assert config.loop_set is not None
     path = resolve_path(base_dir, config.loop_set)
     loop_set, set_dir = load_loop_set(path)
     cases = resolve_cases(loop_set, set_dir, source=str(path))
     if config.anchor is not None:
-        from rlsim.errors import RlsimError
         from rlsim.planner.validate.anchor import check_anchor_case
 
         anchor = next((c for c in cases if c.name == config.anchor), None)
@@ -237,8 +234,6 @@ def _dry_run(config: ProfileConfig, base_dir: Path, args: argparse.Namespace) ->
             )
         )
     if config.loop_set:
-        from rlsim.planner.measure.loop_set import resolve_path
-
         path = resolve_path(base_dir, config.loop_set)
         loop_set, cases = _loop_cases(config, base_dir, args)  # every loop config validated here
         print(f"loop set {path}: {len(cases)} configs x {loop_set.steps} steps ({loop_set.warmup_steps} warm-up)")
@@ -257,19 +252,12 @@ def _dry_run(config: ProfileConfig, base_dir: Path, args: argparse.Namespace) ->
 def _machine(config: ProfileConfig, measured: bool) -> dict[str, Any]:
     """This machine's fingerprint, with the fp32 GEMM rate at the scorer thread counts when scorers were
     timed (torch is loaded then anyway; about a second per thread count)."""
-    from rlsim.fingerprint import machine_fingerprint, measure_gemm
-
     gemm = measure_gemm(config.device, list(config.units)) if measured and config.runtimes else {}
     return machine_fingerprint(gemm)
 
 
 def _provenance(args: argparse.Namespace, scorers_from: Profile | None) -> list[str]:
     """When, where and by which command the profile was measured (kept in the profile's notes)."""
-    import os
-    import socket
-    import sys
-    from datetime import datetime, timezone
-
     load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
     notes = [
         f"measured {datetime.now(timezone.utc).isoformat(timespec='seconds')} on {socket.gethostname()} "

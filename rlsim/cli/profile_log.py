@@ -9,11 +9,21 @@ Formats, releases and examples: ``docs/logs.md``.
 from __future__ import annotations
 
 import argparse
+import json
+import math
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from rich.markup import escape
+
 from rlsim.cli.common import positive_int
 from rlsim.errors import RlsimError
+from rlsim.fingerprint import cluster_fingerprint
+from rlsim.io import atomic_write_text, check_output_file
+from rlsim.planner.profile.gpu_efficiency import load_efficiency, save_efficiency
+from rlsim.planner.profile.logs.frameworks import load_framework_log
+from rlsim.planner.profile.schema import load_profile, save_profile
+from rlsim.planner.spec.gpu_run import load_gpu_run
 from rlsim.progress import make_console
 
 if TYPE_CHECKING:
@@ -65,11 +75,8 @@ def add_log_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run_from_log(args: argparse.Namespace) -> int:
-    from rlsim.io import check_output_file
     from rlsim.planner.profile.fitting.logs import LogLayout, fit_log_profile, fit_warnings, plan_placement
-    from rlsim.planner.profile.logs.frameworks import load_framework_log
     from rlsim.planner.profile.logs.replay import holdout, replay
-    from rlsim.planner.profile.schema import save_profile
 
     if args.from_log is None:
         raise RlsimError(
@@ -90,7 +97,6 @@ def run_from_log(args: argparse.Namespace) -> int:
     kind = args.hardware_kind or f"from-log-{log.format.name}"
     notes = [f"command: rlsim profile --from-log {args.from_log} --gpus {gpus} --engine-gpus {args.engine_gpus}"]
     profile = fit_log_profile(log.format, log.steps, layout, kind, notes=[*notes, *log.notes])
-    from rlsim.fingerprint import cluster_fingerprint
 
     source = f"{log.format.name} {log.release} log {args.from_log}"
     machine = {**cluster_fingerprint(args.gpu_model or "", layout.gpus, 0), "source": source}
@@ -168,10 +174,6 @@ def replay_summary(r: Replay, prefix: str) -> dict[str, Any]:
 
 def _write_strict_json(path: Path, obj: dict[str, Any]) -> None:
     """JSON with no NaN or Infinity (which JSON has no spelling for): such a number becomes null."""
-    import json
-    import math
-
-    from rlsim.io import atomic_write_text
 
     def clean(v: Any) -> Any:
         if isinstance(v, float) and not math.isfinite(v):
@@ -195,8 +197,6 @@ def _print(
     warnings: list[str],
     summary: dict[str, Any],
 ) -> None:
-    from rich.markup import escape
-
     out = make_console()
     err = make_console(stderr=True)
     for w in warnings:
@@ -237,9 +237,7 @@ def run_replay(args: argparse.Namespace) -> int:
     """``rlsim plan replay LOG --profile P``: a profile's prediction of every step of a log."""
 
     from rlsim.planner.profile.fitting.logs import LogLayout, extrapolation
-    from rlsim.planner.profile.logs.frameworks import load_framework_log
     from rlsim.planner.profile.logs.replay import replay
-    from rlsim.planner.profile.schema import load_profile
 
     if args.validation is None or args.profile is None:
         raise RlsimError("give a log and a profile: rlsim plan replay LOG --profile PROFILE.json")
@@ -275,8 +273,6 @@ def run_replay(args: argparse.Namespace) -> int:
 
 def _gpu_efficiency_from_log(args: argparse.Namespace, fmt: str, steps: list) -> int:
     from rlsim.planner.profile.fitting.gpu_logs import fit_from_log
-    from rlsim.planner.profile.gpu_efficiency import load_efficiency, save_efficiency
-    from rlsim.planner.spec.gpu_run import load_gpu_run
 
     config, eff_path = load_gpu_run(args.gpu_run, [])
     eff = fit_from_log(config, load_efficiency(eff_path), steps, f"{fmt} log {args.from_log}")

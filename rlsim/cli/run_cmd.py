@@ -3,17 +3,22 @@
 from __future__ import annotations
 
 import argparse
+import json
+import shlex
+import sys
+from pathlib import Path
 
-from rlsim.cli.common import add_import_arg
+from rlsim.cli.common import add_import_arg, import_plugins
+from rlsim.io import check_output_dir
+from rlsim.loop.config import load_run_config
 from rlsim.progress import make_console
+from rlsim.workloads import read_texts
 
 
-def add_parser(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser(
-        "run",
-        help="run simulated RLHF steps on Ray: vLLM rollouts, scoring, a GRPO update, weight sync",
-        description="Run N GRPO steps as the config says and write results.json, timeline.json, report.md "
-        "and PNGs into --out, rewritten after every step.",
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.description = (
+        "Run N GRPO steps as the config says and write results.json, timeline.json, report.md "
+        "and PNGs into --out, rewritten after every step."
     )
     p.add_argument("config", help="YAML config, e.g. configs/default.yaml")
     p.add_argument(
@@ -42,15 +47,6 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    import json
-    import shlex
-    import sys
-    from pathlib import Path
-
-    from rlsim.cli.common import import_plugins
-    from rlsim.io import check_output_dir
-    from rlsim.loop.config import load_run_config
-    from rlsim.workloads import read_texts
 
     # Plug-ins first, so their runtimes are known when the config is checked; then validate everything
     # before importing Ray or starting anything: a bad config starts nothing.

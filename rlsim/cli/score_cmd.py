@@ -3,13 +3,19 @@
 from __future__ import annotations
 
 import argparse
+import json
+import sys
 
+from rlsim.batching import make_batcher, score_texts
 from rlsim.batching.base import batcher_names
 from rlsim.cli.common import add_model_arg, add_settings_args, positive_int, settings_from_args
+from rlsim.io import atomic_write_text, check_output_file
+from rlsim.models import resolve_reward_model
+from rlsim.scoring import make_scorer
+from rlsim.workloads import read_texts
 
 
-def add_parser(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("score", help="score a .txt / .jsonl file of texts into a JSONL of rewards")
+def add_arguments(p: argparse.ArgumentParser) -> None:
     add_model_arg(p)
     p.add_argument("--runtime", default="ort", help="scoring runtime (default ort)")
     p.add_argument(
@@ -24,14 +30,6 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    import json
-    import sys
-
-    from rlsim.batching import make_batcher, score_texts
-    from rlsim.io import atomic_write_text, check_output_file
-    from rlsim.models import resolve_reward_model
-    from rlsim.scoring import make_scorer
-    from rlsim.workloads import read_texts
 
     # Input and output are checked before the model loads: a bad path costs nothing and changes nothing.
     check_output_file(args.output, "--output")

@@ -12,16 +12,21 @@ from rlsim.cli.common import (
     add_import_arg,
     add_model_arg,
     add_settings_args,
+    import_plugins,
     non_negative_float,
     non_negative_int,
     port_number,
     positive_float,
     positive_int,
+    settings_from_args,
 )
+from rlsim.errors import RlsimError
+from rlsim.io import check_output_file
+from rlsim.scoring import SCORERS, unavailable_reason
+from rlsim.serve.settings import ServeSettings
 
 
-def add_parser(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("serve", help="serve a reward model over HTTP with dynamic batching (loopback by default)")
+def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--runtime", default="ort", help="a registered runtime: eager, ort, native, ... (default ort)")
     add_model_arg(p)
     p.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1; others expose the server)")
@@ -57,12 +62,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from rlsim.cli.common import import_plugins, settings_from_args
-    from rlsim.errors import RlsimError
-    from rlsim.io import check_output_file
-    from rlsim.scoring import SCORERS, unavailable_reason
     from rlsim.serve.runner import run_server
-    from rlsim.serve.settings import ServeSettings
 
     import_plugins(args)
     SCORERS.get(args.runtime)  # an unknown runtime fails now, listing the valid ones, before binding a port

@@ -4,12 +4,21 @@ from __future__ import annotations
 
 import argparse
 
+from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
 from rlsim.cli.common import add_model_arg, add_settings_args, correlation, fraction, settings_from_args
-from rlsim.progress import make_console
+from rlsim.errors import RlsimError
+from rlsim.fidelity.check import FidelityRules
+from rlsim.fidelity.sensitivity import sensitivity
+from rlsim.io import atomic_write_json, check_output_file
+from rlsim.models import resolve_reward_model
+from rlsim.progress import LineProgress, make_console
+from rlsim.scoring import SCORERS, expand_runtimes
+from rlsim.scoring.verify import verify
 
 
-def add_parser(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("verify", help="compare every scoring runtime with the PyTorch eager reference")
+def add_arguments(p: argparse.ArgumentParser) -> None:
     add_model_arg(p)
     p.add_argument(
         "--runtimes",
@@ -45,13 +54,6 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-
-    from rlsim.errors import RlsimError
-    from rlsim.fidelity.check import FidelityRules
-    from rlsim.io import atomic_write_json, check_output_file
-    from rlsim.models import resolve_reward_model
-    from rlsim.scoring import SCORERS, expand_runtimes
-    from rlsim.scoring.verify import verify
 
     console = make_console(stderr=True)
     if args.json:
@@ -90,8 +92,6 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _table(report):
-    from rich.table import Table
-
     t = Table(title=f"rlsim verify: {report.model} vs {report.reference} ({report.texts} texts)")
     fid = report.rules is not None
     cols = ["runtime", "ok", "max|diff|", "max rel", "rho", "load s", "compile s", "note"]
@@ -121,13 +121,6 @@ def _table(report):
 
 
 def _sensitivity(args: argparse.Namespace, console) -> int:
-    from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsedColumn
-
-    from rlsim.errors import RlsimError
-    from rlsim.fidelity.sensitivity import sensitivity
-    from rlsim.io import atomic_write_json
-    from rlsim.models import resolve_reward_model
-    from rlsim.progress import LineProgress
 
     if args.runtimes or args.fidelity:
         raise RlsimError(
@@ -152,8 +145,6 @@ def _sensitivity(args: argparse.Namespace, console) -> int:
 
 
 def _sensitivity_table(report, max_flips: float, min_spearman: float):
-    from rich.table import Table
-
     c = report["corpus"]
     t = Table(
         title=f"rlsim verify --sensitivity: {report['model']}, one {report['by']} in int8 at a time, most harmful "

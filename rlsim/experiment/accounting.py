@@ -28,6 +28,8 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
+import psutil
+
 IDENTITY_TOLERANCE = 0.05  # the issue's bound on |accounted - pool x step time| / (pool x step time)
 ORCHESTRATION = "orchestration"
 OTHER = "other"
@@ -216,8 +218,6 @@ class PoolAccountant:
 
 def process_table() -> dict[int, Proc]:
     """``{pid: (ppid, own cpu s, reaped children's cpu s)}`` for every process we can read."""
-    import psutil
-
     table = {}
     for proc in psutil.process_iter(["ppid", "cpu_times"]):
         info = proc.info

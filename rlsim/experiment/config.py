@@ -19,10 +19,13 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from rlsim.bench.scoring_config import check_runtimes
 from rlsim.config_loader import load_config
 from rlsim.errors import ConfigError
 from rlsim.experiment.fidelity_source import FidelitySettings, fidelity_problems
 from rlsim.loop.config import RunConfig, cross_field_problems
+from rlsim.loop.config.algorithm import run_roles
+from rlsim.placement import EXPERIENCE_ROLES
 from rlsim.schedule_kinds import schedule_kind
 from rlsim.scoring.base import runtime_names
 
@@ -173,8 +176,6 @@ def load_contention_config(
 
 def contention_problems(config: ContentionConfig) -> list[str]:
     """Every reason this experiment cannot run as configured; empty when it can."""
-    from rlsim.bench.scoring_config import check_runtimes
-
     s = config.contention
     problems = []
     if s.repeats is not None and s.repeats < 2:
@@ -229,9 +230,6 @@ def contention_problems(config: ContentionConfig) -> list[str]:
 def _role_problems(config: ContentionConfig) -> list[str]:
     """PPO's roles each need a process of their own (per-role core-seconds come from process
     accounting), and the async pipeline has no reference or critic stage."""
-    from rlsim.loop.config.algorithm import run_roles
-    from rlsim.placement import EXPERIENCE_ROLES
-
     problems = []
     if config.loop.placement.colocate:
         problems.append(

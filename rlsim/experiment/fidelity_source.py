@@ -21,6 +21,14 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from rlsim.errors import RlsimError
+from rlsim.fidelity.cache import METRICS, cached_runtime_fidelity
+from rlsim.fidelity.check import FidelityRules
+from rlsim.fidelity.corpus import build_corpus
+from rlsim.fidelity.metrics import FidelityMetrics
+from rlsim.io import read_user_text
+from rlsim.models import resolve_reward_model
+from rlsim.scoring import SCORERS  # the package: importing it registers every built-in runtime
+from rlsim.scoring.base import ScorerSettings
 
 if TYPE_CHECKING:
     from rlsim.experiment.config import ContentionConfig
@@ -48,16 +56,12 @@ class FidelitySettings(BaseModel):
     min_spearman: float = Field(0.99, ge=-1, le=1)
 
     def rules(self) -> FidelityRules:
-        from rlsim.fidelity.check import FidelityRules
-
         return FidelityRules(self.max_pair_flip_rate, self.min_spearman)
 
 
 def judged_by(runtime: str, config: ContentionConfig) -> str | None:
     """The runtime whose rewards ``runtime`` returns: itself, the wrapped one for ``http``, None for an external
     server."""
-    from rlsim.scoring import SCORERS  # the package: importing it registers every built-in runtime
-
     if runtime not in SCORERS or not SCORERS.info(runtime).server:  # an unknown name is reported elsewhere
         return runtime
     return None if config.loop.reward.url else config.loop.reward.server_runtime
@@ -90,8 +94,6 @@ def fidelity_problems(config: ContentionConfig) -> list[str]:
 
 
 def read_verify_json(path: str | Path) -> dict[str, Any]:
-    from rlsim.io import read_user_text
-
     text = read_user_text(Path(path), "fidelity file", missing_fix=FIX)
     try:
         data = json.loads(text)
@@ -135,11 +137,6 @@ def experiment_fidelity(config: ContentionConfig, say: Callable[[str], None] = l
 
 
 def _measure(config: ContentionConfig, targets: list[str], rules: FidelityRules, say: Callable[[str], None]) -> dict:
-    from rlsim.fidelity.cache import cached_runtime_fidelity
-    from rlsim.fidelity.corpus import build_corpus
-    from rlsim.models import resolve_reward_model
-    from rlsim.scoring.base import ScorerSettings
-
     reward = config.loop.reward
     settings = ScorerSettings(device=reward.device, server_runtime=reward.server_runtime)  # verify's defaults
     corpus = build_corpus()
@@ -167,10 +164,6 @@ def _from_file(path: str, targets: list[str]) -> dict[str, Any]:
 def _record(judge: str | None, raw: dict[str, Any], rules: FidelityRules) -> dict[str, Any]:
     """The fidelity of a runtime whose rewards are ``judge``'s, judged with ``rules`` (re-judged, whatever the
     source said)."""
-    from rlsim.fidelity.cache import METRICS
-    from rlsim.fidelity.metrics import FidelityMetrics
-    from rlsim.scoring import SCORERS
-
     if judge is None:
         return _unknown(judge, "an external reward server (loop.reward.url): its model is not known here")
     entry = raw.get(judge, {})

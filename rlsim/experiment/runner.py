@@ -32,6 +32,7 @@ from rlsim.experiment.conditions import ConditionRunner, Measurement, Workload
 from rlsim.experiment.config import CONDITIONS, ContentionConfig
 from rlsim.experiment.fidelity_rank import attach_fidelity, ranking_sentences
 from rlsim.experiment.fidelity_source import experiment_fidelity
+from rlsim.experiment.plots import write_figures
 from rlsim.experiment.report import conclusions, render_markdown
 from rlsim.experiment.schedule_report import schedule_figures, schedule_units
 from rlsim.experiment.stopping import (
@@ -215,8 +216,6 @@ def run_contention(
             complete = True
     finally:
         try:
-            from rlsim.experiment.plots import write_figures
-
             outputs.flush(complete=complete)
             outputs.flush(complete=complete, figures=write_figures(outputs.out, outputs.results))
         finally:

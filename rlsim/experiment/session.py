@@ -28,6 +28,7 @@ from rlsim.loop.backends.ray import RayBackend
 from rlsim.loop.config.algorithm import run_roles
 from rlsim.loop.roles.build import factories
 from rlsim.loop.sync import WeightSync
+from rlsim.models import resolve_policy, resolve_reward_model
 from rlsim.placement import EXPERIENCE_ROLES, resolve_placement
 from rlsim.rollout.prompts import make_step_requests
 from rlsim.schedule_kinds import schedule_kind
@@ -55,8 +56,6 @@ class ExperimentSession:
 
     def start(self, note: Callable[[str], None] = lambda _: None) -> None:
         """Start Ray, the generator and trainer, then every runtime's scorers; warm all of them up."""
-        from rlsim.models import resolve_policy, resolve_reward_model
-
         t0 = time.perf_counter()
         resolve_policy(self.loop.policy.model)
         resolve_reward_model(self.loop.reward.model)

@@ -20,10 +20,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from rlsim.fidelity.check import FidelityRules, runtime_fidelity
-from rlsim.fidelity.corpus import FidelityCorpus
+from rlsim.fidelity.corpus import FidelityCorpus, build_corpus
 from rlsim.fidelity.metrics import FidelityMetrics
+from rlsim.fingerprint import machine_fingerprint
 from rlsim.io import atomic_write_json
 from rlsim.paths import cache_dir
+from rlsim.scoring import SCORERS
 
 if TYPE_CHECKING:
     from rlsim.models.reward import RewardModelSpec
@@ -35,8 +37,6 @@ VERSIONED = ("rlsim", "torch", "onnxruntime", "transformers")
 
 def cache_key(spec: RewardModelSpec, runtime: str, settings: ScorerSettings, corpus_digest: str) -> dict[str, Any]:
     """Everything an entry's metrics depend on, as a JSON-ready dict."""
-    from rlsim.fingerprint import machine_fingerprint
-
     machine = machine_fingerprint()
     return {
         "model": spec.key,
@@ -90,9 +90,6 @@ def cached_runtime_fidelity(
     Only the runtimes without an entry are scored (with eager as the reference); all cached: nothing loads.
     ``measure`` is ``runtime_fidelity``'s signature, replaceable in tests.
     """
-    from rlsim.fidelity.corpus import build_corpus
-    from rlsim.scoring import SCORERS
-
     rules = rules or FidelityRules()
     corpus = corpus or build_corpus()
     names = list(dict.fromkeys(runtimes))

@@ -14,8 +14,10 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from rlsim.fidelity.corpus import FidelityCorpus
+from rlsim.errors import RlsimError
+from rlsim.fidelity.corpus import FidelityCorpus, build_corpus
 from rlsim.fidelity.metrics import FidelityMetrics, fidelity_metrics
+from rlsim.scoring.base import SCORERS, UnsupportedRuntime, make_scorer
 
 if TYPE_CHECKING:
     from rlsim.models.reward import RewardModelSpec
@@ -79,10 +81,6 @@ def runtime_fidelity(
     A runtime this machine cannot run gets ``{"skipped": reason}``, one that fails ``{"error": message}``;
     ``http`` is judged by the runtime its server wraps, so it is not scored again here.
     """
-    from rlsim.errors import RlsimError
-    from rlsim.fidelity.corpus import build_corpus
-    from rlsim.scoring.base import SCORERS, UnsupportedRuntime
-
     rules = rules or FidelityRules()
     corpus = corpus or build_corpus()
     reference = _score_with("eager", spec, settings, corpus.texts)
@@ -105,8 +103,6 @@ def runtime_fidelity(
 
 
 def _score_with(runtime: str, spec: RewardModelSpec, settings: ScorerSettings, texts: Sequence[str]) -> np.ndarray:
-    from rlsim.scoring.base import make_scorer
-
     scorer = make_scorer(runtime, spec, settings)
     try:
         return score_in_length_order(scorer, texts)

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import logging
 import re
+import shutil
 import tempfile
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
@@ -30,6 +31,8 @@ from rlsim.errors import RlsimError
 from rlsim.fidelity.check import score_in_length_order
 from rlsim.fidelity.corpus import FidelityCorpus, calibration_corpus
 from rlsim.fidelity.metrics import FidelityMetrics, fidelity_metrics
+from rlsim.scoring.export import export_reward_model
+from rlsim.scoring.ort_scorer import OrtScorer
 
 if TYPE_CHECKING:
     from rlsim.models.reward import RewardModelSpec
@@ -114,8 +117,6 @@ def units_of(matmuls: Sequence[WeightMatMul], by: Unit) -> dict[str, tuple[str, 
 
 def quantize_nodes(plain: Path, out: Path, nodes: Sequence[str] | None) -> Path:
     """``plain`` with ``nodes`` in dynamic int8 (None: every weight MatMul, as ``ort-int8``; empty: none)."""
-    import shutil
-
     from onnxruntime.quantization import QuantType, quantize_dynamic
 
     if nodes is not None and not nodes:
@@ -151,8 +152,6 @@ class _GraphScoring:
     and the reference rewards of ``texts`` from the fp32 graph ``plain``."""
 
     def __init__(self, spec: RewardModelSpec, settings: ScorerSettings, plain: Path, texts: Sequence[str]) -> None:
-        from rlsim.scoring.ort_scorer import OrtScorer
-
         class GraphScorer(OrtScorer):
             name = "ort-graph"
 
@@ -196,8 +195,6 @@ def sensitivity(
 
     ``plain``: the fp32 graph (default: the model's cached plain export); ``corpus``: default the calibration
     split. ``progress(what, done, total)`` is called before each unit."""
-    from rlsim.scoring.export import export_reward_model
-
     plain = plain or Path(export_reward_model(spec).plain)
     corpus = corpus or calibration_corpus()
     units = _units(plain, by)
@@ -284,8 +281,6 @@ def choose_mixed(
     model with no sensitive layer gets k = 0, the whole ``ort-int8`` graph. Everything is scored on the
     calibration split only; the same graph, split and settings give the same choice. ``report``: this graph's
     layer report on this split, if one was made already (it is not made again)."""
-    from rlsim.scoring.export import export_reward_model
-
     plain = plain or Path(export_reward_model(spec).plain)
     corpus = corpus or calibration_corpus()
     if report is not None and (

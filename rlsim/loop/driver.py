@@ -17,6 +17,7 @@ import ray
 
 from rlsim.actors.ray_actors import ActorSet, create_actors
 from rlsim.actors.ray_session import connect_ray
+from rlsim.fingerprint import machine_fingerprint
 from rlsim.loop.backends.faults import FaultPlan
 from rlsim.loop.backends.ray import RayBackend
 from rlsim.loop.config import RunConfig
@@ -26,6 +27,7 @@ from rlsim.loop.roles.build import factories
 from rlsim.loop.schedules.ppo import run_ppo_step
 from rlsim.loop.schedules.step import Progress, Schedule, run_step
 from rlsim.loop.sync import WeightSync
+from rlsim.models import resolve_policy, resolve_reward_model
 from rlsim.placement import EXPERIENCE_ROLES, ResolvedPlacement, resolve_placement
 from rlsim.rollout.prompts import make_step_requests
 from rlsim.rollout.types import RolloutRequest
@@ -52,8 +54,6 @@ class LoopSession:
 
     def start(self) -> None:
         """Connect Ray, reserve and start the actors, warm them up; times go to ``startup_s``."""
-        from rlsim.models import resolve_policy, resolve_reward_model
-
         t0 = time.perf_counter()
         resolve_policy(self.config.policy.model)  # fail fast (and build the cached model once) in the driver
         resolve_reward_model(self.config.reward.model)
@@ -149,8 +149,6 @@ def warmup_requests(config: RunConfig) -> list[RolloutRequest]:
 
 def environment() -> dict[str, Any]:
     """The driver's cores plus the machine fingerprint every rlsim result records (rlsim.fingerprint)."""
-    from rlsim.fingerprint import machine_fingerprint
-
     return {"cpus": os.cpu_count(), "driver_cores": sorted(os.sched_getaffinity(0)), **machine_fingerprint()}
 
 

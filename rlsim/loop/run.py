@@ -8,6 +8,7 @@ also when the run stops early.
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -21,10 +22,13 @@ from rlsim.loop.config import RunConfig
 from rlsim.loop.config.conventions import resolved_conventions
 from rlsim.loop.driver import LoopSession
 from rlsim.loop.outputs.records import overall_overhead
-from rlsim.loop.outputs.report import render_markdown, write_figures
+from rlsim.loop.outputs.report import render_markdown, write_async_figures, write_figures
+from rlsim.loop.schedules.asynchronous.session import async_start
 from rlsim.metrics.framework_names import UpdateFlops, measure_update_flops, verl_async_metrics, verl_metrics
 from rlsim.metrics.tensorboard import ScalarLog
 from rlsim.metrics.trace import run_trace
+from rlsim.models import resolve_policy
+from rlsim.placement import resolve_placement
 from rlsim.progress import LineProgress, make_console
 from rlsim.run_results import RunResults, StepRecord
 from rlsim.schedule_kinds import schedule_kind
@@ -118,8 +122,6 @@ class RunOutputs:
         atomic_write_text(self.out / "report.md", render_markdown(self.results, figures or []))
 
     def finish(self) -> None:
-        from rlsim.loop.outputs.report import write_async_figures
-
         self.flush(write_figures(self.out, self.results, self.rows) + write_async_figures(self.out, self.rows))
 
 
@@ -150,8 +152,6 @@ def run_loop(
     else:  # a session shared by several runs (tests, the planner's validation runs): this run's settings
         session.config, session.async_run = config, None
     if schedule_kind(config.schedule).pipelined:  # checked before anything starts: an inexact resume is refused
-        from rlsim.loop.schedules.asynchronous.session import async_start
-
         session.async_start = async_start(config, outputs.out, outputs.previous)
     try:
         outputs.scalars = ScalarLog(tensorboard) if tensorboard is not None else None
@@ -176,11 +176,6 @@ def run_loop(
 
 def _measure_peak(outputs: RunOutputs, config: RunConfig) -> None:
     """The GEMM peak behind ``perf/mfu/actor``, on the trainer's thread count, before the first step."""
-    import os
-
-    from rlsim.models import resolve_policy
-    from rlsim.placement import resolve_placement
-
     pool = config.placement.pool or sorted(os.sched_getaffinity(0))
     threads = resolve_placement(config.placement, pool)["trainer"].threads
     outputs.flops = measure_update_flops(

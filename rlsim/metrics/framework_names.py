@@ -36,6 +36,7 @@ clip fraction is a mean of micro-batch means; here it is over all the batch's to
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -43,6 +44,7 @@ from pathlib import Path
 from typing import Any
 
 from rlsim.bench.flops import shape_of_model
+from rlsim.bench.gemm import measure_gemm_gflops
 from rlsim.run_results import StepRecord
 
 # verl's section names for rlsim's phases.
@@ -86,8 +88,6 @@ class UpdateFlops:
 
 def policy_update_flops(policy_dir: str | Path, epochs: int, peak_gflops: float) -> UpdateFlops | None:
     """``UpdateFlops`` for a Hugging Face causal LM folder; None when its shape is not known."""
-    import json
-
     try:
         shape = shape_of_model(policy_dir)
         config = json.loads((Path(policy_dir) / "config.json").read_text())
@@ -215,7 +215,5 @@ def _train_metrics(train: Mapping[str, Any], flops: UpdateFlops | None, tokens: 
 
 def measure_update_flops(policy_dir: str | Path, epochs: int, threads: int, device: str = "cpu") -> UpdateFlops | None:
     """``policy_update_flops`` with the peak measured now: fp32 GEMMs on ``threads`` threads (about a second)."""
-    from rlsim.bench.gemm import measure_gemm_gflops
-
     peak = float(measure_gemm_gflops(threads, repeats=3, device=device)["gflops"])
     return policy_update_flops(policy_dir, epochs, peak)

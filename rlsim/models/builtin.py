@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from rlsim.errors import RlsimError
 from rlsim.logs import verbose
+from rlsim.models.reward_head import HeadTraining, train_head, write_report
 from rlsim.paths import cache_dir
 
 if TYPE_CHECKING:
@@ -67,8 +68,6 @@ def _tokenizer():
 
 def _build_minilm_rm(out: Path) -> None:
     """The pretrained encoder with a head trained on the preference task (a few minutes on 2 cores)."""
-    from rlsim.models.reward_head import HeadTraining
-
     build_minilm_with_trained_head(out, HeadTraining(seed=SEED))
 
 
@@ -76,8 +75,6 @@ def build_minilm_with_trained_head(out: Path, config: HeadTraining) -> dict:
     """Train the head with ``config`` and save model, tokenizer and the training report into ``out``."""
     import torch
     from transformers import AutoModelForSequenceClassification
-
-    from rlsim.models.reward_head import train_head, write_report
 
     torch.manual_seed(config.seed)  # layers missing from the checkpoint start from this seed
     model = AutoModelForSequenceClassification.from_pretrained(str(minilm_source_dir()), num_labels=1)

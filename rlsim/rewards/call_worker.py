@@ -9,6 +9,7 @@ reward function cannot corrupt an answer.
 
 from __future__ import annotations
 
+import importlib
 import json
 import math
 import os
@@ -18,8 +19,6 @@ from typing import Any
 
 def load_target(target: str) -> Any:
     """``module:function`` -> the callable; raises ValueError naming what is wrong."""
-    import importlib
-
     module_name, sep, attr = target.partition(":")
     if not sep or not module_name or not attr:
         raise ValueError(f"{target!r} is not MODULE:FUNCTION (e.g. rlsim.rewards.math_check:score)")

@@ -17,7 +17,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, FiniteFloat, field_validator
 
+from rlsim.config_loader import validate
 from rlsim.errors import RlsimError
+from rlsim.rewards.call_worker import load_target
 
 OnTimeout = Literal["default", "drop", "fail"]
 DAY_S = 86400.0  # the longest wait any limit may set: past it sleeps and socket timeouts overflow
@@ -45,8 +47,6 @@ class FunctionOptions(_Strict):
     @field_validator("target")
     @classmethod
     def _imports(cls, v: str) -> str:
-        from rlsim.rewards.call_worker import load_target
-
         try:
             load_target(v)
         except ValueError as err:
@@ -119,6 +119,4 @@ def unanswered_reward(on_timeout: OnTimeout, default_reward: float, what: str, s
 
 def parse_options(runtime: str, values: dict[str, Any]) -> Any:
     """The typed options of ``runtime`` from a plain dict (a scorer's ``ScorerSettings.options``)."""
-    from rlsim.config_loader import validate
-
     return validate(OPTIONS[runtime], values, source=f"reward.{runtime}")

@@ -11,6 +11,7 @@ import tempfile
 from pathlib import Path
 
 import numpy as np
+from safetensors.numpy import save_file
 
 
 class WeightsFolder:
@@ -21,8 +22,6 @@ class WeightsFolder:
 
     def write(self, state: dict[str, np.ndarray]) -> Path:
         """Save ``state`` (parameter name -> array) and return the folder; replaces the previous weights."""
-        from safetensors.numpy import save_file
-
         if not state:
             raise ValueError("no weights to write: the trainer sent an empty state")
         tmp = self.path / "model.safetensors.tmp"

@@ -25,6 +25,7 @@ import numpy as np
 
 from rlsim.errors import RlsimError
 from rlsim.registry import Registry, missing_modules
+from rlsim.scoring.http_protocols import check_protocol as check_http_protocol
 
 if TYPE_CHECKING:
     from rlsim.models.reward import RewardModelSpec
@@ -62,9 +63,7 @@ class ScorerSettings:
     options: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        from rlsim.scoring.http_protocols import check_protocol
-
-        check_protocol(self.http_protocol)
+        check_http_protocol(self.http_protocol)
 
     def resolved_threads(self) -> int:
         return self.threads if self.threads else len(os.sched_getaffinity(0))

@@ -22,6 +22,8 @@ from typing import Any, Literal
 from pydantic import BaseModel, ValidationError
 
 from rlsim.errors import RlsimError
+from rlsim.serve.protocol_schemas import ClassifyResponse
+from rlsim.serve.schemas import ScoreResponse
 
 HttpProtocol = Literal["rlsim", "openrlhf", "vllm-classify"]
 HTTP_PROTOCOLS: tuple[str, ...] = ("rlsim", "openrlhf", "vllm-classify")
@@ -63,9 +65,6 @@ class WireProtocol:
 
     def rewards(self, body: Any, count: int, url: str) -> tuple[list[float], int]:
         """``(rewards, truncated)`` from an answer to ``count`` texts; RlsimError if it is not this protocol's."""
-        from rlsim.serve.protocol_schemas import ClassifyResponse
-        from rlsim.serve.schemas import ScoreResponse
-
         try:
             if self.name == "rlsim":
                 parsed = ScoreResponse.model_validate(body)

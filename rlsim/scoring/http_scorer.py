@@ -36,8 +36,9 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from rlsim.errors import RlsimError
+from rlsim.models.builtin import BUILTIN_REWARD_MODELS
 from rlsim.rewards.options import RemoteOptions, parse_options, unanswered_reward
-from rlsim.scoring.base import SCORERS, RuntimeInfo, ScorerSettings, ScorerStats, register_scorer
+from rlsim.scoring.base import SCORERS, RuntimeInfo, ScorerSettings, ScorerStats, register_scorer, unavailable_reason
 from rlsim.scoring.http_process import LIVE as _LIVE
 from rlsim.scoring.http_process import (
     in_process_runtimes,
@@ -52,6 +53,7 @@ from rlsim.scoring.http_protocols import PROTOCOLS
 from rlsim.scoring.needs import HTTP
 from rlsim.scoring.remote_calls import Pacer, backoff_delay, requests_of
 from rlsim.scoring.tokenizing import check_texts, load_reward_tokenizer
+from rlsim.scoring.vllm_server import server_args, vllm_env
 
 if TYPE_CHECKING:
     from rlsim.models.reward import RewardModelSpec
@@ -161,9 +163,6 @@ class HttpScorer:
         """vLLM's own OpenAI server for the reward model, under rlsim's supervisor (``rlsim.scoring.vllm_server``:
         it stops the server's process group on SIGTERM or when this process dies). vLLM writes no port file,
         so the port is a free one picked here; ready once ``/v1/models`` lists the model (``_wait_ready``)."""
-        from rlsim.scoring.base import unavailable_reason
-        from rlsim.scoring.vllm_server import server_args, vllm_env
-
         reason = unavailable_reason("vllm", self.settings.device)
         if reason:
             raise RlsimError(f"server_runtime vllm: {reason}")
@@ -178,8 +177,6 @@ class HttpScorer:
         return f"http://127.0.0.1:{port}"
 
     def _model_arg(self) -> str:
-        from rlsim.models.builtin import BUILTIN_REWARD_MODELS
-
         return self.model.name if self.model.name in BUILTIN_REWARD_MODELS else str(self.model.path)
 
     @property

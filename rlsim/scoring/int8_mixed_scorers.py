@@ -17,6 +17,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+from rlsim.fidelity.check import FidelityRules
+from rlsim.fidelity.sensitivity import choose_mixed
 from rlsim.models.reward import RewardModelSpec
 from rlsim.paths import build_folder_once, cache_dir
 from rlsim.scoring.base import RuntimeInfo, ScorerSettings, register_scorer
@@ -41,9 +43,6 @@ def mixed_int8_graph(spec: RewardModelSpec, out_dir: Path | None = None) -> Path
 
 
 def _choose(spec: RewardModelSpec, folder: Path) -> None:
-    from rlsim.fidelity.check import FidelityRules
-    from rlsim.fidelity.sensitivity import choose_mixed
-
     settings = ScorerSettings(threads=1, max_length=spec.max_length)
     rules = FidelityRules()
     report, choice = choose_mixed(spec, settings, folder / GRAPH, rules.max_pair_flip_rate, rules.min_spearman)

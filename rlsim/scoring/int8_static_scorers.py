@@ -18,6 +18,7 @@ from pathlib import Path
 import numpy as np
 
 from rlsim.errors import RlsimError
+from rlsim.fidelity.corpus import calibration_texts
 from rlsim.models.reward import RewardModelSpec
 from rlsim.paths import build_folder_once, cache_dir
 from rlsim.scoring.base import RuntimeInfo, ScorerSettings, register_scorer
@@ -51,8 +52,6 @@ def static_int8_graph(spec: RewardModelSpec, count: int = CALIBRATION_TEXTS, out
 def quantize_with_calibration(spec: RewardModelSpec, plain: Path, out: Path, count: int) -> None:
     """``quantize_static`` of ``plain`` into ``out`` over ``count`` calibration texts; writes ``calibration.json``."""
     from onnxruntime.quantization import CalibrationMethod, QuantFormat, QuantType, quantize_static
-
-    from rlsim.fidelity.corpus import calibration_texts
 
     texts = calibration_texts(count)
     try:

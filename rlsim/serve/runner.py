@@ -18,6 +18,8 @@ from typing import Any
 
 from rlsim.errors import RlsimError
 from rlsim.io import atomic_write_text
+from rlsim.models import resolve_reward_model
+from rlsim.scoring import make_scorer
 from rlsim.serve.app import BackendFactory, create_app
 from rlsim.serve.backend import ScoringBackend
 from rlsim.serve.metrics import ServerMetrics
@@ -32,8 +34,6 @@ def registry_backend_factory(settings: ServeSettings) -> BackendFactory:
     """Build the runtime named in ``settings`` from the scorer registry (the normal case)."""
 
     def build(metrics: ServerMetrics) -> ScoringBackend:
-        from rlsim.models import resolve_reward_model
-        from rlsim.scoring import make_scorer
 
         scorer = make_scorer(settings.runtime, resolve_reward_model(settings.model), settings.scorer)
         return ScoringBackend.from_settings(scorer, settings, metrics.observe_batch)

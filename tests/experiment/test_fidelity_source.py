@@ -84,7 +84,7 @@ def test_the_cli_flag_reaches_the_config_and_is_checked_before_anything_starts(t
 
 
 def test_measuring_asks_for_each_judged_runtime_once(monkeypatch: pytest.MonkeyPatch) -> None:
-    import rlsim.fidelity.cache as cache
+    import rlsim.experiment.fidelity_source as source
 
     asked: list[list[str]] = []
 
@@ -92,8 +92,8 @@ def test_measuring_asks_for_each_judged_runtime_once(monkeypatch: pytest.MonkeyP
         asked.append(list(runtimes))
         return {rt: {**METRICS, "ok": True, "source": "cache"} for rt in runtimes}
 
-    monkeypatch.setattr(cache, "cached_runtime_fidelity", fake)
-    monkeypatch.setattr("rlsim.models.resolve_reward_model", lambda name: name)
+    monkeypatch.setattr(source, "cached_runtime_fidelity", fake)  # patched where it is called
+    monkeypatch.setattr(source, "resolve_reward_model", lambda name: name)
     block = experiment_fidelity(config(["eager", "ort", "http"]))
     assert asked == [["eager", "ort"]]  # http's rewards are ort's: not scored twice
     assert block["source"] == "measured" and block["corpus"]["texts"] >= 256

@@ -103,7 +103,7 @@ def test_shipped_examples_are_current_and_labelled_illustrative(name: str, build
 def test_a_measured_runtime_that_pads_nothing_is_marked_so_from_its_registry_entry(monkeypatch, tmp_path) -> None:
     """``vllm`` schedules rows itself (``RuntimeInfo.pads`` false): its section says ``pads: false``, so the
     simulators cost its batches in real tokens; eager's stays padded; a re-fit keeps what was stored."""
-    from rlsim.planner.measure import scorers
+    from rlsim.planner.measure import build_profile as building
     from rlsim.planner.measure.build_profile import ProfileConfig, build_profile
     from rlsim.planner.profile.schema import LatencySample
 
@@ -112,7 +112,7 @@ def test_a_measured_runtime_that_pads_nothing_is_marked_so_from_its_registry_ent
         return [LatencySample(batch=b, padded_tokens=b * n, latency_s=0.001 + 1e-4 * b + 1e-5 * b * n, units=2)
                 for b, n in cells for _ in range(2)], 512  # fmt: skip
 
-    monkeypatch.setattr(scorers, "measure_runtime", fake_measure)
+    monkeypatch.setattr(building, "measure_runtime", fake_measure)  # patched where it is called
     config = ProfileConfig(hardware_kind="test", runtimes=["eager", "vllm"])
     built = build_profile(config, tmp_path)
     assert (built.profile.runtimes["eager"].pads, built.profile.runtimes["vllm"].pads) == (True, False)
@@ -123,7 +123,7 @@ def test_a_measured_runtime_that_pads_nothing_is_marked_so_from_its_registry_ent
 def test_a_runtime_added_to_a_measured_profile_takes_its_median_in_loop_factor(monkeypatch, tmp_path) -> None:
     """``rlsim profile`` timing one runtime with ``--fill-from`` a measured profile and no loop run: the new
     runtime gets the median of that profile's measured in-loop factors, said in ``unmeasured``."""
-    from rlsim.planner.measure import scorers
+    from rlsim.planner.measure import build_profile as building
     from rlsim.planner.measure.build_profile import ProfileConfig, build_profile
     from rlsim.planner.profile.schema import LatencySample
 
@@ -131,7 +131,7 @@ def test_a_runtime_added_to_a_measured_profile_takes_its_median_in_loop_factor(m
         return [LatencySample(batch=b, padded_tokens=b * n, latency_s=0.001 + 1e-4 * b + 1e-5 * b * n, units=2)
                 for b in grid.batch_sizes for n in grid.lengths for _ in range(2)], 512  # fmt: skip
 
-    monkeypatch.setattr(scorers, "measure_runtime", fake_measure)
+    monkeypatch.setattr(building, "measure_runtime", fake_measure)  # patched where it is called
     base = build_profile(ProfileConfig(hardware_kind="base", runtimes=["eager", "ort"]), tmp_path).profile
     factors = {"eager": (1.2, 0.01), "ort": (1.6, 0.03)}
     base = base.model_copy(update={"runtimes": {

@@ -100,7 +100,7 @@ def test_plan_does_not_silently_drop_ppo() -> None:
 
 
 def test_a_refit_keeps_the_stored_sharing_or_measures_it_per_thread_count(monkeypatch: pytest.MonkeyPatch) -> None:
-    from rlsim.planner.measure import roles as measure_roles
+    from rlsim.planner.measure import sections
     from rlsim.planner.measure.sections import roles_section
 
     stored = load_profile(CONFIGS / "profiles" / "cpu_2core_measured.json")
@@ -109,12 +109,12 @@ def test_a_refit_keeps_the_stored_sharing_or_measures_it_per_thread_count(monkey
     def must_not_measure(grid: RolesGrid, quiet: object = None) -> dict[int, float]:
         raise AssertionError("the stored profile has it per thread count")
 
-    monkeypatch.setattr(measure_roles, "measure_sharing", must_not_measure)
+    monkeypatch.setattr(sections, "measure_sharing", must_not_measure)  # patched where it is called
     kept = roles_section(RolesGrid(), True, stored, None, [], [])
     assert kept is not None and kept.sharing_efficiency_by_threads == stored.roles.sharing_efficiency_by_threads
     # A profile stored before the per-thread measurement gets it measured now; the samples are re-fitted.
     older = stored.model_copy(update={"roles": stored.roles.model_copy(update={"sharing_efficiency_by_threads": {}})})
-    monkeypatch.setattr(measure_roles, "measure_sharing", lambda grid, quiet=None: {1: 0.9, 2: 0.5})
+    monkeypatch.setattr(sections, "measure_sharing", lambda grid, quiet=None: {1: 0.9, 2: 0.5})
     measured: list[str] = []
     roles = roles_section(RolesGrid(), True, older, None, measured, [])
     assert roles is not None and roles.sharing_efficiency_by_threads == {1: 0.9, 2: 0.5}
@@ -124,7 +124,7 @@ def test_a_refit_keeps_the_stored_sharing_or_measures_it_per_thread_count(monkey
 
 
 def test_a_refit_of_a_profile_without_the_actor_update_times_only_that(monkeypatch: pytest.MonkeyPatch) -> None:
-    from rlsim.planner.measure import roles as measure_roles
+    from rlsim.planner.measure import sections
     from rlsim.planner.measure.roles import RolesSamples
     from rlsim.planner.measure.sections import roles_section
     from rlsim.planner.profile.schema import UpdateSample
@@ -147,7 +147,7 @@ def test_a_refit_of_a_profile_without_the_actor_update_times_only_that(monkeypat
         asked.append(only)
         return RolesSamples({"update_actor": fake, "update_critic": []}, 512, {"actor": {1: [0.2, 0.3, 0.25]}})
 
-    monkeypatch.setattr(measure_roles, "measure_roles", timed)
+    monkeypatch.setattr(sections, "measure_roles", timed)
     measured: list[str] = []
     roles = roles_section(RolesGrid(), True, older, None, measured, [])
     assert asked == [("update_actor",)]

@@ -93,6 +93,6 @@ def test_a_missing_rlsim_module_raises_instead_of_being_skipped(monkeypatch) -> 
     """The subcommand registry imports every module it lists; one that is gone is a broken install."""
     from rlsim.cli import main
 
-    monkeypatch.setattr(main, "SUBCOMMANDS", [*main.SUBCOMMANDS, "no_such_subcommand"])
+    monkeypatch.setattr(main, "SUBCOMMANDS", {**main.SUBCOMMANDS, "no_such_subcommand": "a module that is gone"})
     with pytest.raises(ModuleNotFoundError, match="rlsim.cli.no_such_subcommand_cmd"):
         main.build_parser()

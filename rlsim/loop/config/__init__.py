@@ -17,6 +17,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, FiniteFloat, field_validator, model_validator
 
+from rlsim.batching import BATCHERS, batcher_names
 from rlsim.config_loader import load_config
 from rlsim.errors import ConfigError, RlsimError
 from rlsim.loop.config.algorithm import CriticConfig, KlConfig, ReferenceConfig, algorithm_problems
@@ -24,8 +25,11 @@ from rlsim.loop.config.asynchronous import AsyncConfig, async_problems
 from rlsim.loop.config.conventions import TrainerConventions, apply_preset, convention_problems
 from rlsim.loop.deadline import PhaseTimeouts
 from rlsim.placement import ALL_ROLES, ActorPlacement, PlacementConfig, resolve_placement
+from rlsim.registry import import_modules
 from rlsim.rewards.options import DAY_S, OPTIONS, FunctionOptions, OnTimeout, RemoteOptions, SandboxOptions
+from rlsim.rollout.prompts import max_prompt_tokens, max_response_tokens
 from rlsim.schedule_kinds import ScheduleName
+from rlsim.scoring import SCORERS, unavailable_reason
 from rlsim.workloads import LognormalLengths, WorkloadSpec
 
 
@@ -108,8 +112,6 @@ class RewardConfig(_Strict):
     @field_validator("imports")
     @classmethod
     def _import_plugins(cls, v: list[str]) -> list[str]:
-        from rlsim.registry import import_modules
-
         try:
             import_modules(v, "reward.imports")
         except RlsimError as err:
@@ -119,8 +121,6 @@ class RewardConfig(_Strict):
     @field_validator("runtime")
     @classmethod
     def _known_runtime(cls, v: str) -> str:
-        from rlsim.scoring import SCORERS, unavailable_reason
-
         if v not in SCORERS:
             if SCORERS.refusal(v):
                 raise ValueError(SCORERS.unknown_message(v))
@@ -132,8 +132,6 @@ class RewardConfig(_Strict):
 
     @model_validator(mode="after")
     def _runtime_runs_on_device(self) -> RewardConfig:
-        from rlsim.scoring import SCORERS
-
         # e.g. eager-fp16 on cpu, or eager-bf16 on a CPU without bf16 instructions
         reason = SCORERS.info(self.runtime).hardware_reason(self.runtime, self.device)
         if reason:
@@ -143,8 +141,6 @@ class RewardConfig(_Strict):
     @field_validator("batcher")
     @classmethod
     def _known_batcher(cls, v: str) -> str:
-        from rlsim.batching import BATCHERS, batcher_names
-
         offline = batcher_names()
         if v in BATCHERS and v not in offline:
             raise ValueError(f"{v} is an online batcher (for `rlsim serve`); valid names here: {', '.join(offline)}")
@@ -155,8 +151,6 @@ class RewardConfig(_Strict):
     @field_validator("server_runtime")
     @classmethod
     def _known_server_runtime(cls, v: str) -> str:
-        from rlsim.scoring import SCORERS
-
         valid = [e.name for e in SCORERS.entries() if not e.info.server]
         if v not in valid:
             raise ValueError(f"the http runtime's server wraps an in-process runtime; valid names: {', '.join(valid)}")
@@ -199,8 +193,6 @@ class RewardConfig(_Strict):
 
     def sizing_problems(self) -> list[str]:
         """The setting the batcher's registry entry says it is sized by, if missing (a cross-field rule)."""
-        from rlsim.batching import BATCHERS
-
         sizing = BATCHERS.info(self.batcher).sizing
         if sizing == "budget" and self.token_budget is None:
             return [f"reward.token_budget: the {self.batcher} batcher needs a budget (padded tokens per batch)"]
@@ -330,8 +322,6 @@ def load_run_config(path: str | Path, overrides: Sequence[str] = ()) -> RunConfi
 
 def cross_field_problems(config: RunConfig) -> list[str]:
     """Rules that involve several settings (or this machine, for a local run); empty when all hold."""
-    from rlsim.rollout.prompts import max_prompt_tokens, max_response_tokens
-
     problems = []
     spec = config.workload.spec
     longest = (max_prompt_tokens(spec) or 0) + max_response_tokens(spec)

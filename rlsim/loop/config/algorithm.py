@@ -14,6 +14,10 @@ from typing import TYPE_CHECKING, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from rlsim.errors import RlsimError
+from rlsim.loop.roles.reference import NATIVE_REFUSED, ReferenceSettings
+from rlsim.models.builtin import BUILTIN_POLICIES, TINY_LLAMA
+from rlsim.placement import active_roles, colocation_problems
+from rlsim.rollout.prompts import max_prompt_tokens, max_response_tokens
 
 if TYPE_CHECKING:
     from rlsim.algorithms.experience import AlgorithmSettings
@@ -76,8 +80,6 @@ def algorithm_problems(config: RunConfig) -> list[str]:
 
 def _role_problems(config: RunConfig) -> list[str]:
     """GPU shares need the role on cuda; ``placement.colocate`` names each started role at most once."""
-    from rlsim.placement import colocation_problems
-
     problems = []
     for role, device in (("reference", config.reference.device), ("critic", config.critic.device)):
         if getattr(config.placement, role).gpu > 0 and device != "cuda":
@@ -94,15 +96,10 @@ def _role_problems(config: RunConfig) -> list[str]:
 
 def run_roles(config: RunConfig) -> tuple[str, ...]:
     """The roles this config starts (the critic for ppo, the reference when kl.coef > 0)."""
-    from rlsim.placement import active_roles
-
     return active_roles(config.trainer.algorithm, config.kl.coef)
 
 
 def _rules(config: RunConfig) -> list[str]:
-    from rlsim.loop.roles.reference import NATIVE_REFUSED
-    from rlsim.rollout.prompts import max_prompt_tokens, max_response_tokens
-
     problems = []
     t = config.trainer
     if config.kl.controller == "adaptive" and (config.kl.target_kl is None or config.kl.coef == 0):
@@ -132,8 +129,6 @@ def _rules(config: RunConfig) -> list[str]:
 def model_context(name_or_path: str) -> int | None:
     """``max_position_embeddings`` of a built-in policy or a folder's config.json, without building
     or loading the model (None when the config does not say)."""
-    from rlsim.models.builtin import BUILTIN_POLICIES, TINY_LLAMA
-
     if name_or_path in BUILTIN_POLICIES:
         return int(TINY_LLAMA["max_position_embeddings"])
     cfg = Path(name_or_path).expanduser() / "config.json"
@@ -191,7 +186,5 @@ def critic_settings(config: RunConfig, threads: int | None = None) -> CriticSett
 
 
 def reference_settings(config: RunConfig, threads: int | None = None) -> ReferenceSettings:
-    from rlsim.loop.roles.reference import ReferenceSettings
-
     r = config.reference
     return ReferenceSettings(runtime=r.runtime, micro_batch=r.micro_batch, device=r.device, threads=threads)

@@ -25,6 +25,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict
 
 from rlsim.algorithms.off_policy import IsLevel, IsMode
+from rlsim.rollout.generator import GENERATORS
 from rlsim.schedule_kinds import SCHEDULES, schedule_kind
 
 
@@ -98,10 +99,6 @@ def _role_problems(config: Any) -> list[str]:
 def _backend_problems(backend: str, partial: bool) -> list[str]:
     """Async training corrects for the lag with the behaviour log-probs: the generator must report them;
     partial rollouts also need it to take new weights between engine steps."""
-    import rlsim.rollout.hf_generator  # noqa: F401
-    import rlsim.rollout.vllm_generator  # noqa: F401
-    from rlsim.rollout.generator import GENERATORS, make_generator  # noqa: F401  (the registry is filled lazily)
-
     name = backend
     if backend == "auto":
         name = "vllm" if importlib.util.find_spec("vllm") is not None else "hf"

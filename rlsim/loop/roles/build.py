@@ -7,16 +7,21 @@ cluster without shipping folders around.
 
 from __future__ import annotations
 
+import importlib.util
 from collections.abc import Callable
 from functools import partial
 from typing import Any
 
 from rlsim.loop.config import RunConfig
 from rlsim.loop.config.algorithm import algorithm_settings, critic_settings, reference_settings
-from rlsim.loop.roles.reward_stage import RewardStageSettings
-from rlsim.loop.roles.trainer import TrainerSettings
+from rlsim.loop.roles.critic import CriticModel
+from rlsim.loop.roles.reference import make_reference
+from rlsim.loop.roles.reward_stage import RewardStage, RewardStageSettings
+from rlsim.loop.roles.trainer import PolicyTrainer, TrainerSettings
+from rlsim.models import resolve_policy
 from rlsim.placement import ResolvedPlacement
-from rlsim.rollout.generator import GeneratorSettings
+from rlsim.rollout.generator import GeneratorSettings, make_generator
+from rlsim.rollout.prompts import max_response_tokens
 from rlsim.schedule_kinds import schedule_kind
 
 
@@ -90,8 +95,6 @@ def trainer_settings(config: RunConfig, placement: ResolvedPlacement) -> Trainer
 def loss_scale(config: RunConfig) -> float | None:
     """``trainer.loss_scale``, or for ``seq-mean-token-sum-norm`` without one the workload's longest
     response in tokens (TRL's ``dr_grpo`` divides by ``max_completion_length``)."""
-    from rlsim.rollout.prompts import max_response_tokens
-
     t = config.trainer
     if t.loss_scale is not None or t.loss_agg != "seq-mean-token-sum-norm":
         return t.loss_scale
@@ -99,45 +102,28 @@ def loss_scale(config: RunConfig) -> float | None:
 
 
 def build_generator(backend: str, policy: str, settings: GeneratorSettings) -> Any:
-    from rlsim.models import resolve_policy
-    from rlsim.rollout.generator import make_generator
-
     if backend == "auto":
         backend = "vllm" if _importable("vllm") else "hf"
     return make_generator(backend, resolve_policy(policy), settings)
 
 
 def _importable(module: str) -> bool:
-    import importlib.util
-
     return importlib.util.find_spec(module) is not None
 
 
 def build_reward_stage(policy: str, settings: RewardStageSettings) -> Any:
-    from rlsim.loop.roles.reward_stage import RewardStage
-    from rlsim.models import resolve_policy
-
     return RewardStage(resolve_policy(policy), settings)
 
 
 def build_trainer(policy: str, settings: TrainerSettings) -> Any:
-    from rlsim.loop.roles.trainer import PolicyTrainer
-    from rlsim.models import resolve_policy
-
     return PolicyTrainer(resolve_policy(policy), settings)
 
 
 def build_reference(policy: str, settings: Any) -> Any:
-    from rlsim.loop.roles.reference import make_reference
-    from rlsim.models import resolve_policy
-
     return make_reference(resolve_policy(policy), settings)
 
 
 def build_critic(source: str, settings: Any) -> Any:
-    from rlsim.loop.roles.critic import CriticModel
-    from rlsim.models import resolve_policy
-
     return CriticModel(resolve_policy(source), settings)
 
 

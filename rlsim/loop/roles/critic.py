@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import torch
 
 from rlsim.algorithms.losses import clipped_value_loss
 from rlsim.loop.roles.packing import Packed, micro_batches, mini_batch_split, pad_id, response_hidden
@@ -66,7 +67,6 @@ class CriticModel:
     """Backbone + value head in fp32; ``values`` (no grad) and ``update`` (in place)."""
 
     def __init__(self, source_dir: Path, settings: CriticSettings) -> None:
-        import torch
         from transformers import AutoModel
 
         self.settings = settings
@@ -92,8 +92,6 @@ class CriticModel:
 
     def values(self, rollouts: Sequence[Rollout]) -> dict[int, np.ndarray]:
         """Per uid, float32 ``(len(response),)``: the value of the state before each response token."""
-        import torch
-
         out: dict[int, np.ndarray] = {}
         with torch.no_grad():
             for b in micro_batches(rollouts, self.settings.micro_batch, self._pad, self._device):
@@ -104,8 +102,6 @@ class CriticModel:
         self, rollouts: Sequence[Rollout], returns: Mapping[int, np.ndarray], old_values: Mapping[int, np.ndarray]
     ) -> CriticStats:
         """Fit the values to ``returns`` (from GAE); ``old_values``: what ``values`` gave in the experience phase."""
-        import torch
-
         t0 = time.perf_counter()
         missing = [x.uid for x in rollouts if x.uid not in returns or x.uid not in old_values]
         if missing:

@@ -11,6 +11,7 @@ Two runtimes, one interface (``ReferenceModel.logprobs``), so a Ray actor can ho
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,6 +22,9 @@ import numpy as np
 from rlsim.errors import RlsimError
 from rlsim.loop.roles.packing import check_tokens, micro_batches, pad_id, response_logprobs
 from rlsim.rollout.types import Rollout
+from rlsim.scoring.base import ScorerSettings
+from rlsim.scoring.ort_scorer import ort_session
+from rlsim.scoring.reference_export import check_reference_graph, export_reference
 from rlsim.torch_setup import prepare_torch
 
 ReferenceRuntime = Literal["eager", "ort", "native"]
@@ -81,11 +85,6 @@ class OrtReference:
     """The exported reference graph in ONNX Runtime (CPU, or CUDA with onnxruntime-gpu)."""
 
     def __init__(self, policy_dir: Path, settings: ReferenceSettings) -> None:
-        import json
-
-        from rlsim.scoring.base import ScorerSettings
-        from rlsim.scoring.ort_scorer import ort_session
-        from rlsim.scoring.reference_export import check_reference_graph, export_reference
 
         self.settings = settings
         self.graph_path = export_reference(policy_dir)

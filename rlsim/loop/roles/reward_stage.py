@@ -22,8 +22,12 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from rlsim.batching import make_batcher, score_texts
 from rlsim.errors import RlsimError
+from rlsim.models import resolve_reward_model
+from rlsim.registry import import_modules
 from rlsim.rollout.types import Rollout
+from rlsim.scoring import ScorerSettings, make_scorer
 from rlsim.scoring.base import CountingScorer, PairScorer, ServerScorer
 
 if TYPE_CHECKING:
@@ -65,11 +69,6 @@ class RewardStage:
     def __init__(self, policy_dir: Path, settings: RewardStageSettings, scorer: Scorer | None = None) -> None:
         from transformers import AutoTokenizer
 
-        from rlsim.batching import make_batcher
-        from rlsim.models import resolve_reward_model
-        from rlsim.registry import import_modules
-        from rlsim.scoring import ScorerSettings, make_scorer
-
         import_modules(settings.imports, "reward.imports")
         self.settings = settings
         self._policy_tokenizer = AutoTokenizer.from_pretrained(str(policy_dir))
@@ -104,8 +103,6 @@ class RewardStage:
 
     def score(self, rollouts: Sequence[Rollout]) -> dict[int, float]:
         """Reward per rollout uid; each rollout is scored exactly once (see the module doc for http)."""
-        from rlsim.batching import score_texts
-
         self.last_outcomes = {}
         if not rollouts:
             return {}

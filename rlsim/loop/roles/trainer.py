@@ -21,11 +21,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+import torch
 
+from rlsim.algorithms.actor_loss import SurrogateSettings, actor_loss
 from rlsim.algorithms.aggregation import LossAggregation
 from rlsim.algorithms.experience import AlgorithmSettings, Experience, make_experience
 from rlsim.algorithms.kl_control import KlController, sequence_mean_kl
 from rlsim.algorithms.off_policy import IsCorrection, IsLevel, IsMode, correct_off_policy
+from rlsim.io import atomic_writer
 from rlsim.loop.roles.packing import Packed, micro_batches, mini_batch_split, pad_id, response_logprobs
 from rlsim.rollout.types import Rollout
 from rlsim.torch_setup import prepare_torch
@@ -114,7 +117,6 @@ class PolicyTrainer:
     """Holds the policy in torch (fp32) with an AdamW optimizer; ``train_step`` updates it in place."""
 
     def __init__(self, policy_dir: Path, settings: TrainerSettings) -> None:
-        import torch
         from transformers import AutoModelForCausalLM
 
         self.settings = settings
@@ -134,8 +136,6 @@ class PolicyTrainer:
 
     @property
     def surrogate(self) -> SurrogateSettings:
-        from rlsim.algorithms.actor_loss import SurrogateSettings
-
         s = self.settings
         return SurrogateSettings(
             s.clip_eps, s.clip_eps_high, s.dual_clip, s.log_ratio_clamp, s.loss_agg, s.loss_scale, s.delta_clip
@@ -151,8 +151,6 @@ class PolicyTrainer:
 
     def policy_logprobs(self, rollouts: Sequence[Rollout]) -> dict[int, np.ndarray]:
         """Per uid, float32 ``(len(response),)``: each response token's log-prob under the current policy."""
-        import torch
-
         out: dict[int, np.ndarray] = {}
         with torch.no_grad():
             for b in self._batches(rollouts):
@@ -209,8 +207,6 @@ class PolicyTrainer:
         one optimizer step per mini-batch of ``mini_batch_size`` rollouts (the whole batch by default),
         each step's loss aggregated over its own mini-batch, as verl's ``ppo_mini_batch_size`` and
         OpenRLHF's ``train_batch_size`` split a rollout batch."""
-        import torch
-
         t0 = time.perf_counter()
         parts = [self._batches(part) for part in mini_batch_split(rollouts, self.settings.mini_batch_size)]
         for b in (b for part in parts for b in part):
@@ -273,9 +269,6 @@ class PolicyTrainer:
 
     def _epoch(self, batches: list[Packed], total: int) -> dict[str, float]:
         """Forward + backward over every micro-batch; sums of the losses and per-token statistics."""
-        import torch
-
-        from rlsim.algorithms.actor_loss import actor_loss
 
         batch = (sum(len(b.uids) for b in batches), total)
         keys = ("loss", "policy_loss", "kl_loss", "outside", "clipped", "dual_clipped", "approx_kl", "entropy")
@@ -319,17 +312,11 @@ class PolicyTrainer:
     def save_checkpoint(self, path: str | Path, version: int) -> None:
         """Weights, AdamW state and the policy ``version`` (updates done) in one file, written atomically,
         so ``--resume`` of an async run continues from this exact policy and optimizer."""
-        import torch
-
-        from rlsim.io import atomic_writer
-
         with atomic_writer(path) as f:  # streamed to the temporary file, not built in memory first
             torch.save({"version": version, "model": self._model.state_dict(), "optimizer": self._opt.state_dict()}, f)
 
     def load_checkpoint(self, path: str | Path) -> int:
         """Restore what ``save_checkpoint`` wrote; returns the policy version it holds."""
-        import torch
-
         state = torch.load(str(path), map_location=self._device, weights_only=True)
         self._model.load_state_dict(state["model"])
         self._opt.load_state_dict(state["optimizer"])

@@ -25,6 +25,7 @@ from rlsim.planner.measure.loop_results import (
 )
 from rlsim.planner.measure.loop_set import QuietGate
 from rlsim.planner.measure.roles import RolesGrid
+from rlsim.planner.measure.scorers import ScorerGrid, measure_runtime
 from rlsim.planner.measure.sections import calibrated_models, loop_contention, roles_section, with_in_loop_factors
 from rlsim.planner.profile.fitting import fit_generation_model, fit_latency_model
 from rlsim.planner.profile.fitting.loops import CalibrationRun, read_calibration_run
@@ -39,6 +40,7 @@ from rlsim.planner.profile.schema import (
     TrainerModel,
     new_profile_header,
 )
+from rlsim.scoring import SCORERS
 
 
 class LoopRun(BaseModel):
@@ -194,8 +196,6 @@ def _scorers(
     on_cell: Callable[[str], None] | None,
     scorers_from: Profile | None,
 ) -> dict[str, ScorerLatencyModel]:
-    from rlsim.planner.measure.scorers import ScorerGrid, measure_runtime
-
     grid = ScorerGrid(config.batch_sizes, config.lengths, config.units, repeats=config.repeats)
     out = {}
     for runtime in config.runtimes:
@@ -223,8 +223,6 @@ def _scorers(
 
 def runtime_pads(runtime: str) -> bool:
     """Whether ``runtime`` pads its batches (its registry entry; a plug-in registered here too)."""
-    from rlsim.scoring import SCORERS
-
     return SCORERS.info(runtime).pads if runtime in SCORERS else True
 
 

@@ -19,8 +19,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
+from pydantic import ValidationError
+
 from rlsim.errors import RlsimError
+from rlsim.io import atomic_write_json
 from rlsim.planner.measure import machine_load
+from rlsim.run_results import RunResults
 from rlsim.schedule_kinds import schedule_kind
 
 if TYPE_CHECKING:
@@ -70,7 +74,6 @@ class RealLoopRunner:
         self.sessions: list[dict[str, Any]] = []
 
     def run(self, case: LoopCase, out: Path) -> RunResults:
-        from rlsim.io import atomic_write_json
         from rlsim.loop.run import RunOutputs
 
         session = self._session_for(case)
@@ -222,10 +225,7 @@ def reusable_results(out: Path, case: LoopCase) -> RunResults | None:
     The stored config is read with today's ``RunConfig``, so settings the loop added since (with
     their defaults) do not make an identical run look different; any set value that differs does.
     """
-    from pydantic import ValidationError
-
     from rlsim.loop.config import RunConfig
-    from rlsim.run_results import RunResults
 
     path = out / "results.json"
     if not path.is_file():

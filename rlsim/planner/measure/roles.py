@@ -22,17 +22,24 @@ never loads them.
 
 from __future__ import annotations
 
+import json
+import multiprocessing
 import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
+import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from rlsim.errors import RlsimError
+from rlsim.models import resolve_policy
 from rlsim.planner.measure import machine_load
 from rlsim.planner.measure.scorers import timed_call
 from rlsim.planner.profile.schema import LatencySample, UpdateSample
+from rlsim.rollout.types import Rollout
 
 if TYPE_CHECKING:
     from rlsim.planner.measure.loop_set import QuietGate
@@ -94,8 +101,6 @@ class RolesGrid(BaseModel):
 def ragged_rollouts(batch: int, grid: RolesGrid, vocab: int) -> tuple[list[Rollout], int]:
     """``batch`` rollouts, every other one of the grid's shortest and longest response (the short ones padded
     to the long in one micro-batch), and their response tokens."""
-    from rlsim.rollout.types import Rollout
-
     short = synthetic_rollouts(batch - batch // 2, grid.prompt_tokens, min(grid.lengths), vocab, salt=1)
     long = synthetic_rollouts(batch // 2, grid.prompt_tokens, max(grid.lengths), vocab, salt=2)
     mixed = [r for pair in zip(short, long, strict=False) for r in pair] + short[len(long) :]
@@ -107,10 +112,6 @@ def ragged_rollouts(batch: int, grid: RolesGrid, vocab: int) -> tuple[list[Rollo
 
 def synthetic_rollouts(count: int, prompt: int, response: int, vocab: int, salt: int = 0) -> list[Rollout]:
     """``count`` rollouts of ``prompt`` + ``response`` token ids in ``[1, vocab)`` (random, seeded)."""
-    import numpy as np
-
-    from rlsim.rollout.types import Rollout
-
     rng = np.random.default_rng([count, prompt, response, salt])
     ids = rng.integers(1, vocab, size=(count, prompt + response)).tolist()
     return [Rollout(uid=i, group=i, prompt_ids=row[:prompt], response_ids=row[prompt:]) for i, row in enumerate(ids)]
@@ -125,10 +126,6 @@ def measure_roles(
     """Samples per key (``reference:eager``, ``reference:ort``, ``values``, ``update_critic``,
     ``update_actor``), the context length and the optimizer steps' seconds. ``quiet``: wait for idle
     cores before each cell. ``only``: time these keys alone (what a stored profile lacks)."""
-    import json
-
-    from rlsim.models import resolve_policy
-
     policy_dir = resolve_policy(grid.policy)
     config = json.loads((policy_dir / "config.json").read_text())
     out = RolesSamples({}, int(config.get("max_position_embeddings") or grid.prompt_tokens + max(grid.lengths)))
@@ -167,8 +164,6 @@ def _operations(
 ) -> dict[str, Callable[[list[Rollout]], object]]:
     """The calls to time on ``units`` threads, each taking the cell's rollouts; the updates append
     their optimizer steps' seconds to ``optimizer[key]``."""
-    import numpy as np
-
     from rlsim.loop.roles.critic import CriticModel, CriticSettings
     from rlsim.loop.roles.reference import ReferenceSettings, make_reference
     from rlsim.loop.roles.trainer import PolicyTrainer, TrainerSettings
@@ -236,11 +231,6 @@ def _time_cell(
 def measure_sharing(grid: RolesGrid, quiet: QuietGate | None = None) -> dict[int, float]:
     """``sharing_efficiency`` per thread count of ``grid.units`` (see the module doc), each capped at 1;
     RlsimError if a worker fails."""
-    import json
-    import multiprocessing
-
-    from rlsim.models import resolve_policy
-
     policy_dir = resolve_policy(grid.policy)
     vocab = int(json.loads((policy_dir / "config.json").read_text())["vocab_size"])
     context = multiprocessing.get_context("spawn")  # a fresh interpreter: torch's threads are its own
@@ -257,8 +247,6 @@ def measure_sharing(grid: RolesGrid, quiet: QuietGate | None = None) -> dict[int
 def _alone_then_together(context: Any, work: tuple[Any, ...]) -> tuple[float, float]:
     """Two worker processes, built and warmed up once: seconds of the first one's timed updates while
     the other waits, then until the last of both finishes the same updates started at once."""
-    from rlsim.errors import RlsimError
-
     barrier, results = context.Barrier(3), context.Queue()
     procs = [context.Process(target=_critic_updates, args=(*work, rank, barrier, results)) for rank in (0, 1)]
     for p in procs:
@@ -292,10 +280,7 @@ def _critic_updates(
 ) -> None:
     """One worker process: the critic's update on the grid's largest cell, ``repeats + 1`` times, alone
     (rank 0 only, while rank 1 waits) and then beside the other worker."""
-    from pathlib import Path
-
     os.sched_setaffinity(0, cores)
-    import numpy as np
 
     from rlsim.loop.roles.critic import CriticModel, CriticSettings
 

@@ -13,8 +13,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from rlsim.models import resolve_reward_model
 from rlsim.planner.measure import machine_load
 from rlsim.planner.profile.schema import Device, LatencySample
+from rlsim.scoring.base import ScorerSettings, make_scorer
 
 if TYPE_CHECKING:
     from rlsim.planner.measure.loop_set import QuietGate
@@ -52,9 +54,6 @@ def measure_runtime(
     Every sample records the share of the cores other programs took during it (``foreign_share``),
     so a fit can leave disturbed calls out.
     """
-    from rlsim.models import resolve_reward_model
-    from rlsim.scoring.base import ScorerSettings, make_scorer
-
     spec = resolve_reward_model(reward_model)
     samples: list[LatencySample] = []
     for units in grid.units:

@@ -6,12 +6,14 @@ Each wraps a fit of ``calibrate`` and says what it found (or why it could not) i
 
 from __future__ import annotations
 
+import statistics
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from rlsim.errors import RlsimError
+from rlsim.planner.measure.roles import measure_roles, measure_sharing
 from rlsim.planner.profile.fitting import fit_latency_model, fit_update_model
 from rlsim.planner.profile.fitting.loops import (
     CalibrationRun,
@@ -159,7 +161,6 @@ def roles_section(
     if grid is None:
         unmeasured.append("roles (PPO's reference and critic): no roles section in the profile config")
         return None
-    from rlsim.planner.measure.roles import measure_roles, measure_sharing
 
     sharing: dict[str, Any] = {}  # RolesModel's sharing fields; none: assumed 1
     optimizer: dict[str, dict[int, float]] = {}
@@ -227,8 +228,6 @@ def roles_section(
 
 def _medians(optimizer: dict[str, dict[int, list[float]]]) -> dict[str, dict[int, float]]:
     """``RolesModel.optimizer_step_s`` from the timed optimizer steps: the median per role and thread count."""
-    import statistics
-
     return {role: {u: statistics.median(xs) for u, xs in by.items()} for role, by in optimizer.items()}
 
 

@@ -36,7 +36,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+from pydantic import ValidationError
 
+from rlsim.config_loader import validate
 from rlsim.errors import RlsimError
 from rlsim.metrics.stats import mean_ci
 from rlsim.planner.measure.loop_results import finished_at
@@ -125,8 +127,6 @@ def check_anchor_case(case: LoopCase, source: str, validation_names: Sequence[st
 def same_run_config(stored: dict[str, Any], config: RunConfig) -> bool:
     """Whether a run config stored as JSON (by an earlier rlsim, say) reads today as ``config``: settings
     added since, at their defaults, make no difference (as ``--reuse`` decides)."""
-    from pydantic import ValidationError
-
     from rlsim.loop.config import RunConfig
 
     try:
@@ -140,7 +140,6 @@ def anchor_from_profile(
 ) -> Anchor:
     """The anchor the profile kept (``rlsim profile`` with ``anchor:``), for a validation set that names none.
     A stored config today's rlsim cannot read is a ConfigError naming the profile."""
-    from rlsim.config_loader import validate
     from rlsim.loop.config import RunConfig
 
     config = validate(RunConfig, recorded.run_config, source=f"profile {profile_path}: anchor.run_config")

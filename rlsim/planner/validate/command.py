@@ -17,8 +17,10 @@ from rich.console import Console
 from rich.table import Table
 
 import rlsim
-from rlsim.fingerprint import machine_fingerprint
-from rlsim.planner.measure.loop_runner import LoopRunner
+from rlsim.errors import RlsimError
+from rlsim.fingerprint import machine_fingerprint, measure_gemm
+from rlsim.io import atomic_write_json
+from rlsim.planner.measure.loop_runner import LoopRunner, RealLoopRunner
 from rlsim.planner.measure.loop_set import LoopCase, LoopSet, load_loop_set, resolve_cases, resolve_path
 from rlsim.planner.profile.machine_check import check_here
 from rlsim.planner.profile.schema import Profile, load_profile
@@ -33,8 +35,6 @@ def prepare_validation(
 ) -> tuple[list[LoopCase], Profile, Path, LoopSet, Anchor | None]:
     """The cases, the profile and its path, the set itself and its anchor (None: the set names none, or
     ``anchored`` is False); raises RlsimError on bad input."""
-    from rlsim.errors import RlsimError
-
     loop_set, base_dir = load_loop_set(path, overrides)
     if profile_path is None:
         if loop_set.profile is None:
@@ -79,8 +79,6 @@ def validate_command(
             "config: NAME}` (docs/planner.md)"
         )
     if runner is None:
-        from rlsim.planner.measure.loop_runner import RealLoopRunner
-
         runner = RealLoopRunner(console=console, quiet=loop_set.quiet)
     meta = {
         "rlsim_version": rlsim.__version__,
@@ -135,7 +133,6 @@ def validate_command(
         runner.close()
     report["wall_s"] = round(time.perf_counter() - t0, 1)
     report["sessions"] = getattr(runner, "sessions", None)
-    from rlsim.io import atomic_write_json
 
     atomic_write_json(json_path, report)
     return report
@@ -150,8 +147,6 @@ def _anchoring(anchor: Anchor | None, anchored: bool, from_set: bool) -> str:
 
 def _gemm_like(profile: Profile) -> dict[str, float]:
     """This machine's GEMM rates at the thread counts the profile recorded (comparable keys), if any."""
-    from rlsim.fingerprint import measure_gemm
-
     keys = list((profile.machine or {}).get("gemm_gflops") or {})
     threads = sorted({int(k.rsplit("_", 1)[1][:-1]) for k in keys if k.startswith("cpu_fp32_n1024_")})
     return measure_gemm("cpu", threads) if threads else {}

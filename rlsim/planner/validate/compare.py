@@ -21,6 +21,7 @@ from typing import Any
 
 import numpy as np
 
+from rlsim.errors import RlsimError
 from rlsim.io import atomic_write_json
 from rlsim.placement import PlacementConfig
 from rlsim.planner.measure.loop_results import LoopSteps, drop_disturbed, parse_loop_steps
@@ -113,8 +114,6 @@ def merged_report(reports: Sequence[tuple[str, dict[str, Any]]]) -> dict[str, An
     """One report over several validation reports (``(path, report)`` each, e.g. the GRPO and the PPO
     sets): every configuration, tagged with its set, and the errors over them all and per algorithm.
     Raises ``RlsimError`` for a report that is incomplete (an interrupted validation) or has no configs."""
-    from rlsim.errors import RlsimError
-
     entries, sources = [], []
     for path, report in reports:
         if not report.get("complete") or not report.get("configs"):

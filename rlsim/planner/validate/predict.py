@@ -19,13 +19,14 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from rlsim.errors import RlsimError
-from rlsim.placement import active_roles, split_pool
+from rlsim.placement import ALL_ROLES, active_roles, split_pool
 from rlsim.planner.profile.schema import Profile
 from rlsim.planner.sim.evaluate import Evaluation, evaluate
 from rlsim.planner.sim.ppo_roles import RolesSpec
 from rlsim.planner.sim.update_steps import UpdateShape
 from rlsim.planner.spec.cluster import BatcherSpec, NodeSpec, PlacementSpec, Schedule
 from rlsim.planner.spec.workload import Workload
+from rlsim.rollout.prompts import make_step_requests
 from rlsim.schedule_kinds import schedule_kind
 from rlsim.workloads import FixedLengths, LengthDist
 
@@ -130,8 +131,6 @@ def knobs_from_run_config(config: RunConfig, cores: int | None = None) -> LoopKn
 def _check_presets_only(config: RunConfig) -> None:
     """RlsimError when a role's cores or threads are set by hand: the planner places the roles as the
     ``shared`` and ``split`` presets do (one thread per core), and would otherwise predict another run."""
-    from rlsim.placement import ALL_ROLES
-
     placement = config.placement
     custom = [
         f"placement.{role}.{key}={value}"
@@ -164,8 +163,6 @@ def loop_trace(config: RunConfig, steps: Sequence[int]) -> list[tuple[list[int],
     The loop draws each step's requests from seeds derived from ``(workload.seed, step)``, so they are
     known before it runs. Prompt tokens are counted as words: synthetic prompts are single-token words.
     """
-    from rlsim.rollout.prompts import make_step_requests
-
     w = config.workload
     out = []
     for step in steps:

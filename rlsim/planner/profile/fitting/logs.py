@@ -48,7 +48,11 @@ from rlsim.planner.profile.schema import (
     ScorerLatencyModel,
     TrainerModel,
 )
+from rlsim.planner.sim.evaluate import evaluate
 from rlsim.planner.sim.generation import generation_features
+from rlsim.planner.spec.cluster import NodeSpec, PlacementSpec
+from rlsim.planner.validate.predict import ReplayWorkload
+from rlsim.workloads import FixedLengths
 
 RUNTIME = "logged"
 _NO_TRUNCATION = 1_000_000  # the reward phase is fitted on whole sequences
@@ -299,11 +303,6 @@ def generation_fixed_s(profile: Profile) -> float:
 def replay_phases(profile: Profile, steps: list[LoggedStep], layout: LogLayout) -> list[dict[str, float]]:
     """Per logged step the simulated seconds of each phase (``sim/step.py``'s ``time_s``: ``generate``,
     ``score_tail``, ``update``, ``sync``, ``idle``, ``total``)."""
-    from rlsim.planner.sim.evaluate import evaluate
-    from rlsim.planner.spec.cluster import NodeSpec, PlacementSpec
-    from rlsim.planner.validate.predict import ReplayWorkload
-    from rlsim.workloads import FixedLengths
-
     traces = [step_trace(s) for s in steps]
     node = NodeSpec(count=1, cores=max(1, layout.gpus), gpus=layout.gpus, kind=profile.hardware_kind)
     spec = PlacementSpec.model_validate(plan_placement(max(s.rollouts for s in steps)))

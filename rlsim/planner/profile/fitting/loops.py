@@ -31,9 +31,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
+from pydantic import ValidationError
 
 from rlsim.errors import RlsimError
 from rlsim.planner.measure.loop_results import LoopSteps, drop_disturbed, parse_loop_steps, read_json
+from rlsim.planner.measure.loop_runner import step_loads
 from rlsim.planner.profile.fitting import EXPONENT_GRID, SLOW_OUTLIER, fit_scaled, fit_stats, nonneg_lstsq
 from rlsim.planner.profile.schema import (
     ContentionEntry,
@@ -45,6 +47,7 @@ from rlsim.planner.profile.schema import (
     TrainerModel,
 )
 from rlsim.planner.sim.generation import generation_features
+from rlsim.planner.validate.predict import loop_trace, predict_trace
 from rlsim.schedule_kinds import schedule_kind
 
 if TYPE_CHECKING:
@@ -77,11 +80,7 @@ def read_calibration_run(path: Path, skip_first: int = 1, disturbed_above: float
     ``disturbed_above``: leave out steps during which other programs took more than this share of
     the cores, as recorded beside the results by ``RealLoopRunner`` (see ``drop_disturbed``).
     """
-    from pydantic import ValidationError
-
     from rlsim.loop.config import RunConfig
-    from rlsim.planner.measure.loop_runner import step_loads
-    from rlsim.planner.validate.predict import loop_trace
 
     data = read_json(path)
     steps, _ = drop_disturbed(parse_loop_steps(data, path, skip_first), step_loads(path.parent), disturbed_above)
@@ -231,8 +230,6 @@ def fit_score_factors(runs: list[CalibrationRun], profile: Profile) -> dict[str,
 
     ``profile`` needs the runtimes (their factors are ignored), generation and trainer models.
     """
-    from rlsim.planner.validate.predict import predict_trace
-
     plain = {
         k: m.model_copy(update={"in_loop_factor": 1.0, "call_overhead_s": 0.0}) for k, m in profile.runtimes.items()
     }
@@ -271,8 +268,6 @@ def fit_contention(runs: list[CalibrationRun], profile: Profile) -> ContentionMo
     ``profile`` must already hold the generation, trainer and scorer models. Per runtime seen, a grid
     search minimises the squared relative errors of the median generate phase and step time.
     """
-    from rlsim.planner.validate.predict import predict_trace
-
     contended = [r for r in runs if r.contended]
     if not contended:
         return None
