@@ -91,15 +91,16 @@ def server() -> Iterator[tuple[str, Server]]:
                 limited = len(state.posts) <= state.limited
                 state.inside += 1
                 state.most_inside = max(state.most_inside, state.inside)
-            try:
-                if limited:
-                    send_json(self, 429, {"detail": "rate limited"}, {"retry-after": "0"})
-                    return
+            if not limited:
                 time.sleep(state.sleep_s if state.slow & set(texts) else 0.05)
+            # Out before the answer leaves: once the client has it, it may send its next request at once, and a
+            # count still holding this one would see the client over its limit when it is not.
+            with state.lock:
+                state.inside -= 1
+            if limited:
+                send_json(self, 429, {"detail": "rate limited"}, {"retry-after": "0"})
+            else:
                 send_json(self, 200, {"rewards": [1.0] * len(texts), "truncated": 0})
-            finally:
-                with state.lock:
-                    state.inside -= 1
 
     with scripted_server(Handler) as url:
         yield url, state
