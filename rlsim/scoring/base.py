@@ -46,12 +46,14 @@ class ScorerSettings:
     ``http_deadline_s``: for ``http``: the longest one batch may take, the client's retries included (seconds).
     ``http_protocol``: for ``http``: ``rlsim`` (``/score``), ``openrlhf`` (``/get_reward``) or ``vllm-classify``
     (``/classify``), see ``rlsim.scoring.http_protocols``; checked when the settings are made.
+    ``engine_inline``: for ``vllm``: the engine core and worker run in this process, not two spawned ones.
     """
 
     device: Literal["cpu", "cuda"] = "cpu"
     threads: int | None = None
     inter_op_threads: int = 1
     spinning: bool = True
+    engine_inline: bool = False
     max_length: int | None = None
     truncation: Literal["left", "right"] = "left"
     compile_buckets: tuple[int, ...] = (16, 32, 64, 128, 256, 512)

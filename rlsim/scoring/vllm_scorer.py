@@ -82,6 +82,9 @@ class VllmPoolingScorer(TokenizingScorer):
             )
         super().__init__(model, settings)
         os.environ.update(vllm_env(settings))
+        # Read by vLLM at engine start (vllm/envs.py): 0 keeps the engine core in this process (InprocClient);
+        # the "uni" executor keeps the model runner here too (reward.engine_process: inline).
+        os.environ["VLLM_ENABLE_V1_MULTIPROCESSING"] = "0" if settings.engine_inline else "1"
         from vllm import LLM, PoolingParams
 
         args: dict[str, Any] = dict(
@@ -95,6 +98,8 @@ class VllmPoolingScorer(TokenizingScorer):
         )
         if settings.device == "cuda":
             args["gpu_memory_utilization"] = GPU_MEMORY_FRACTION
+        if settings.engine_inline:
+            args["distributed_executor_backend"] = "uni"
         try:
             self._llm = LLM(**args)
         except Exception as err:

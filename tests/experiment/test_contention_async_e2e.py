@@ -23,7 +23,9 @@ def results(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict]:
     pytest.importorskip("vllm")
     pytest.importorskip("onnxruntime")
     out = tmp_path_factory.mktemp("contention-async") / "out"
-    overrides = TINY + [f"contention.async_updates={UPDATES}"]
+    # The engine inside the rollout actor (two interpreters fewer to start); the pool accounting then finds
+    # generation's CPU time in the rollout actor's own process.
+    overrides = TINY + [f"contention.async_updates={UPDATES}", "loop.policy.engine_process=inline"]
     saved, summary = run_cli(
         CONFIGS / "contention_async.yaml", out, "--quick", "--runtimes", "eager,ort", overrides=overrides
     )

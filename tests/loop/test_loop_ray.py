@@ -20,7 +20,14 @@ from tests.helpers.tiny_run import tiny_vllm_run
 pytestmark = pytest.mark.slow
 
 CONFIG = tiny_vllm_run(
-    reward={"runtime": "vllm", "model": "tiny-llama-rm", "replicas": 2, "batch_size": 4, "max_length": 128}
+    reward={
+        "runtime": "vllm",
+        "model": "tiny-llama-rm",
+        "replicas": 2,
+        "batch_size": 4,
+        "max_length": 128,
+        "engine_process": "inline",  # each scorer's pooling engine inside its actor, as the policy's (tiny_run)
+    }
 )
 
 

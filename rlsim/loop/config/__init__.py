@@ -92,6 +92,9 @@ class RewardConfig(_Strict):
     max_length: int | None = Field(256, ge=8)
     device: Literal["cpu", "cuda"] = "cpu"
     spinning: bool = True
+    engine_process: Literal["separate", "inline"] = Field(
+        "separate", description="vllm runtime: its engine's processes, as policy.engine_process"
+    )
     server_runtime: str = "ort"
     http_deadline_s: FiniteFloat = Field(60.0, gt=0, le=DAY_S)
     http_protocol: Literal["rlsim", "openrlhf", "vllm-classify"] = "rlsim"

@@ -56,6 +56,7 @@ def reward_settings(config: RunConfig, placement: ResolvedPlacement) -> RewardSt
         device=r.device,
         threads=placement.threads,
         spinning=r.spinning,
+        engine_inline=r.engine_process == "inline",
         server_runtime=r.server_runtime,
         http_deadline_s=r.http_deadline_s,
         imports=tuple(r.imports),

@@ -54,6 +54,7 @@ class RewardStageSettings:
     device: str = "cpu"
     threads: int | None = None
     spinning: bool = True
+    engine_inline: bool = False
     ort_path: str | None = None
     server_runtime: str = "ort"
     http_deadline_s: float = 60.0
@@ -80,6 +81,7 @@ class RewardStage:
                 threads=settings.threads,
                 max_length=settings.max_length,
                 spinning=settings.spinning,
+                engine_inline=settings.engine_inline,
                 ort_path=settings.ort_path,
                 server_runtime=settings.server_runtime,
                 http_deadline_s=settings.http_deadline_s,
