@@ -19,17 +19,16 @@ from typing import Any
 
 import ray
 
-from rlsim.actors.ray_actors import ActorSet, ScoringActor, create_actors, kill_quietly
-from rlsim.actors.ray_session import connect_ray
+from rlsim.actors.ray_actors import ActorSet, ScoringActor, kill_quietly
 from rlsim.errors import RlsimError
 from rlsim.experiment.conditions import TogetherRun, Workload
 from rlsim.experiment.config import ContentionConfig
 from rlsim.loop.backends.ray import RayBackend
 from rlsim.loop.config.algorithm import run_roles
+from rlsim.loop.driver import start_core
 from rlsim.loop.roles.build import factories
 from rlsim.loop.sync import WeightSync
-from rlsim.models import resolve_policy, resolve_reward_model
-from rlsim.placement import EXPERIENCE_ROLES, resolve_placement
+from rlsim.placement import EXPERIENCE_ROLES
 from rlsim.rollout.prompts import make_step_requests
 from rlsim.schedule_kinds import schedule_kind
 
@@ -56,36 +55,24 @@ class ExperimentSession:
 
     def start(self, note: Callable[[str], None] = lambda _: None) -> None:
         """Start Ray, the generator and trainer, then every runtime's scorers; warm all of them up."""
-        t0 = time.perf_counter()
-        resolve_policy(self.loop.policy.model)
-        resolve_reward_model(self.loop.reward.model)
-        # A fresh local Ray of its own ("local" in connect_ray: never someone else's cluster; the config
-        # check keeps loop.ray.address unset) with the pool's CPU count, as the pool may be a subset.
-        self._started_ray = connect_ray(None, self.loop.ray.num_cpus or len(self.pool))
-        placements = resolve_placement(self.loop.placement, self.pool, run_roles(self.loop))
         engine = {"vllm": "vLLM", "hf": "Hugging Face generate"}.get(self.loop.policy.backend, "vLLM if installed")
         note(f"starting the generator ({engine}), the trainer{''.join(', the ' + r for r in self.experience_roles)}")
-        t1 = time.perf_counter()
-        p = self.loop.placement
-        # replicas=0: the scorers are started below, one set per runtime, with the same placement.
-        self._core = create_actors(
-            placements,
-            factories(self.loop, placements),
-            0,
-            p.strategy,
-            p.ready_timeout_s,
-            self.loop.ray.start_timeout_s,
-        )
+        # The loop's own start-up, less its scorers (replicas 0: one set per runtime is started below, with the
+        # same placement), on a fresh local Ray of its own ("local" in connect_ray: never someone else's
+        # cluster; the config check keeps loop.ray.address unset) with the pool's CPU count, as the pool may be
+        # a subset.
+        core = start_core(self.loop, self.pool, None, self.loop.ray.num_cpus or len(self.pool), replicas=0)
+        self._core, self._started_ray = core.actors, core.started_ray
         self._pids = {info["name"]: int(info["pid"]) for info in self._core.info}
         note(f"starting scorers: {', '.join(self.runtimes)}")
         t2 = time.perf_counter()
-        self._start_scorers(placements["scorer"])
+        self._start_scorers(core.placements["scorer"])
         t3 = time.perf_counter()
         note("warming up every actor")
         self._warmup()
         self.startup_s = {
-            "ray": t1 - t0,
-            "generator_trainer": t2 - t1,
+            "ray": core.seconds["models_and_ray"],
+            "generator_trainer": core.seconds["actors"],
             "scorers": t3 - t2,
             "warmup": time.perf_counter() - t3,
         }

@@ -10,7 +10,8 @@ from __future__ import annotations
 import os
 import resource
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any, cast
 
 import ray
@@ -54,23 +55,10 @@ class LoopSession:
 
     def start(self) -> None:
         """Connect Ray, reserve and start the actors, warm them up; times go to ``startup_s``."""
-        t0 = time.perf_counter()
-        resolve_policy(self.config.policy.model)  # fail fast (and build the cached model once) in the driver
-        resolve_reward_model(self.config.reward.model)
-        self._started_ray = connect_ray(self.config.ray.address, self.config.ray.num_cpus)
-        t1 = time.perf_counter()
-        pool = self.config.placement.pool or sorted(os.sched_getaffinity(0))
-        self.placements = resolve_placement(self.config.placement, pool, run_roles(self.config))
-        self.actors = create_actors(
-            self.placements,
-            factories(self.config, self.placements),
-            self.config.reward.replicas,
-            self.config.placement.strategy,
-            self.config.placement.ready_timeout_s,
-            self.config.ray.start_timeout_s,
-            scorer_restarts=self.config.faults.scorer_restarts,
-            colocate=self.config.placement.colocate,
-        )
+        cfg = self.config
+        pool = cfg.placement.pool or sorted(os.sched_getaffinity(0))
+        core = start_core(cfg, pool, cfg.ray.address, cfg.ray.num_cpus, cfg.reward.replicas)
+        self.placements, self.actors, self._started_ray = core.placements, core.actors, core.started_ray
         faults = self.config.faults
         self.backend = RayBackend(
             self.actors,
@@ -89,7 +77,7 @@ class LoopSession:
         t2 = time.perf_counter()
         if self.config.warmup:
             self.backend.warmup(warmup_requests(self.config))
-        self.startup_s = {"models_and_ray": t1 - t0, "actors": t2 - t1, "warmup": time.perf_counter() - t2}
+        self.startup_s = {**core.seconds, "warmup": time.perf_counter() - t2}
 
     def step(self, step: int, schedule: str | None = None, progress: Progress | None = None) -> tuple[StepRecord, list]:
         """Run step ``step`` (numbered from 1); returns its ``results.json`` record and timeline rows."""
@@ -122,6 +110,44 @@ class LoopSession:
         if self._started_ray and ray.is_initialized():
             ray.shutdown()
             self._started_ray = False
+
+
+@dataclass
+class CoreStart:
+    """What ``start_core`` started: where each role runs, its actors, whether Ray was started here (the session
+    stops it then), and seconds spent on ``models_and_ray`` and ``actors``."""
+
+    placements: dict[str, ResolvedPlacement]
+    actors: ActorSet
+    started_ray: bool
+    seconds: dict[str, float]
+
+
+def start_core(
+    config: RunConfig, pool: Sequence[int], address: str | None, num_cpus: int | None, replicas: int
+) -> CoreStart:
+    """The start-up every session shares (``rlsim run``'s ``LoopSession``, the planner's loop runs through it,
+    the contention experiment's ``ExperimentSession``): the policy and reward model built (a missing one fails
+    here, in the driver, before any actor), Ray connected (``address``; ``num_cpus`` for a Ray started here), the
+    run's roles placed on ``pool`` and their actors started, with ``replicas`` scorers (0: the caller starts its
+    own)."""
+    t0 = time.perf_counter()
+    resolve_policy(config.policy.model)
+    resolve_reward_model(config.reward.model)
+    started_ray = connect_ray(address, num_cpus)
+    t1 = time.perf_counter()
+    placements = resolve_placement(config.placement, list(pool), run_roles(config))
+    actors = create_actors(
+        placements,
+        factories(config, placements),
+        replicas,
+        config.placement.strategy,
+        config.placement.ready_timeout_s,
+        config.ray.start_timeout_s,
+        scorer_restarts=config.faults.scorer_restarts,
+        colocate=config.placement.colocate,
+    )
+    return CoreStart(placements, actors, started_ray, {"models_and_ray": t1 - t0, "actors": time.perf_counter() - t1})
 
 
 def cpu_deltas(before: dict[str, tuple[int, float]], after: dict[str, tuple[int, float]]) -> dict[str, float]:
