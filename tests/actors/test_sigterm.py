@@ -86,7 +86,10 @@ def test_sigterm_during_an_async_run_stops_every_actor_and_ray(tmp_path: Path) -
     pytest.importorskip("ray")
     pytest.importorskip("vllm")
     config = tmp_path / "async.yaml"  # many steps: the run is still going when the signal comes
-    config.write_text(yaml.safe_dump(tiny_vllm_run(steps=40, schedule="async", **{"async": {"max_staleness": 1}})))
+    # vLLM's own engine processes (engine_process: separate), which the signal must stop too.
+    run = tiny_vllm_run(steps=40, schedule="async", **{"async": {"max_staleness": 1}})
+    run["policy"]["engine_process"] = "separate"
+    config.write_text(yaml.safe_dump(run))
     out, log = tmp_path / "out", tmp_path / "stderr.log"
     env = {**os.environ, "PYTHONPATH": str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", "")}
     cmd = [sys.executable, "-m", "rlsim", "run", str(config), "--out", str(out), "--no-progress"]
