@@ -57,7 +57,8 @@ def check_record(record: StepRecord, schedule: str) -> None:
     t = rec["time_s"]
     assert all(t[p] > 0 for p in ("generate", "score", "update", "sync", "total"))
     assert t["idle"] >= 0 and t["total"] >= max(t["generate"], t["update"])
-    # Every actor did work, and vLLM's engine processes count towards the rollout actor.
+    # Every actor did work (vLLM's engines run inside their actors here; a separate engine's processes count
+    # towards their actor's tree: tests/experiment/test_accounting.py).
     assert set(rec["cpu_s"]) == {"rollout", "scorer-0", "scorer-1", "trainer", "driver"}
     assert all(rec["cpu_s"][a] > 0 for a in ("rollout", "scorer-0", "scorer-1", "trainer"))
     assert rec["sync"]["method"] == "vllm-reload"
