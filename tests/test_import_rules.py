@@ -53,6 +53,10 @@ RULES: dict[str, Rule] = {
         ANYWHERE,
         exempt=("rlsim.actors", "rlsim.loop", "rlsim.experiment.session", "rlsim.planner.measure.loop_runner"),
     ),
+    # Hardware figures (FLOP counts, GEMM rates, peaks, CPU flags) are a leaf that the fingerprint, the benchmarks,
+    # the metrics and the scoring runtimes all read; importing any of them back would tie them in a knot again
+    # (fingerprint -> bench.gemm -> bench.peaks -> scoring once did).
+    "rlsim.hardware": Rule(("rlsim.bench", "rlsim.metrics", "rlsim.scoring", "rlsim.fingerprint"), ANYWHERE),
     # `import rlsim` and `rlsim --help` stay fast: the GPU stack and the slow libraries load inside the backend
     # or command that needs them.
     "rlsim.cli": Rule(SLOW, AT_LOAD),
@@ -169,9 +173,16 @@ def test_a_forbidden_import_planted_in_a_copy_of_rlsim_is_caught(tmp_path: Path)
     events.write_text(events.read_text() + "\nfrom rlsim.loop.config import RunConfig\n")
     batcher = copy / "batching" / "base.py"
     batcher.write_text(batcher.read_text() + "\ndef _f():\n    import ray\n")
+    gemm = copy / "hardware" / "gemm.py"
+    gemm.write_text(gemm.read_text() + "\ndef _g():\n    from rlsim.bench.scoring_config import Cell\n")
     found = broken_rules(tmp_path, "rlsim", RULES)
     assert any(
         line.startswith("rlsim/planner/sim/events.py:") and "rlsim.planner may not import rlsim.loop (at load)" in line
         for line in found
     ), found
     assert any(line.startswith("rlsim/batching/base.py:") and "may not import ray (anywhere)" in line for line in found)
+    assert any(
+        line.startswith("rlsim/hardware/gemm.py:")
+        and "rlsim.hardware may not import rlsim.bench.scoring_config" in line
+        for line in found
+    ), found
