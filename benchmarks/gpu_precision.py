@@ -41,7 +41,7 @@ def prepare(out: Path, model_name: str) -> None:
     import torch
     from transformers import AutoModelForSequenceClassification, AutoTokenizer
 
-    from rlsim.fidelity.corpus import build_corpus
+    from rlsim.corpus.fidelity_corpus import build_corpus
     from rlsim.models import resolve_reward_model
 
     corpus = build_corpus()

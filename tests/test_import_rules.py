@@ -57,6 +57,10 @@ RULES: dict[str, Rule] = {
     # the metrics and the scoring runtimes all read; importing any of them back would tie them in a knot again
     # (fingerprint -> bench.gemm -> bench.peaks -> scoring once did).
     "rlsim.hardware": Rule(("rlsim.bench", "rlsim.metrics", "rlsim.scoring", "rlsim.fingerprint"), ANYWHERE),
+    # The texts that models are trained on and runtimes are judged on: the reward head, the int8 calibration and
+    # the fidelity checks all read the corpus, so it may read none of them (scoring <-> fidelity, models ->
+    # fidelity -> scoring were the knots when the corpus lived in rlsim/fidelity).
+    "rlsim.corpus": Rule(("rlsim.scoring", "rlsim.models", "rlsim.fidelity"), ANYWHERE),
     # `import rlsim` and `rlsim --help` stay fast: the GPU stack and the slow libraries load inside the backend
     # or command that needs them.
     "rlsim.cli": Rule(SLOW, AT_LOAD),
@@ -175,6 +179,8 @@ def test_a_forbidden_import_planted_in_a_copy_of_rlsim_is_caught(tmp_path: Path)
     batcher.write_text(batcher.read_text() + "\ndef _f():\n    import ray\n")
     gemm = copy / "hardware" / "gemm.py"
     gemm.write_text(gemm.read_text() + "\ndef _g():\n    from rlsim.bench.scoring_config import Cell\n")
+    corpus = copy / "corpus" / "text_source.py"
+    corpus.write_text(corpus.read_text() + "\nfrom rlsim.scoring import SCORERS\n")
     found = broken_rules(tmp_path, "rlsim", RULES)
     assert any(
         line.startswith("rlsim/planner/sim/events.py:") and "rlsim.planner may not import rlsim.loop (at load)" in line
@@ -184,5 +190,9 @@ def test_a_forbidden_import_planted_in_a_copy_of_rlsim_is_caught(tmp_path: Path)
     assert any(
         line.startswith("rlsim/hardware/gemm.py:")
         and "rlsim.hardware may not import rlsim.bench.scoring_config" in line
+        for line in found
+    ), found
+    assert any(
+        line.startswith("rlsim/corpus/text_source.py:") and "rlsim.corpus may not import rlsim.scoring" in line
         for line in found
     ), found
