@@ -41,7 +41,7 @@ def prepare(out: Path, model_name: str) -> None:
     import torch
     from transformers import AutoModelForSequenceClassification, AutoTokenizer
 
-    from rlsim.fidelity.corpus import build_corpus
+    from rlsim.corpus.fidelity_corpus import build_corpus
     from rlsim.models import resolve_reward_model
 
     corpus = build_corpus()
@@ -228,7 +228,7 @@ def main() -> int:
         "--gflop-per-seq",
         type=float,
         default=2.87,
-        help="model FLOPs per 128-token sequence (MiniLM: 2.87, rlsim/bench/flops.py)",
+        help="model FLOPs per 128-token sequence (MiniLM: 2.87, rlsim/hardware/flops.py)",
     )
     p.add_argument("--limit", type=int, default=None, help="score only the first N corpus texts (a quick check)")
     args = p.parse_args()

@@ -22,7 +22,7 @@ import subprocess
 import sys
 from typing import Any
 
-from rlsim.bench.gemm import measure_gemm_gflops
+from rlsim.hardware.gemm import measure_gemm_gflops
 
 # The CPU flags that change which kernels run (bf16/int8 paths, vector width); the rest are noise.
 FLAGS_OF_INTEREST = (

@@ -42,8 +42,10 @@ RULES: dict[str, Rule] = {
     # and bring back the circle loop/config.py <-> actors/placement.py once had.
     "rlsim.actors": Rule(("rlsim.loop",), ANYWHERE),
     # Scorers, batchers and generators are building blocks that run and test without Ray, and know nothing of
-    # the loop or the actors that use them (STYLE.md).
-    "rlsim.scoring": Rule(("ray", "rlsim.actors", "rlsim.loop"), ANYWHERE),
+    # the loop or the actors that use them (STYLE.md). Nor does scoring know the server that runs its scorers:
+    # the http runtime is a client of `rlsim serve` and reads the bodies from rlsim.http_schemas, which the
+    # server writes them with (scoring <-> serve was a knot while those lived in rlsim/serve).
+    "rlsim.scoring": Rule(("ray", "rlsim.actors", "rlsim.loop", "rlsim.serve"), ANYWHERE),
     "rlsim.batching": Rule(("ray", "rlsim.actors", "rlsim.loop"), ANYWHERE),
     "rlsim.rollout": Rule(("ray", "rlsim.actors", "rlsim.loop"), ANYWHERE),
     # Ray lives in the actors and the loop that drives them, plus the two places that start a loop's Ray
@@ -53,6 +55,17 @@ RULES: dict[str, Rule] = {
         ANYWHERE,
         exempt=("rlsim.actors", "rlsim.loop", "rlsim.experiment.session", "rlsim.planner.measure.loop_runner"),
     ),
+    # Hardware figures (FLOP counts, GEMM rates, peaks, CPU flags) are a leaf that the fingerprint, the benchmarks,
+    # the metrics and the scoring runtimes all read; importing any of them back would tie them in a knot again
+    # (fingerprint -> bench.gemm -> bench.peaks -> scoring once did).
+    "rlsim.hardware": Rule(("rlsim.bench", "rlsim.metrics", "rlsim.scoring", "rlsim.fingerprint"), ANYWHERE),
+    # The texts that models are trained on and runtimes are judged on: the reward head, the int8 calibration and
+    # the fidelity checks all read the corpus, so it may read none of them (scoring <-> fidelity, models ->
+    # fidelity -> scoring were the knots when the corpus lived in rlsim/fidelity).
+    "rlsim.corpus": Rule(("rlsim.scoring", "rlsim.models", "rlsim.fidelity"), ANYWHERE),
+    # The three HTTP protocols' bodies, shared by the server and the http runtime's client: one definition that
+    # depends on neither end.
+    "rlsim.http_schemas": Rule(("rlsim.scoring", "rlsim.serve"), ANYWHERE),
     # `import rlsim` and `rlsim --help` stay fast: the GPU stack and the slow libraries load inside the backend
     # or command that needs them.
     "rlsim.cli": Rule(SLOW, AT_LOAD),
@@ -169,9 +182,35 @@ def test_a_forbidden_import_planted_in_a_copy_of_rlsim_is_caught(tmp_path: Path)
     events.write_text(events.read_text() + "\nfrom rlsim.loop.config import RunConfig\n")
     batcher = copy / "batching" / "base.py"
     batcher.write_text(batcher.read_text() + "\ndef _f():\n    import ray\n")
+    gemm = copy / "hardware" / "gemm.py"
+    gemm.write_text(gemm.read_text() + "\ndef _g():\n    from rlsim.bench.scoring_config import Cell\n")
+    corpus = copy / "corpus" / "text_source.py"
+    corpus.write_text(corpus.read_text() + "\nfrom rlsim.scoring import SCORERS\n")
+    client = copy / "scoring" / "http_protocols.py"
+    client.write_text(client.read_text() + "\ndef _h():\n    from rlsim.serve.settings import ServeSettings\n")
+    wire = copy / "http_schemas.py"
+    wire.write_text(wire.read_text() + "\nfrom rlsim.serve.metrics import CONTENT_TYPE\n")
     found = broken_rules(tmp_path, "rlsim", RULES)
     assert any(
         line.startswith("rlsim/planner/sim/events.py:") and "rlsim.planner may not import rlsim.loop (at load)" in line
         for line in found
     ), found
     assert any(line.startswith("rlsim/batching/base.py:") and "may not import ray (anywhere)" in line for line in found)
+    assert any(
+        line.startswith("rlsim/hardware/gemm.py:")
+        and "rlsim.hardware may not import rlsim.bench.scoring_config" in line
+        for line in found
+    ), found
+    assert any(
+        line.startswith("rlsim/corpus/text_source.py:") and "rlsim.corpus may not import rlsim.scoring" in line
+        for line in found
+    ), found
+    assert any(
+        line.startswith("rlsim/scoring/http_protocols.py:")
+        and "rlsim.scoring may not import rlsim.serve.settings" in line
+        for line in found
+    ), found
+    assert any(
+        line.startswith("rlsim/http_schemas.py:") and "rlsim.http_schemas may not import rlsim.serve" in line
+        for line in found
+    ), found

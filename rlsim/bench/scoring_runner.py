@@ -2,7 +2,7 @@
 
 Cells are interleaved (round 1: A B C, round 2: A B C, ...) so slow drift of a shared machine
 (thermal, other tenants) hits every cell alike instead of biasing whichever ran last. The GEMM
-rates (fp32, and each other precision the runtimes use: ``rlsim.bench.peaks``) are measured in their own
+rates (fp32, and each other precision the runtimes use: ``rlsim.hardware.peaks``) are measured in their own
 process before the first round and after the last.
 """
 
@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import rlsim
-from rlsim.bench.peaks import needed_precisions
+from rlsim.bench.runtime_precision import needed_precisions
 from rlsim.bench.scoring_config import BenchScoringConfig, Cell, check_grid, check_runtimes, grid_cells
 from rlsim.bench.scoring_worker import WorkerJob, scorer_settings
 from rlsim.errors import ConfigError, RlsimError

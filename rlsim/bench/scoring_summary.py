@@ -17,8 +17,9 @@ from typing import Any
 
 import numpy as np
 
-from rlsim.bench.peaks import peak_fraction, runtime_precision, summarize_peaks
+from rlsim.bench.runtime_precision import runtime_precision
 from rlsim.bench.scoring_config import BenchScoringConfig, Cell
+from rlsim.hardware.peaks import peak_fraction, summarize_peaks
 from rlsim.metrics.stats import (
     ci_overlap,
     coefficient_of_variation,
@@ -42,7 +43,7 @@ METHODS = {
     "peaks": "per precision the grid's runtimes use, the same way: bf16/fp16 torch.mm in that dtype, int8 ONNX "
     "Runtime MatMulInteger (uint8 x int8, what the int8 graphs run); a precision the machine lacks is skipped with "
     "the reason; peak_fraction = model FLOPs / wall s / the cell's own precision's rate",
-    "flops": "2 x matmul params x real tokens + 4 x seq^2 x attention width per layer (rlsim.bench.flops)",
+    "flops": "2 x matmul params x real tokens + 4 x seq^2 x attention width per layer (rlsim.hardware.flops)",
     "padding_waste": "padding tokens / all computed tokens (longest x count per batch), as planned",
     "computed_padding_waste": "the same from the runtime's own counters (differs where it pads further)",
 }
@@ -146,7 +147,7 @@ def cell_summary(
     """Statistics of one cell's repeats; throughputs in sequences/s and tokens/s, latency in ms.
 
     ``gemm_fraction``: of the fp32 GEMM rate; ``peak_fraction``: of ``peak``, the GEMM rate of the cell's own
-    ``precision`` (``rlsim.bench.peaks``; None where that peak was skipped or not measured)."""
+    ``precision`` (``rlsim.hardware.peaks``; None where that peak was skipped or not measured)."""
     seq_s = mean_ci(_throughputs(runs))
     tok_s = mean_ci([r["real_tokens"] / r["wall_s"] for r in runs])
     latencies_ms = [1000.0 * x for r in runs for x in r["batch_latencies_s"]]

@@ -19,11 +19,11 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from rlsim.batching import make_batcher, score_texts, token_lengths
-from rlsim.bench.flops import shape_of_model, workload_flops
-from rlsim.bench.gemm import best_gemm_gflops
-from rlsim.bench.peaks import measure_peaks
 from rlsim.bench.scoring_config import import_plugins
 from rlsim.errors import RlsimError
+from rlsim.hardware.flops import shape_of_model, workload_flops
+from rlsim.hardware.gemm import best_gemm_gflops
+from rlsim.hardware.peaks import measure_peaks
 from rlsim.models import resolve_reward_model
 from rlsim.scoring import make_scorer
 from rlsim.scoring.base import ScorerSettings
@@ -44,7 +44,7 @@ class WorkerJob(BaseModel):
     workload: WorkloadSpec = Field(default_factory=WorkloadSpec)
     settings: dict[str, Any] = Field(default_factory=dict)
     warmup_passes: int = 1
-    precisions: list[str] = Field(default_factory=list)  # gemm: peak rates beside fp32 (rlsim.bench.peaks)
+    precisions: list[str] = Field(default_factory=list)  # gemm: peak rates beside fp32 (rlsim.hardware.peaks)
 
 
 def scorer_settings(values: dict[str, Any]):
@@ -104,7 +104,7 @@ def run_cell(job: WorkerJob) -> dict[str, Any]:
 
 
 def run_gemm(job: WorkerJob) -> dict[str, Any]:
-    """The best fp32 GEMM rate (``rlsim.bench.gemm.best_gemm_gflops``: torch's or MLAS's), with ``peaks``: each
+    """The best fp32 GEMM rate (``rlsim.hardware.gemm.best_gemm_gflops``: torch's or MLAS's), with ``peaks``: each
     of ``job.precisions`` measured the same way or skipped with the reason."""
     settings = scorer_settings(job.settings)
     threads = settings.resolved_threads()

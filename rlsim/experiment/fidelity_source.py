@@ -20,10 +20,10 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from rlsim.corpus.fidelity_corpus import build_corpus
 from rlsim.errors import RlsimError
 from rlsim.fidelity.cache import METRICS, cached_runtime_fidelity
 from rlsim.fidelity.check import FidelityRules
-from rlsim.fidelity.corpus import build_corpus
 from rlsim.fidelity.metrics import FidelityMetrics
 from rlsim.io import read_user_text
 from rlsim.models import resolve_reward_model

@@ -14,8 +14,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from rlsim.corpus.fidelity_corpus import FidelityCorpus, build_corpus
 from rlsim.errors import RlsimError
-from rlsim.fidelity.corpus import FidelityCorpus, build_corpus
 from rlsim.fidelity.metrics import FidelityMetrics, fidelity_metrics
 from rlsim.scoring.base import SCORERS, UnsupportedRuntime, make_scorer
 

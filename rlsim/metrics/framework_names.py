@@ -43,8 +43,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from rlsim.bench.flops import shape_of_model
-from rlsim.bench.gemm import measure_gemm_gflops
+from rlsim.hardware.flops import shape_of_model
+from rlsim.hardware.gemm import measure_gemm_gflops
 from rlsim.run_results import StepRecord
 
 # verl's section names for rlsim's phases.

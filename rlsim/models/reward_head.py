@@ -1,7 +1,7 @@
 """Train ``minilm-rm``'s reward head on a preference task, so its rewards mean something.
 
 Task: a fluent standard-library paragraph is preferred over a corrupted copy of itself (words
-shuffled, a sentence repeated, sentences cut short; ``rlsim.fidelity.text_source.corrupt``).
+shuffled, a sentence repeated, sentences cut short; ``rlsim.corpus.text_source.corrupt``).
 The pretrained encoder's lower layers stay frozen: their output is computed once per text, and
 only the last ``layers`` encoder layer(s), the pooler and the classifier are trained on it with
 a Bradley-Terry loss ``-log sigmoid(r_fluent - r_corrupted)`` (AdamW, pairs in fixed batches,
@@ -23,8 +23,8 @@ import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from rlsim.fidelity.corpus import HELDOUT_BUCKETS, TRAIN_BUCKETS, paragraphs_in
-from rlsim.fidelity.text_source import corrupt
+from rlsim.corpus.fidelity_corpus import HELDOUT_BUCKETS, TRAIN_BUCKETS, paragraphs_in
+from rlsim.corpus.text_source import corrupt
 
 HEAD_REPORT = "rlsim_head.json"
 TASK = "fluent stdlib paragraph preferred over a corrupted copy (shuffle / repeat / cut)"

@@ -17,13 +17,12 @@ import os
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from functools import lru_cache
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 
 import numpy as np
 
 from rlsim.errors import RlsimError
+from rlsim.hardware.cpu import cpu_flags
 from rlsim.registry import Registry, missing_modules
 from rlsim.scoring.http_protocols import check_protocol as check_http_protocol
 
@@ -209,19 +208,6 @@ class RuntimeInfo:
 
 class UnsupportedRuntime(RlsimError):
     """This machine cannot run the runtime (missing CPU instructions, or no GPU): skipped, not failed."""
-
-
-@lru_cache(maxsize=1)
-def cpu_flags(cpuinfo: str = "/proc/cpuinfo") -> frozenset[str]:
-    """The CPU's feature flags (Linux); empty where /proc/cpuinfo is not readable."""
-    try:
-        text = Path(cpuinfo).read_text()
-    except OSError:
-        return frozenset()
-    for line in text.splitlines():
-        if line.startswith("flags"):
-            return frozenset(line.split(":", 1)[1].split())
-    return frozenset()
 
 
 # Registration order is the order ``all`` lists runtimes in: the reference first, http last, then the precision

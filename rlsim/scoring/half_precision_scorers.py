@@ -8,13 +8,12 @@ without native bf16 dot products torch emulates bf16 on CPU, slower than fp32.
 
 from __future__ import annotations
 
+from rlsim.hardware.cpu import BF16_CPU_FLAGS
 from rlsim.models.reward import RewardModelSpec
 from rlsim.scoring.base import SCORERS, RuntimeInfo, ScorerSettings, register_scorer
 from rlsim.scoring.needs import TORCH
 from rlsim.scoring.torch_scorers import CompiledScorer, EagerScorer
 
-# Any of these flags gives the CPU native bf16 matrix products (AVX512-BF16 dot products or AMX tiles).
-BF16_CPU_FLAGS = ("avx512_bf16", "amx_bf16")
 BF16 = RuntimeInfo(needs=TORCH, precision="bf16", cpu_flags=BF16_CPU_FLAGS, variant=True)
 
 # bf16 in ONNX Runtime (and so in the native engine, which runs the same library): its CPU provider registers no

@@ -8,7 +8,7 @@
   would refuse a text longer than the model's context); the model name comes from ``GET /v1/models``, which is
   also how readiness is seen on a vLLM server.
 
-Bodies are read with the same pydantic models ``rlsim serve`` writes them with (``rlsim.serve.protocol_schemas``),
+Bodies are read with the same pydantic models ``rlsim serve`` writes them with (``rlsim.http_schemas``),
 which the serve tests check against the installed vLLM's own classes. ``rlsim serve`` answers all three, so
 the runtime can start its own server and talk to it in any of them.
 """
@@ -22,8 +22,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ValidationError
 
 from rlsim.errors import RlsimError
-from rlsim.serve.protocol_schemas import ClassifyResponse
-from rlsim.serve.schemas import ScoreResponse
+from rlsim.http_schemas import ClassifyResponse, ScoreResponse
 
 HttpProtocol = Literal["rlsim", "openrlhf", "vllm-classify"]
 HTTP_PROTOCOLS: tuple[str, ...] = ("rlsim", "openrlhf", "vllm-classify")

@@ -17,8 +17,8 @@ from pathlib import Path
 
 import numpy as np
 
+from rlsim.corpus.fidelity_corpus import calibration_texts
 from rlsim.errors import RlsimError
-from rlsim.fidelity.corpus import calibration_texts
 from rlsim.models.reward import RewardModelSpec
 from rlsim.paths import build_folder_once, cache_dir
 from rlsim.scoring.base import RuntimeInfo, ScorerSettings, register_scorer

@@ -1,7 +1,8 @@
 """The reward-scoring HTTP server behind ``rlsim serve`` and the ``http`` runtime.
 
 - ``settings``: ``ServeSettings`` (what to run, where, and the limits);
-- ``schemas``: request/response bodies; ``backend``: scorer + dynamic batcher;
+- ``protocols``: OpenRLHF's and vLLM's routes; the bodies of all three protocols are ``rlsim.http_schemas``, which
+  the ``http`` runtime's client reads them with; ``backend``: scorer + dynamic batcher;
 - ``app``: the FastAPI app (``/score``, ``/health``, ``/metrics``); ``metrics``: Prometheus metrics;
 - ``middleware``: body-size limit and request accounting; ``runner``: uvicorn, port file, parent watch.
 

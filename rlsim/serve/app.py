@@ -22,12 +22,7 @@ from fastapi.responses import JSONResponse, PlainTextResponse, Response
 
 from rlsim.batching.dynamic import BatcherClosed, QueueFull
 from rlsim.errors import RlsimError
-from rlsim.serve.backend import ScoreJob, ScoringBackend
-from rlsim.serve.metrics import CONTENT_TYPE, ServerMetrics
-from rlsim.serve.middleware import BodyLimit, RequestAccounting
-from rlsim.serve.openapi_limits import with_limits
-from rlsim.serve.protocols import ServedModel, protocol_router
-from rlsim.serve.schemas import (
+from rlsim.http_schemas import (
     HealthBody,
     ScoreRequest,
     ScoreResponse,
@@ -35,6 +30,11 @@ from rlsim.serve.schemas import (
     error_responses,
     error_summaries,
 )
+from rlsim.serve.backend import ScoreJob, ScoringBackend
+from rlsim.serve.metrics import CONTENT_TYPE, ServerMetrics
+from rlsim.serve.middleware import BodyLimit, RequestAccounting
+from rlsim.serve.openapi_limits import with_limits
+from rlsim.serve.protocols import ServedModel, protocol_router
 from rlsim.serve.settings import ServeSettings
 
 BackendFactory = Callable[[ServerMetrics], ScoringBackend]

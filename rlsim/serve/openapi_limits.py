@@ -1,6 +1,6 @@
 """``/openapi.json`` with the limits the server enforces, so a schema-valid request is an accepted one.
 
-The request models (``schemas.py``, ``protocol_schemas.py``) say the types; what depends on the running
+The request models (``rlsim.http_schemas``) say the types; what depends on the running
 server is added here on every ``GET /openapi.json``: how many inputs one request may hold (``max_texts``),
 characters per text (``max_text_chars``), ids per token row (``max_row_tokens``), the id range of the
 loaded model's vocabulary (``[0, vocab_size)``, once it is loaded), and the one model id ``/classify``

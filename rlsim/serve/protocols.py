@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from fastapi import APIRouter, HTTPException
 
-from rlsim.serve.protocol_schemas import (
+from rlsim.http_schemas import (
     ClassifyData,
     ClassifyRequest,
     ClassifyResponse,
@@ -24,9 +24,11 @@ from rlsim.serve.protocol_schemas import (
     ModelList,
     RewardRequest,
     RewardResponse,
+    ScoreRequest,
+    ScoreResponse,
     UsageInfo,
+    error_responses,
 )
-from rlsim.serve.schemas import ScoreRequest, ScoreResponse, error_responses
 
 ScoreFn = Callable[[ScoreRequest], Awaitable[ScoreResponse]]
 

@@ -8,9 +8,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from rlsim.corpus.fidelity_corpus import FidelityCorpus
 from rlsim.fidelity.cache import cache_key, cached_runtime_fidelity, entry_path
 from rlsim.fidelity.check import FidelityRules
-from rlsim.fidelity.corpus import FidelityCorpus
 from rlsim.scoring.base import ScorerSettings
 from tests.helpers.fidelity_doubles import METRICS
 

@@ -14,8 +14,8 @@ import numpy as np
 import pytest
 
 from rlsim.cli.main import main
+from rlsim.corpus.fidelity_corpus import calibration_corpus
 from rlsim.errors import RlsimError
-from rlsim.fidelity.corpus import calibration_corpus
 from rlsim.fidelity.sensitivity import (
     UnitHarm,
     choose_mixed,

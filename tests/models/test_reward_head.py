@@ -2,8 +2,8 @@
 
 import pytest
 
-from rlsim.fidelity.corpus import HELDOUT_BUCKETS, SPLITS, TRAIN_BUCKETS
-from rlsim.fidelity.text_source import split_of, stdlib_paragraphs
+from rlsim.corpus.fidelity_corpus import HELDOUT_BUCKETS, SPLITS, TRAIN_BUCKETS
+from rlsim.corpus.text_source import split_of, stdlib_paragraphs
 from rlsim.models import resolve_reward_model
 from rlsim.models.reward_head import HeadTraining, preference_pairs, read_report
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from rlsim.bench.gemm import measure_gemm_gflops
+from rlsim.hardware.gemm import measure_gemm_gflops
 
 
 def test_cpu_rate_is_measured() -> None:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from rlsim.bench.flops import flops_per_sequence, shape_from_config, workload_flops
 from rlsim.errors import RlsimError
+from rlsim.hardware.flops import flops_per_sequence, shape_from_config, workload_flops
 
 MINILM = {"model_type": "bert", "hidden_size": 384, "intermediate_size": 1536, "num_hidden_layers": 6,
           "num_attention_heads": 12}  # fmt: skip

@@ -4,7 +4,7 @@ import random
 
 import numpy as np
 
-from rlsim.fidelity.corpus import (
+from rlsim.corpus.fidelity_corpus import (
     CALIBRATION_BUCKETS,
     CORPUS_BUCKETS,
     HELDOUT_BUCKETS,
@@ -13,7 +13,7 @@ from rlsim.fidelity.corpus import (
     build_corpus,
     calibration_texts,
 )
-from rlsim.fidelity.text_source import corrupt, stdlib_paragraphs
+from rlsim.corpus.text_source import corrupt, stdlib_paragraphs
 
 
 def test_corpus_is_reproducible_and_seed_dependent():

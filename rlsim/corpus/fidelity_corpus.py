@@ -27,7 +27,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from rlsim.fidelity.text_source import MAX_WORDS, Paragraph, corrupt, split_of, stdlib_paragraphs
+from rlsim.corpus.text_source import MAX_WORDS, Paragraph, corrupt, split_of, stdlib_paragraphs
 
 SPLITS = 8
 CORPUS_BUCKETS = (0, 1)

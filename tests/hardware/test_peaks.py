@@ -1,29 +1,12 @@
-"""Peak rates per precision: which are needed, which this machine lacks (and why), and the fraction arithmetic."""
+"""Peak rates per precision: which this machine lacks (and why), how they are measured and summarized."""
 
 from __future__ import annotations
 
 import pytest
 
-from rlsim.bench.gemm import measure_gemm_gflops
-from rlsim.bench.peaks import (
-    measure_peaks,
-    needed_precisions,
-    peak_fraction,
-    peak_skip_reason,
-    runtime_precision,
-    summarize_peaks,
-)
-from rlsim.bench.scoring_config import Cell
-from rlsim.bench.scoring_summary import cell_summary
-from rlsim.scoring.base import cpu_flags
-
-
-def test_precisions_come_from_the_registry() -> None:
-    assert runtime_precision("eager-bf16") == "bf16" and runtime_precision("native-int8-static") == "int8"
-    assert runtime_precision("http", server_runtime="ort-int8") == "int8"  # the server's runtime decides
-    assert needed_precisions(["eager", "ort-int8", "eager-bf16", "native-int8"]) == ["bf16", "int8"]
-    assert needed_precisions(["eager", "ort", "http"]) == []
-    assert runtime_precision("my-plugin-runtime") is None  # not registered here: no peak, not an error
+from rlsim.hardware.cpu import cpu_flags
+from rlsim.hardware.gemm import measure_gemm_gflops
+from rlsim.hardware.peaks import measure_peaks, peak_skip_reason, summarize_peaks
 
 
 def test_a_precision_the_machine_lacks_is_skipped_with_the_reason() -> None:
@@ -38,7 +21,7 @@ def test_a_precision_the_machine_lacks_is_skipped_with_the_reason() -> None:
 
 
 def test_measure_peaks_records_skips_instead_of_measuring(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("rlsim.bench.peaks.peak_skip_reason", lambda p, d: "no fp16 here" if p == "fp16" else None)
+    monkeypatch.setattr("rlsim.hardware.peaks.peak_skip_reason", lambda p, d: "no fp16 here" if p == "fp16" else None)
     calls = []
 
     def fake(threads, device, precision):
@@ -61,23 +44,6 @@ def test_peaks_are_averaged_over_the_runs_before_and_after_the_grid() -> None:
     assert peaks["bf16"] == {"skipped": "no flag"}
 
 
-def test_peak_fraction_arithmetic() -> None:
-    # 60 GFLOP of model work in 2 s = 30 GFLOP/s; of a 600 G op/s int8 peak that is 0.05.
-    assert peak_fraction(60e9, 2.0, 600.0) == pytest.approx(0.05)
-    run = {
-        "wall_s": 2.0, "sequences": 64, "real_tokens": 8192, "padded_tokens": 8192, "padding_waste": 0.0,
-        "batch_sizes": [32, 32], "batch_latencies_s": [1.0, 1.0], "flops": 60e9, "load_s": 1.0, "warmup_s": 2.0,
-        "compile_s": 0.0, "timed_compile_s": 0.0, "rewards": [0.1],
-    }  # fmt: skip
-    cell = Cell("ort-int8", "fixed", batch_size=32)
-    summary = cell_summary(cell, [run, {**run, "wall_s": 4.0}], 120.0, [0.1], "int8", {"gflops": 600.0})
-    # Repeats at 30 and 15 GFLOP/s: of fp32's 120 -> 0.25 and 0.125; of int8's 600 -> 0.05 and 0.025.
-    assert summary["gemm_fraction"] == pytest.approx(0.1875)
-    assert summary["peak_fraction"] == pytest.approx(0.0375) and summary["precision"] == "int8"
-    skipped = cell_summary(cell, [run, run], 120.0, [0.1], "bf16", {"skipped": "no flag"})
-    assert skipped["peak_fraction"] is None and skipped["gemm_fraction"] == pytest.approx(0.25)
-
-
 def test_int8_rate_is_measured_with_onnxruntime() -> None:
     pytest.importorskip("onnxruntime")
     out = measure_gemm_gflops(threads=1, n=128, repeats=3, precision="int8")
@@ -98,7 +64,7 @@ def test_unknown_precision_is_refused() -> None:
 
 
 def test_the_peak_is_the_fastest_library_and_each_one_is_recorded() -> None:
-    from rlsim.bench.gemm import best_gemm_gflops
+    from rlsim.hardware.gemm import best_gemm_gflops
 
     pytest.importorskip("onnxruntime")
     out = best_gemm_gflops(threads=1, n=128, repeats=3, precision="fp32")
@@ -113,7 +79,7 @@ def test_the_peak_is_the_fastest_library_and_each_one_is_recorded() -> None:
 
 
 def test_a_library_that_cannot_run_is_skipped_with_the_reason(monkeypatch: pytest.MonkeyPatch) -> None:
-    from rlsim.bench import gemm
+    from rlsim.hardware import gemm
 
     def broken(threads: int, n: int, device: str, precision: str) -> object:
         raise RuntimeError("_int_mm: not compiled for this CPU\nmore")

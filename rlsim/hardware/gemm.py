@@ -17,7 +17,7 @@ kernel, one per library that the runtimes of that precision use (``LIBRARIES``):
 stays comparable between profiles); ``best_gemm_gflops`` times every library and reports the fastest, the ceiling
 a runtime's throughput is judged against: on an AVX-512 CPU MLAS's fp32 GEMM can run well above ``torch.mm``'s.
 
-Whether this machine can run a precision at all is ``rlsim.bench.peaks``'s question.
+Whether this machine can run a precision at all is ``rlsim.hardware.peaks``'s question.
 """
 
 from __future__ import annotations

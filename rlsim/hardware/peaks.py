@@ -2,7 +2,7 @@
 
 A bf16 or int8 runtime that does three times fp32 eager's work may still be far below what its kernels can do,
 and the fp32 GEMM rate cannot say that. So for every precision a benchmark's runtimes compute in, the GEMM worker
-measures that precision's matrix product (``rlsim.bench.gemm``: same size, repeats and median as fp32) beside the
+measures that precision's matrix product (``rlsim.hardware.gemm``: same size, repeats and median as fp32) beside the
 fp32 one, in every library a runtime of it may run (torch, ONNX Runtime's MLAS) and keeps the fastest: the peak
 is the machine's best GEMM for the precision, not torch's alone (MLAS's fp32 GEMM ran 2.3x ``torch.mm``'s at
 n 2048 on 2 threads of this project's AVX-512 CPU on 2026-12-04, which had put the ort and native cells above 1
@@ -10,7 +10,7 @@ of a torch-only "peak"). A precision this machine cannot run is skipped with the
 torch emulates bf16 without AVX512-BF16 or AMX, fp16 is CUDA only, and int8 is measured on CPU (MLAS's and
 torch's kernels).
 
-``peak_fraction`` is the arithmetic: model FLOPs of a pass (``rlsim.bench.flops``, padding excluded) / its wall
+``peak_fraction`` is the arithmetic: model FLOPs of a pass (``rlsim.hardware.flops``, padding excluded) / its wall
 seconds / the peak rate. For int8 runtimes the whole forward's FLOPs are set against the int8 rate, though their
 attention, softmax and norms stay in fp32: the fraction says how far the runtime is from an all-int8 ceiling.
 """
@@ -18,33 +18,14 @@ attention, softmax and norms stay in fp32: the fraction says how far the runtime
 from __future__ import annotations
 
 import statistics
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
-from rlsim.bench.gemm import KERNELS, best_gemm_gflops
+from rlsim.hardware.cpu import BF16_CPU_FLAGS, cpu_flags
+from rlsim.hardware.gemm import KERNELS, best_gemm_gflops
 from rlsim.registry import missing_modules
-from rlsim.scoring import SCORERS  # the package: importing it registers every built-in runtime
-from rlsim.scoring.base import cpu_flags
-from rlsim.scoring.half_precision_scorers import BF16_CPU_FLAGS
 
 PEAK_PRECISIONS = tuple(KERNELS)
-
-
-def runtime_precision(runtime: str, server_runtime: str = "ort") -> str | None:
-    """The number format ``runtime`` computes in (``http``: its server's runtime's); None for a name not
-    registered in this process (recorded results of a plug-in runtime): it then has no peak to compare with."""
-    if runtime not in SCORERS:
-        return None
-    precision = SCORERS.info(runtime).precision
-    if precision is None and server_runtime in SCORERS:
-        precision = SCORERS.info(server_runtime).precision
-    return precision or "fp32"
-
-
-def needed_precisions(runtimes: Iterable[str], server_runtime: str = "ort") -> list[str]:
-    """The precisions other than fp32 that ``runtimes`` compute in, in ``PEAK_PRECISIONS`` order."""
-    used = {runtime_precision(r, server_runtime) for r in runtimes}
-    return [p for p in PEAK_PRECISIONS if p in used and p != "fp32"]
 
 
 def peak_skip_reason(precision: str, device: str, flags: frozenset[str] | None = None) -> str | None:

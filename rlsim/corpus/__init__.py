@@ -1,0 +1,9 @@
+"""Real English text, offline and reproducible, split so no two uses share a topic.
+
+- ``text_source``: paragraphs from the standard library's docstrings, and how to corrupt one.
+- ``fidelity_corpus``: the fidelity corpus (groups like GRPO's samples per prompt), the int8 calibration split
+  and the reward head's training and held-out buckets.
+
+A leaf: the reward models (the trained head), the scoring runtimes (int8 calibration, ``verify``) and the fidelity
+checks read it, and it imports none of them (``tests/test_import_rules.py``).
+"""
