@@ -17,7 +17,6 @@ step's record and timeline rows, as ``rlsim.loop.driver.sync_step`` does) plus a
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal, get_args
 
@@ -29,7 +28,8 @@ ScheduleName = Literal["sequential", "overlapped", "async"]
 @dataclass(frozen=True)
 class ScheduleKind:
     """One schedule. ``loop_step``/``simulator``/``together``: ``"module:function"``, loaded by ``load``: its step
-    in the loop, its planner simulator, and its together condition in the contention experiment."""
+    in the loop, its planner simulator, and its together condition in the contention experiment; ``reports``: the
+    sections it adds to the experiment's figures and report."""
 
     name: str
     summary: str
@@ -42,11 +42,13 @@ class ScheduleKind:
     loop_step: str
     simulator: str
     together: str
+    reports: tuple[str, ...]  # "module:ATTRIBUTE" of each ReportSection (rlsim.experiment.formatting) it adds
 
-    def load(self, target: str) -> Callable[..., Any]:
-        """The function ``target`` (``loop_step``, ``simulator`` or ``together``) names, imported now."""
-        module, _, function = target.partition(":")
-        return getattr(importlib.import_module(module), function)  # type: ignore[no-any-return]
+    def load(self, target: str) -> Any:
+        """What ``target`` (``loop_step``, ``simulator``, ``together`` or one of ``reports``) names, imported now:
+        a function, or for ``reports`` a ``ReportSection``."""
+        module, _, name = target.partition(":")
+        return getattr(importlib.import_module(module), name)
 
 
 _SYNC_SIMULATOR = "rlsim.planner.sim.evaluate:evaluate_steps"
@@ -68,6 +70,7 @@ SCHEDULES: dict[str, ScheduleKind] = {
             loop_step="rlsim.loop.driver:sync_step",
             simulator=_SYNC_SIMULATOR,
             together=_SYNC_TOGETHER,
+            reports=("rlsim.experiment.role_analysis:ROLES_REPORT",),
         ),
         ScheduleKind(
             name="overlapped",
@@ -81,6 +84,7 @@ SCHEDULES: dict[str, ScheduleKind] = {
             loop_step="rlsim.loop.driver:sync_step",
             simulator=_SYNC_SIMULATOR,
             together=_SYNC_TOGETHER,
+            reports=("rlsim.experiment.role_analysis:ROLES_REPORT",),
         ),
         ScheduleKind(
             name="async",
@@ -94,6 +98,7 @@ SCHEDULES: dict[str, ScheduleKind] = {
             loop_step="rlsim.loop.schedules.asynchronous.session:async_step",
             simulator="rlsim.planner.sim.asynchronous.evaluate:evaluate_async",
             together="rlsim.experiment.asynchronous.condition:async_together",
+            reports=("rlsim.experiment.asynchronous.analysis:ASYNC_REPORT",),
         ),
     )
 }

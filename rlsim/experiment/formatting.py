@@ -5,8 +5,30 @@ An estimate is a ``results.json`` mapping with ``mean``, ``ci_low``, ``ci_high``
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Any
+
+Per = Mapping[str, Mapping[str, Any]]  # runtime -> series name -> samples (rlsim.experiment.capacity.Samples)
+
+
+@dataclass(frozen=True)
+class ReportSection:
+    """What a schedule adds to the contention results and report (``ScheduleKind.report`` names one).
+
+    ``key``: its entry under ``results.json``'s ``runtimes.<name>``; ``present(per, runtime)``: whether the
+    runtime's measurements have what it reads (recorded rows are re-analysed the same way); ``figures(per,
+    runtime, baseline, pool_cores)``; ``words(name, runtime_figures, baseline)``: one conclusion sentence, or
+    "" for none; ``table(results)``: the report's section lines; ``units`` and ``glossary``: what its figures
+    mean."""
+
+    key: str
+    units: str
+    glossary: tuple[tuple[str, str], ...]
+    present: Callable[[Per, str], bool]
+    figures: Callable[[Per, str, str, int], dict[str, Any]]
+    words: Callable[[str, Mapping[str, Any], str], str]
+    table: Callable[[Mapping[str, Any]], list[str]]
 
 
 def num(x: float | None, fmt: str) -> str:

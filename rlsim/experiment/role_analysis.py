@@ -25,7 +25,7 @@ from typing import Any
 
 from rlsim.experiment.analysis import PAIRED_DIFF, estimate, paired_compare
 from rlsim.experiment.capacity import EXPERIENCE_BARS, Samples, paired, values
-from rlsim.experiment.formatting import fmt_est
+from rlsim.experiment.formatting import ReportSection, fmt_est
 from rlsim.experiment.stopping import MIN_REPEATS_FOR_TARGET
 
 MIN_REPEATS_TO_NAME = MIN_REPEATS_FOR_TARGET  # the same reason: two repeats give too rough an sd
@@ -177,3 +177,25 @@ def role_table(results: Mapping[str, Any]) -> list[str]:
         for name, w in moved.items():
             lines.append(f"| {name} | " + " | ".join(fmt_est(w.get(d), "+.2f") for d in dests) + " |")
     return lines + [""]
+
+
+# The PPO step's section (the reference and the critic as roles): what the step-by-step schedules' entries in
+# rlsim.schedule_kinds name as their ``reports``.
+ROLES_REPORT = ReportSection(
+    key="roles",
+    units="core_s_per_step: core-seconds of each role's process per together step; freed_went_to: per "
+    "destination, this runtime minus the baseline in the same repeat (core-s per step; shorter_step = pool cores "
+    "x the step time saved); destination: the largest whose 95% CI lies above 0",
+    glossary=(
+        ("core-s per role", "CPU seconds of that role's actor process and its children per together step"),
+        (
+            "where the freed capacity went",
+            "per destination, this runtime's core-s per step minus the baseline's in the same repeat; the "
+            "freed scoring core-s equal their sum (roles + idle + shorter step + the rest) up to the residual",
+        ),
+    ),
+    present=has_roles,
+    figures=role_figures,
+    words=role_words,
+    table=role_table,
+)

@@ -18,7 +18,7 @@ from typing import Any
 
 from rlsim.experiment.analysis import PAIRED_DIFF, estimate, paired_change, paired_compare
 from rlsim.experiment.capacity import Samples, paired, values
-from rlsim.experiment.formatting import fmt_est
+from rlsim.experiment.formatting import ReportSection, fmt_est
 from rlsim.experiment.role_analysis import MIN_REPEATS_TO_NAME
 
 # Per-repeat figures of the async together run (rlsim.experiment.asynchronous.condition.async_figures).
@@ -137,3 +137,32 @@ def async_table(results: Mapping[str, Any]) -> list[str]:
     for name, a in runtimes.items():
         lines.append(f"| {name} | " + " | ".join(fmt_est(a.get(key), fmt) for _, key, fmt in cols) + " |")
     return lines + [""]
+
+
+def _figures(per: Per, runtime: str, baseline: str, pool_cores: int) -> dict[str, Any]:
+    return async_runtime_figures(per, runtime, baseline)  # per run, not per pool core
+
+
+# The async schedule's section (its entry in rlsim.schedule_kinds names it as its ``reports``).
+ASYNC_REPORT = ReportSection(
+    key="async",
+    units="per async together run: rollouts and tokens trained per hour of the run, mean staleness (policy "
+    "versions), idle fractions of the run's wall time, rollouts dropped as stale; *_change a paired fraction, "
+    "*_diff a paired difference against the baseline; freed_went_to: outcomes improved, strongest first",
+    glossary=(
+        (
+            "rollouts trained per hour",
+            "trained rollouts over the async run's wall time (first generate call to the last update's weight sync)",
+        ),
+        (
+            "mean staleness",
+            "policy versions between the weights that generated a trained rollout and the "
+            "trainer's, averaged over trained rollouts",
+        ),
+        ("trainer idle", "share of the async run's wall time the trainer ran nothing (verl's trainer/idle_ratio)"),
+    ),
+    present=is_async,
+    figures=_figures,
+    words=async_words,
+    table=async_table,
+)
