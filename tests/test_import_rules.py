@@ -178,39 +178,21 @@ def test_a_forbidden_import_planted_in_a_copy_of_rlsim_is_caught(tmp_path: Path)
         target = copy / path.relative_to(ROOT / "rlsim")
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text(path.read_text(encoding="utf-8"), encoding="utf-8")
-    events = copy / "planner" / "sim" / "events.py"
-    events.write_text(events.read_text() + "\nfrom rlsim.loop.config import RunConfig\n")
-    batcher = copy / "batching" / "base.py"
-    batcher.write_text(batcher.read_text() + "\ndef _f():\n    import ray\n")
-    gemm = copy / "hardware" / "gemm.py"
-    gemm.write_text(gemm.read_text() + "\ndef _g():\n    from rlsim.bench.scoring_config import Cell\n")
-    corpus = copy / "corpus" / "text_source.py"
-    corpus.write_text(corpus.read_text() + "\nfrom rlsim.scoring import SCORERS\n")
-    client = copy / "scoring" / "http_protocols.py"
-    client.write_text(client.read_text() + "\ndef _h():\n    from rlsim.serve.settings import ServeSettings\n")
-    wire = copy / "http_schemas.py"
-    wire.write_text(wire.read_text() + "\nfrom rlsim.serve.metrics import CONTENT_TYPE\n")
+    # (file, what is planted at its end, what the failure must say): one import each rule forbids.
+    plants = [
+        ("planner/sim/events.py", "from rlsim.loop.config import RunConfig",
+         "rlsim.planner may not import rlsim.loop (at load)"),
+        ("batching/base.py", "def _f():\n    import ray", "may not import ray (anywhere)"),
+        ("hardware/gemm.py", "def _g():\n    from rlsim.bench.scoring_config import Cell",
+         "rlsim.hardware may not import rlsim.bench.scoring_config"),
+        ("corpus/text_source.py", "from rlsim.scoring import SCORERS", "rlsim.corpus may not import rlsim.scoring"),
+        ("scoring/http_protocols.py", "def _h():\n    from rlsim.serve.settings import ServeSettings",
+         "rlsim.scoring may not import rlsim.serve.settings"),
+        ("http_schemas.py", "from rlsim.serve.metrics import CONTENT_TYPE",
+         "rlsim.http_schemas may not import rlsim.serve"),
+    ]  # fmt: skip
+    for file, code, _ in plants:
+        (copy / file).write_text((copy / file).read_text() + "\n" + code + "\n")
     found = broken_rules(tmp_path, "rlsim", RULES)
-    assert any(
-        line.startswith("rlsim/planner/sim/events.py:") and "rlsim.planner may not import rlsim.loop (at load)" in line
-        for line in found
-    ), found
-    assert any(line.startswith("rlsim/batching/base.py:") and "may not import ray (anywhere)" in line for line in found)
-    assert any(
-        line.startswith("rlsim/hardware/gemm.py:")
-        and "rlsim.hardware may not import rlsim.bench.scoring_config" in line
-        for line in found
-    ), found
-    assert any(
-        line.startswith("rlsim/corpus/text_source.py:") and "rlsim.corpus may not import rlsim.scoring" in line
-        for line in found
-    ), found
-    assert any(
-        line.startswith("rlsim/scoring/http_protocols.py:")
-        and "rlsim.scoring may not import rlsim.serve.settings" in line
-        for line in found
-    ), found
-    assert any(
-        line.startswith("rlsim/http_schemas.py:") and "rlsim.http_schemas may not import rlsim.serve" in line
-        for line in found
-    ), found
+    for file, _, message in plants:
+        assert any(line.startswith(f"rlsim/{file}:") and message in line for line in found), (file, found)
