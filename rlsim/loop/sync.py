@@ -7,15 +7,8 @@ reload that runs past its deadline (``PhaseTimeout``) fails the step instead: th
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 from rlsim.errors import RlsimError
 from rlsim.loop.deadline import PhaseTimeout
-from rlsim.rollout.generator import SyncResult
-from rlsim.rollout.types import Event
-
-SyncCall = Callable[[], tuple[SyncResult, list[Event]]]
-SimulateCall = Callable[[float, str], tuple[SyncResult, list[Event]]]
 
 
 class WeightSync:
@@ -44,13 +37,3 @@ class WeightSync:
             ) from err
         self.fallback_reason = f"reload failed ({type(err).__name__}: {str(err)[:200]}); simulated instead"
         return self.fallback_reason
-
-    def run(self, reload: SyncCall, simulate: SimulateCall) -> tuple[SyncResult, list[Event]]:
-        """One sync done where it is called: ``reload()``, or ``simulate(seconds, reason)``."""
-        reason = self.simulate_reason()
-        if reason is not None:
-            return simulate(self.simulated_s, reason)
-        try:
-            return reload()
-        except Exception as err:  # noqa: BLE001  (any engine failure; the message is recorded)
-            return simulate(self.simulated_s, self.reload_failed(err))

@@ -33,6 +33,7 @@ from rlsim.rollout.engine_errors import engine_failure, is_engine_failure
 from rlsim.rollout.generator import GeneratorInfo, GeneratorSettings, SwapPoint, SyncResult, register_generator
 from rlsim.rollout.prompts import encode_prompt
 from rlsim.rollout.types import Rollout, RolloutRequest
+from rlsim.rollout.vllm_processes import engine_process_args
 
 
 def configure_vllm_env(settings: GeneratorSettings) -> None:
@@ -47,9 +48,6 @@ def configure_vllm_env(settings: GeneratorSettings) -> None:
     if settings.device == "cpu" and cores:
         os.environ["VLLM_CPU_OMP_THREADS_BIND"] = ",".join(str(c) for c in cores)
     os.environ.setdefault("VLLM_LOGGING_LEVEL", "WARNING")
-    # vLLM reads this when the engine starts (vllm/envs.py): 0 keeps its engine core in this process
-    # (InprocClient) rather than a spawned EngineCore process; the worker follows with the "uni" executor.
-    os.environ["VLLM_ENABLE_V1_MULTIPROCESSING"] = "0" if settings.engine_inline else "1"
 
 
 @dataclass
@@ -91,8 +89,7 @@ class VllmGenerator:
         )
         if settings.device == "cuda":
             args["gpu_memory_utilization"] = settings.gpu_memory_fraction
-        if settings.engine_inline:
-            args["distributed_executor_backend"] = "uni"  # the model runner in this process, not a spawned worker
+        args.update(engine_process_args(settings.engine_inline))
         args.update(settings.extra_engine_args)
         try:
             self._llm = LLM(**args)

@@ -29,6 +29,7 @@ import numpy as np
 from rlsim.errors import RlsimError
 from rlsim.models.reward import RewardModelSpec
 from rlsim.rollout.engine_errors import engine_failure, is_engine_failure
+from rlsim.rollout.vllm_processes import engine_process_args
 from rlsim.scoring.base import RuntimeInfo, ScorerSettings, register_scorer
 from rlsim.scoring.needs import VLLM
 from rlsim.scoring.tokenizing import EncodedBatch, TokenizingScorer
@@ -82,9 +83,6 @@ class VllmPoolingScorer(TokenizingScorer):
             )
         super().__init__(model, settings)
         os.environ.update(vllm_env(settings))
-        # Read by vLLM at engine start (vllm/envs.py): 0 keeps the engine core in this process (InprocClient);
-        # the "uni" executor keeps the model runner here too (reward.engine_process: inline).
-        os.environ["VLLM_ENABLE_V1_MULTIPROCESSING"] = "0" if settings.engine_inline else "1"
         from vllm import LLM, PoolingParams
 
         args: dict[str, Any] = dict(
@@ -98,8 +96,7 @@ class VllmPoolingScorer(TokenizingScorer):
         )
         if settings.device == "cuda":
             args["gpu_memory_utilization"] = GPU_MEMORY_FRACTION
-        if settings.engine_inline:
-            args["distributed_executor_backend"] = "uni"
+        args.update(engine_process_args(settings.engine_inline))
         try:
             self._llm = LLM(**args)
         except Exception as err:

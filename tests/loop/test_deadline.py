@@ -10,7 +10,6 @@ from rlsim.errors import RlsimError
 from rlsim.loop.config import FaultsConfig
 from rlsim.loop.deadline import Deadline, PhaseTimeout, PhaseTimeouts
 from rlsim.loop.sync import WeightSync
-from rlsim.rollout.generator import SyncResult
 
 
 def test_expired_names_the_phase_what_it_waited_on_and_the_setting() -> None:
@@ -42,13 +41,8 @@ def test_defaults_are_generous() -> None:
 
 
 def test_a_stalled_reload_fails_instead_of_falling_back_to_the_simulated_cost() -> None:
-    def stalled() -> tuple[SyncResult, list]:
-        raise PhaseTimeouts(sync_s=1).start("sync").expired("the rollout actor")
-
-    def simulate(seconds: float, reason: str) -> tuple[SyncResult, list]:
-        raise AssertionError("a stall must not fall back to the simulated sync")
-
+    # What both backends ask when a reload raised: a stall is raised again, never a reason to simulate.
     sync = WeightSync("auto", 0.5)
     with pytest.raises(PhaseTimeout, match="sync phase"):
-        sync.run(stalled, simulate)
+        sync.reload_failed(PhaseTimeouts(sync_s=1).start("sync").expired("the rollout actor"))
     assert sync.fallback_reason is None
