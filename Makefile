@@ -55,12 +55,25 @@ lint: setup
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/mypy
 
+# The suite runs on TEST_WORKERS pytest-xdist workers (one per core, at most 4: each may hold a Ray cluster and a
+# vLLM engine). Most of a slow test's time is process start-up and waiting, so two workers on two cores finish
+# the suite in about 0.65 of one worker's time (benchmarks/README.md). Each test file stays on one worker
+# (--dist loadfile), so a module's fixture (an experiment run, a vLLM server) runs once; the slow files are
+# collected first (tests/conftest.py) and sent out in that order (--no-loadscope-reorder), so the long ones start
+# early and the short ones fill in at the end. TEST_WORKERS=0 runs everything in this one process.
+# Bytecode is written under the venv (PYTHONPYCACHEPREFIX) even where PYTHONDONTWRITEBYTECODE is set: otherwise
+# every interpreter a test starts (CLI runs, Ray workers, vLLM engines) compiles rlsim from source again, and
+# pytest re-writes the asserts of every test module (about 9 s per pytest process here).
+TEST_WORKERS ?= auto
+TEST_ENV := RLSIM_REQUIRE_NATIVE=1 PYTHONDONTWRITEBYTECODE= PYTHONPYCACHEPREFIX=$(abspath $(VENV))/pycache
+PYTEST := $(TEST_ENV) $(PY) -m pytest -n $(TEST_WORKERS) --maxprocesses 4 --dist loadfile --no-loadscope-reorder
+
 test: setup lint
-	RLSIM_REQUIRE_NATIVE=1 $(PY) -m pytest $(PYTEST_ARGS)
+	$(PYTEST) $(PYTEST_ARGS)
 
 # The inner loop while working: everything but the tests marked slow (see pyproject's markers).
 test-fast: setup lint
-	RLSIM_REQUIRE_NATIVE=1 $(PY) -m pytest -m "not slow" $(PYTEST_ARGS)
+	$(PYTEST) -m "not slow" $(PYTEST_ARGS)
 
 bench: setup
 	$(PY) benchmarks/bench_scoring.py
