@@ -18,7 +18,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from rlsim.scoring.base import register_scorer
 from rlsim.scoring.tokenizing import EncodedBatch
-from tests.helpers.serve_helpers import WAIT, process_url, serve_process, terminate, wait_ready
+from tests.helpers.serve_helpers import TLS, WAIT, process_url, serve_process, terminate, wait_ready
 from tests.helpers.tiny_scorer import TinyScorer
 
 
@@ -42,7 +42,7 @@ class FileGatedScorer(TinyScorer):
 
 
 def queued_requests(url: str) -> float:
-    text = httpx.get(f"{url}/metrics", timeout=WAIT).text
+    text = httpx.get(f"{url}/metrics", timeout=WAIT, verify=TLS).text
     for family in text_string_to_metric_families(text):
         for sample in family.samples:
             if sample.name == "rlsim_serve_queue_depth_requests":
@@ -55,7 +55,7 @@ def wait_until_not_listening(url: str) -> None:
     end = time.monotonic() + WAIT
     while True:
         try:
-            httpx.get(f"{url}/health", timeout=5)
+            httpx.get(f"{url}/health", timeout=5, verify=TLS)
         except httpx.TransportError:
             return
         assert time.monotonic() < end, "the server kept accepting connections after the signal"
@@ -95,7 +95,7 @@ def test_signal_finishes_every_accepted_request(tmp_path: Path, sig: signal.Sign
         stderr = proc.stderr.read().decode()
         assert "Traceback" not in stderr and f"stopped by {sig.name}" in stderr, stderr
         with pytest.raises(httpx.TransportError):
-            httpx.get(f"{url}/health", timeout=5)
+            httpx.get(f"{url}/health", timeout=5, verify=TLS)
     finally:
         gate.touch()
         terminate(proc)
