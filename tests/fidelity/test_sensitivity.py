@@ -17,6 +17,7 @@ from rlsim.cli.main import main
 from rlsim.corpus.fidelity_corpus import calibration_corpus
 from rlsim.errors import RlsimError
 from rlsim.fidelity.sensitivity import (
+    MixedChoice,
     UnitHarm,
     choose_mixed,
     graph_scores,
@@ -106,22 +107,23 @@ def test_no_node_in_int8_is_the_fp32_graph_and_every_node_is_ort_int8(spec, corp
 
 
 @pytest.fixture(scope="module")
-def broken_report(spec, corpus, broken_graph) -> tuple[dict, list[str]]:
-    """The broken graph's layer report (30 graphs quantized and scored: ~20 s here) and its progress calls."""
+def broken_choice(spec, corpus, broken_graph, tmp_path_factory) -> tuple[dict, MixedChoice, list[str], Path]:
+    """The mixed graph chosen from scratch on the broken graph: its layer report (30 graphs quantized and scored),
+    the bisection after it, every progress call, and the graph written. Made once: two tests read it."""
     seen: list[str] = []
-    report = sensitivity(
-        spec, SETTINGS, "layer", plain=broken_graph, corpus=corpus, progress=lambda w, d, t: seen.append(w)
-    )
-    return report, seen
+    out = tmp_path_factory.mktemp("mixed") / "mixed-0.onnx"
+    report, choice = choose_mixed(spec, SETTINGS, out, plain=broken_graph, corpus=corpus,
+                                  progress=lambda w, d, t: seen.append(w))  # fmt: skip
+    return report, choice, seen, out
 
 
 @pytest.mark.slow
-def test_the_broken_layer_is_named_first(broken_report, corpus, broken_graph) -> None:
-    report, seen = broken_report
+def test_the_broken_layer_is_named_first(broken_choice, corpus, broken_graph) -> None:
+    report, _, seen, _ = broken_choice
     units = report["units"]
     assert units[0]["unit"] == BROKEN and units[0]["group"] == "ffn"
     assert units[0]["pair_flip_rate"] > units[1]["pair_flip_rate"] and units[0]["spearman"] < units[1]["spearman"]
-    assert len(units) == len(weight_matmuls(broken_graph)) and seen[-1] == "all int8"
+    assert len(units) == len(weight_matmuls(broken_graph)) and "all int8" in seen
     assert report["corpus"] == {"split": "calibration", "texts": len(corpus.texts), "groups": corpus.group_count,
                                 "digest": corpus.digest}  # fmt: skip
     assert 0 <= report["all_int8"]["pair_flip_rate"] <= 1
@@ -145,28 +147,30 @@ def test_sensitivity_takes_no_runtimes(capsys) -> None:
     assert "--sensitivity ranks the layers" in capsys.readouterr().err
 
 
-@pytest.mark.slow  # a report and two bisections: ~35 graphs
+@pytest.mark.slow  # one bisection: the report is the fixture's
 def test_the_mixed_choice_keeps_the_broken_layer_in_fp32_and_is_the_same_each_time(
-    spec, corpus, broken_graph, broken_report, tmp_path
+    spec, corpus, broken_graph, broken_choice, tmp_path
 ) -> None:
-    # Made twice from the split: once from scratch, once from the report the module fixture made earlier.
-    report, choice = choose_mixed(spec, SETTINGS, tmp_path / "mixed-0.onnx", plain=broken_graph, corpus=corpus)
+    # Made twice: from scratch (the fixture), and again from the report the first one made.
+    report, choice, _, first = broken_choice
     _, again = choose_mixed(spec, SETTINGS, tmp_path / "mixed-1.onnx", plain=broken_graph, corpus=corpus,
-                            report=broken_report[0])  # fmt: skip
-    assert report == broken_report[0] and choice == again and report["units"][0]["unit"] == BROKEN
+                            report=report)  # fmt: skip
+    assert choice == again and report["units"][0]["unit"] == BROKEN
     assert BROKEN in choice.fp32_nodes and BROKEN not in choice.int8_nodes and choice.int8_nodes
     assert choice.pair_flip_rate <= 0.02 and choice.spearman >= 0.99
     kept = set(choice.fp32_nodes)
     assert [u["unit"] for u in report["units"][: len(kept)]] == list(choice.fp32_nodes)  # the most harmful ones
-    assert (tmp_path / "mixed-0.onnx").read_bytes() == (tmp_path / "mixed-1.onnx").read_bytes()
+    assert first.read_bytes() == (tmp_path / "mixed-1.onnx").read_bytes()
 
 
 @pytest.mark.slow
 def test_a_model_with_no_sensitive_layer_becomes_fully_int8(spec, corpus, tmp_path) -> None:
-    # Lenient rules: no single layer (nor all of them) is sensitive by them.
-    report, choice = choose_mixed(spec, SETTINGS, tmp_path / "m.onnx", 0.5, 0.5, corpus=corpus)
+    # Lenient rules: no single layer (nor all of them) is sensitive by them. Half the module's corpus is enough
+    # here (scoring 31 graphs is most of the time) and lets the module's corpus stand for a wrong one.
+    small = calibration_corpus(24)
+    report, choice = choose_mixed(spec, SETTINGS, tmp_path / "m.onnx", 0.5, 0.5, corpus=small)
     with pytest.raises(RlsimError, match="not this graph's layer report"):
-        choose_mixed(spec, SETTINGS, tmp_path / "n.onnx", corpus=calibration_corpus(24), report=report)
+        choose_mixed(spec, SETTINGS, tmp_path / "n.onnx", corpus=corpus, report=report)
     assert choice.fp32_nodes == () and len(choice.int8_nodes) == len(report["units"]) and choice.tried[-1] == 0
     mixed = graph_scores(spec, SETTINGS, tmp_path / "m.onnx", corpus.texts)
     shipped = graph_scores(spec, SETTINGS, Path(export_reward_model(spec).int8), corpus.texts)
