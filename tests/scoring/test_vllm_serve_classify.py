@@ -74,6 +74,8 @@ def test_rlsim_bench_scoring_runs_against_the_vllm_server(vllm_server, tmp_path)
                 "fixed",  # the runtime is what is under test; every batcher runs on the others in tests/bench
                 "--batch-sizes",
                 "8",
+                "--baseline",  # itself: no eager cell (two more worker processes) beside the runtime under test
+                "http/fixed/8",
                 "--repeats",
                 "2",
                 "--warmup",
