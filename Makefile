@@ -61,11 +61,12 @@ lint: setup
 # (--dist loadfile), so a module's fixture (an experiment run, a vLLM server) runs once; the slow files are
 # collected first (tests/conftest.py) and sent out in that order (--no-loadscope-reorder), so the long ones start
 # early and the short ones fill in at the end. TEST_WORKERS=0 runs everything in this one process.
-# Bytecode is written under the venv (PYTHONPYCACHEPREFIX) even where PYTHONDONTWRITEBYTECODE is set: otherwise
-# every interpreter a test starts (CLI runs, Ray workers, vLLM engines) compiles rlsim from source again, and
-# pytest re-writes the asserts of every test module (about 9 s per pytest process here).
+# Bytecode is written (__pycache__, ignored by git) even where PYTHONDONTWRITEBYTECODE is set: otherwise every
+# interpreter a test starts (CLI runs, Ray workers, vLLM engines) compiles rlsim from source again, and pytest
+# re-writes the asserts of every test module (about 9 s per pytest process here). pip compiled the
+# dependencies' bytecode when it installed them.
 TEST_WORKERS ?= auto
-TEST_ENV := RLSIM_REQUIRE_NATIVE=1 PYTHONDONTWRITEBYTECODE= PYTHONPYCACHEPREFIX=$(abspath $(VENV))/pycache
+TEST_ENV := RLSIM_REQUIRE_NATIVE=1 PYTHONDONTWRITEBYTECODE=
 PYTEST := $(TEST_ENV) $(PY) -m pytest -n $(TEST_WORKERS) --maxprocesses 4 --dist loadfile --no-loadscope-reorder
 
 test: setup lint

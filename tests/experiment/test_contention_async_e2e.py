@@ -1,5 +1,6 @@
 """The async contention experiment end to end on Ray + vLLM: ``configs/contention_async.yaml --quick``
-through the real CLI, shrunk to two runtimes (eager, ort), two repeats in one Ray session, 3 updates
+through the CLI's entry point in this process, on the suite's shared Ray cluster
+(tests/helpers/contention_cli.py), shrunk to two runtimes (eager, ort), two repeats in one Ray session, 3 updates
 per async together run and a tiny batch. vLLM is needed here: async trains with its behaviour log-probs.
 """
 
@@ -18,7 +19,7 @@ UPDATES = 3
 
 
 @pytest.fixture(scope="module")
-def results(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict]:
+def results(ray_cluster, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict]:
     pytest.importorskip("ray")
     pytest.importorskip("vllm")
     pytest.importorskip("onnxruntime")

@@ -1,5 +1,6 @@
-"""The PPO contention experiment end to end: ``configs/contention_ppo.yaml --quick`` through the real CLI,
-shrunk to two runtimes (eager, ort), two repeats in one Ray session and a tiny step.
+"""The PPO contention experiment end to end: ``configs/contention_ppo.yaml --quick`` through the CLI's entry point
+in this process, on the suite's shared Ray cluster (tests/helpers/contention_cli.py), shrunk to two runtimes
+(eager, ort), two repeats in one Ray session and a tiny step.
 
 Rollout, scorers, reference, critic and trainer run as Ray actors on the shared pool. The generator is
 Hugging Face ``generate`` (``loop.policy.backend=hf``), as in test_contention_e2e.py and for the same
@@ -20,7 +21,7 @@ ROLES = ("rollout", "scorer", "reference", "critic", "trainer")
 
 
 @pytest.fixture(scope="module")
-def results(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict]:
+def results(ray_cluster, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict]:
     pytest.importorskip("ray")
     pytest.importorskip("onnxruntime")
     out = tmp_path_factory.mktemp("contention-ppo") / "out"
