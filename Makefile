@@ -56,8 +56,8 @@ lint: setup
 	$(VENV)/bin/mypy
 
 # The suite runs on TEST_WORKERS pytest-xdist workers (one per core, at most 4: each may hold a Ray cluster and a
-# vLLM engine). Most of a slow test's time is process start-up and waiting, so two workers on two cores finish
-# the suite in about 0.65 of one worker's time (benchmarks/README.md). Each test file stays on one worker
+# vLLM engine). Two workers on two cores finish the suite in about 0.7 of one worker's time (benchmarks/README.md,
+# 2026-12-06); a third gains nothing there, the cores are busy. Each test file stays on one worker
 # (--dist loadfile), so a module's fixture (an experiment run, a vLLM server) runs once; the slow files are
 # collected first (tests/conftest.py) and sent out in that order (--no-loadscope-reorder), so the long ones start
 # early and the short ones fill in at the end. TEST_WORKERS=0 runs everything in this one process.
