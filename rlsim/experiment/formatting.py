@@ -14,7 +14,7 @@ Per = Mapping[str, Mapping[str, Any]]  # runtime -> series name -> samples (rlsi
 
 @dataclass(frozen=True)
 class ReportSection:
-    """What a schedule adds to the contention results and report (``ScheduleKind.report`` names one).
+    """What a schedule adds to the contention results and report (``ScheduleKind.reports`` names each).
 
     ``key``: its entry under ``results.json``'s ``runtimes.<name>``; ``present(per, runtime)``: whether the
     runtime's measurements have what it reads (recorded rows are re-analysed the same way); ``figures(per,
