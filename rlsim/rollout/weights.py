@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import shutil
 import tempfile
+import weakref
 from pathlib import Path
 
 import numpy as np
@@ -15,10 +16,21 @@ from safetensors.numpy import save_file
 
 
 class WeightsFolder:
-    """A private temporary folder holding the latest weights as ``model.safetensors``; removed on ``close``."""
+    """A private temporary folder holding the latest weights as ``model.safetensors``, made on the first
+    ``write`` (a worker whose weights never move makes none) and removed on ``close``, or when the object is
+    collected or the interpreter exits, whichever comes first (a process killed outright still leaves it)."""
 
     def __init__(self, prefix: str = "rlsim-weights-") -> None:
-        self.path = Path(tempfile.mkdtemp(prefix=prefix))
+        self._prefix = prefix
+        self._path: Path | None = None
+        self._cleanup: weakref.finalize | None = None
+
+    @property
+    def path(self) -> Path:
+        if self._path is None:
+            self._path = Path(tempfile.mkdtemp(prefix=self._prefix))
+            self._cleanup = weakref.finalize(self, shutil.rmtree, self._path, ignore_errors=True)
+        return self._path
 
     def write(self, state: dict[str, np.ndarray]) -> Path:
         """Save ``state`` (parameter name -> array) and return the folder; replaces the previous weights."""
@@ -30,7 +42,8 @@ class WeightsFolder:
         return self.path
 
     def close(self) -> None:
-        shutil.rmtree(self.path, ignore_errors=True)
+        if self._cleanup is not None:
+            self._cleanup()  # removes the folder once; later calls do nothing
 
 
 def state_nbytes(state: dict[str, np.ndarray]) -> int:
