@@ -69,6 +69,33 @@ def vllm_generator(tiny_policy) -> Iterator[object]:
         gen.close()
 
 
+# Test files that share a session fixture too costly to start twice, so one xdist worker runs them all (with
+# `--dist loadfile` each file is otherwise its own unit of work): the real-loop tests and the vLLM engine they share
+# (tests/loop/conftest.py).
+SHARED_WORKER = {
+    f"tests/loop/{name}": "vllm-loop" for name in ("test_loop_async_ray.py", "test_loop_ppo.py", "test_loop_ray.py")
+}
+
+
+def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object:
+    """``--dist loadfile``, with the files of ``SHARED_WORKER`` sent to one worker together.
+
+    xdist's own ``--dist loadgroup`` would do this with ``xdist_group`` marks, but it groups nothing under pytest
+    9.2 (it renames node ids, which pytest no longer reads back: pytest-dev/pytest-xdist#1386), so the scheduler
+    is made here: loadfile's, whose unit of work is named by ``_split_scope``.
+    """
+    if config.getvalue("dist") != "loadfile":
+        return None  # xdist's own scheduler
+    from xdist.scheduler import LoadFileScheduling
+
+    class SharedFiles(LoadFileScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            path = super()._split_scope(nodeid)
+            return SHARED_WORKER.get(path, path)
+
+    return SharedFiles(config, log)
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Put the files with slow tests first, keeping the order within each file.
 

@@ -56,6 +56,7 @@ class ActorSet:
     reference: Any = None
     critic: Any = None
     handles: list[Any] = field(default_factory=list)  # one per process; empty: the three roles' handles
+    borrowed: list[Any] = field(default_factory=list)  # in ``all`` but another session's: never closed here
 
     @property
     def all(self) -> list[Any]:
@@ -65,12 +66,13 @@ class ActorSet:
         return self.names[self.all.index(handle)]
 
     def close(self, timeout_s: float = 30.0) -> None:
-        """Let each worker release its engine (vLLM child processes), then kill the actors."""
+        """Let each worker release its engine (vLLM child processes), then kill the actors (but the borrowed)."""
+        own = [a for a in self.all if not any(a is b for b in self.borrowed)]
         try:
-            ray.get([a.close.remote() for a in self.all], timeout=timeout_s)
+            ray.get([a.close.remote() for a in own], timeout=timeout_s)
         except Exception:  # noqa: BLE001  (a dead actor has nothing left to close)
             pass
-        kill_quietly(self.all)
+        kill_quietly(own)
         try:
             remove_placement_group(self.group)
         except Exception:  # noqa: BLE001
@@ -114,11 +116,17 @@ def create_actors(
     start_timeout_s: float,
     scorer_restarts: int = 2,
     colocate: list[list[str]] | None = None,
+    rollout: Any = None,
 ) -> ActorSet:
     """Reserve a placement group, start one actor per unit (``rlsim.placement.actor_units``: rollout,
     ``replicas`` scorers, trainer, plus the reference and the critic where ``placements`` has them,
-    colocated roles merged); wait until all are up."""
+    colocated roles merged); wait until all are up. ``rollout``: a running rollout actor (another session's,
+    not colocated with any role here) used instead of starting one; it stays its owner's to close."""
     units = actor_units(placements, replicas, colocate or [])
+    if rollout is not None:
+        if units[0].roles != ("rollout",):
+            raise RlsimError("a borrowed rollout actor cannot be colocated with other roles: drop it from colocate")
+        units = units[1:]
     bundles = [_bundle(u.placement) for u in units]
     _check_fits(bundles)
     group = placement_group(bundles, strategy=strategy)
@@ -133,15 +141,19 @@ def create_actors(
         ) from None
     handles = [_start(u, i, group, makers, scorer_restarts) for i, u in enumerate(units)]
     by_member = {member: h for u, h in zip(units, handles, strict=True) for _, member in u.members}
+    names = [u.name for u in units]
+    if rollout is not None:
+        by_member["rollout"], handles, names = rollout, [rollout, *handles], ["rollout", *names]
     actors = ActorSet(
         by_member["rollout"],
         [by_member[f"scorer-{i}"] for i in range(replicas)],
         by_member["trainer"],
         group,
-        [u.name for u in units],
+        names,
         reference=by_member.get("reference"),
         critic=by_member.get("critic"),
         handles=handles,
+        borrowed=[rollout] if rollout is not None else [],
     )
     actors.info = _wait_started(actors, start_timeout_s)
     return actors

@@ -87,6 +87,7 @@ class RolloutWorker(_Worker):
     def __init__(self, name: str, placement: ResolvedPlacement | None, make: Callable[[], Any], pin: bool = True):
         super().__init__(name, placement, pin)
         self.generator = make()
+        self._made_by = getattr(make, "args", None)  # rlsim.loop.roles.build's partial: (backend, policy, settings)
         self._weights = WeightsFolder()
         self.version = 0
         self._swap = threading.Condition()
@@ -100,6 +101,11 @@ class RolloutWorker(_Worker):
 
     def ready(self) -> dict[str, Any]:
         return {**super().ready(), "backend": getattr(self.generator, "name", type(self.generator).__name__)}
+
+    def made_by(self) -> tuple[Any, ...] | None:
+        """The factory arguments this worker's generator was built from (``rlsim.loop.roles.build.factories``:
+        backend, policy, ``GeneratorSettings``), so a session borrowing it can check it is the one it needs."""
+        return self._made_by
 
     def generate(
         self, requests: Sequence[RolloutRequest], start_version: int | None = None

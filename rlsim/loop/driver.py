@@ -11,13 +11,14 @@ import os
 import resource
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import Any, cast
 
 import ray
 
 from rlsim.actors.ray_actors import ActorSet, create_actors
 from rlsim.actors.ray_session import connect_ray
+from rlsim.errors import RlsimError
 from rlsim.fingerprint import machine_fingerprint
 from rlsim.loop.backends.faults import FaultPlan
 from rlsim.loop.backends.ray import RayBackend
@@ -37,10 +38,16 @@ from rlsim.schedule_kinds import schedule_kind
 
 
 class LoopSession:
-    """Actors for one config. ``start()`` then ``step(k)`` any number of times, then ``close()``."""
+    """Actors for one config. ``start()`` then ``step(k)`` any number of times, then ``close()``.
 
-    def __init__(self, config: RunConfig) -> None:
+    ``rollout``: another session's running rollout actor to generate with instead of starting an engine (one
+    engine serving sessions of several algorithms or schedules in turn, as the loop tests do); it must have been
+    built for this config's generator (checked at start), holds this session's initial weights once started, and
+    is left running by ``close``."""
+
+    def __init__(self, config: RunConfig, rollout: Any = None) -> None:
         self.config = config
+        self.rollout = rollout
         self.placements: dict[str, ResolvedPlacement] = {}
         self.actors: ActorSet | None = None
         self.backend: RayBackend | None = None
@@ -56,8 +63,13 @@ class LoopSession:
     def start(self) -> None:
         """Connect Ray, reserve and start the actors, warm them up; times go to ``startup_s``."""
         cfg = self.config
+        if self.rollout is not None and cfg.faults.kill_rollout_step is not None:
+            raise RlsimError(
+                "faults.kill_rollout_step would kill the rollout actor this session borrows (another session's); "
+                "unset it, or start the session with an engine of its own"
+            )
         pool = cfg.placement.pool or sorted(os.sched_getaffinity(0))
-        core = start_core(cfg, pool, cfg.ray.address, cfg.ray.num_cpus, cfg.reward.replicas)
+        core = start_core(cfg, pool, cfg.ray.address, cfg.ray.num_cpus, cfg.reward.replicas, self.rollout)
         self.placements, self.actors, self._started_ray = core.placements, core.actors, core.started_ray
         faults = self.config.faults
         self.backend = RayBackend(
@@ -75,9 +87,20 @@ class LoopSession:
             timeouts=faults.phase_timeouts(),
         )
         t2 = time.perf_counter()
+        if self.rollout is not None:
+            self.load_trainer_weights()
         if self.config.warmup:
             self.backend.warmup(warmup_requests(self.config))
         self.startup_s = {**core.seconds, "warmup": time.perf_counter() - t2}
+
+    def load_trainer_weights(self) -> None:
+        """Load this session's trainer's current weights into the rollout actor's engine, as version 0 of a new
+        pipeline: what a borrowed engine needs before this session's first step (it holds whatever the last
+        session left), and what a lender calls to take its engine back."""
+        assert self.actors is not None, "call start() first"
+        state, _ = ray.get(self.actors.trainer.export_weights.remote())
+        ray.get(self.actors.rollout.load_weights.remote(state))
+        ray.get(self.actors.rollout.new_pipeline.remote())
 
     def step(self, step: int, schedule: str | None = None, progress: Progress | None = None) -> tuple[StepRecord, list]:
         """Run step ``step`` (numbered from 1); returns its ``results.json`` record and timeline rows."""
@@ -124,30 +147,64 @@ class CoreStart:
 
 
 def start_core(
-    config: RunConfig, pool: Sequence[int], address: str | None, num_cpus: int | None, replicas: int
+    config: RunConfig,
+    pool: Sequence[int],
+    address: str | None,
+    num_cpus: int | None,
+    replicas: int,
+    rollout: Any = None,
 ) -> CoreStart:
     """The start-up every session shares (``rlsim run``'s ``LoopSession``, the planner's loop runs through it,
     the contention experiment's ``ExperimentSession``): the policy and reward model built (a missing one fails
     here, in the driver, before any actor), Ray connected (``address``; ``num_cpus`` for a Ray started here), the
     run's roles placed on ``pool`` and their actors started, with ``replicas`` scorers (0: the caller starts its
-    own)."""
+    own) and ``rollout`` (a running rollout actor, checked against the config) in place of a new one."""
     t0 = time.perf_counter()
     resolve_policy(config.policy.model)
     resolve_reward_model(config.reward.model)
     started_ray = connect_ray(address, num_cpus)
     t1 = time.perf_counter()
     placements = resolve_placement(config.placement, list(pool), run_roles(config))
+    makers = factories(config, placements)
+    if rollout is not None:
+        check_borrowed_rollout(ray.get(rollout.made_by.remote(), timeout=config.ray.start_timeout_s), makers["rollout"])
     actors = create_actors(
         placements,
-        factories(config, placements),
+        makers,
         replicas,
         config.placement.strategy,
         config.placement.ready_timeout_s,
         config.ray.start_timeout_s,
         scorer_restarts=config.faults.scorer_restarts,
         colocate=config.placement.colocate,
+        rollout=rollout,
     )
     return CoreStart(placements, actors, started_ray, {"models_and_ray": t1 - t0, "actors": time.perf_counter() - t1})
+
+
+def check_borrowed_rollout(held: tuple[Any, ...] | None, wanted: Any) -> None:
+    """Refuse a borrowed rollout actor whose generator differs from the one ``wanted`` (the config's factory,
+    ``rlsim.loop.roles.build.factories``) would build: backend, policy and every ``GeneratorSettings`` field
+    but ``behaviour_logprobs``, which the borrowed one may have on when this run does not need it (the
+    log-probs then come along unused)."""
+    if held is None:
+        raise RlsimError("the borrowed rollout actor was not built from a run config; borrow a LoopSession's")
+    backend, policy, settings = held
+    want_backend, want_policy, want = wanted.args
+    differ = [f"backend {backend} (this run: {want_backend})"] if backend != want_backend else []
+    differ += [f"policy {policy} (this run: {want_policy})"] if policy != want_policy else []
+    differ += [
+        f"{f.name} {getattr(settings, f.name)!r} (this run: {getattr(want, f.name)!r})"
+        for f in fields(want)
+        if f.name != "behaviour_logprobs" and getattr(settings, f.name) != getattr(want, f.name)
+    ]
+    if want.behaviour_logprobs and not settings.behaviour_logprobs:
+        differ.append("behaviour_logprobs off (this run's schedule needs them)")
+    if differ:
+        raise RlsimError(
+            f"the borrowed rollout actor's generator is not this run's: {'; '.join(differ)}; borrow one started "
+            "for the same policy settings and placement, or start this session without one"
+        )
 
 
 def cpu_deltas(before: dict[str, tuple[int, float]], after: dict[str, tuple[int, float]]) -> dict[str, float]:

@@ -1,9 +1,10 @@
 """The run configs the real-loop tests share: the tiny models on Ray, a few short rollouts a step.
 
 ``tiny_vllm_run``: generation on vLLM (its engine inside the rollout actor), actors spread over the two nodes
-of the shared test cluster, real weight reloads. ``tiny_hf_run``: Hugging Face ``generate`` (no engine start)
-and a free simulated weight sync, for tests whose subject is the reward side. Each returns a fresh copy with
-whole top-level sections replaced (``reward={...}``, ``steps=4``, ...).
+of the shared test cluster, real weight reloads; ``tiny_async_run``: that on the async schedule with partial
+rollouts (the session whose engine the real-loop tests share, tests/loop/conftest.py). ``tiny_hf_run``: Hugging
+Face ``generate`` (no engine start) and a free simulated weight sync, for tests whose subject is the reward side.
+Each returns a fresh copy with whole top-level sections replaced (``reward={...}``, ``steps=4``, ...).
 """
 
 from __future__ import annotations
@@ -66,3 +67,25 @@ def tiny_vllm_run(**sections: Any) -> dict[str, Any]:
 def tiny_hf_run(**sections: Any) -> dict[str, Any]:
     """A copy of ``HF`` with whole top-level sections replaced."""
     return {**copy.deepcopy(HF), **copy.deepcopy(sections)}
+
+
+# The async loop test's rollouts a step. The weights land inside a generate call only when the call outlasts the
+# update beside it. A generate call lasts as long as its longest response (192-256 tokens); an update costs in
+# proportion to all its tokens, so 4 rollouts a step keep the update at about half the call. With 8 a step the two
+# were even, and a quiet-hour CI run saw every load land between calls. max_staleness 1 gives updates 2 and 3 a
+# call under way each (with 2 the engine finished the last batch during update 2, leaving one chance).
+ASYNC_ROLLOUTS = 4
+
+
+def tiny_async_run(**sections: Any) -> dict[str, Any]:
+    """``tiny_vllm_run`` on the async schedule: 4 updates of ``ASYNC_ROLLOUTS`` rollouts of 192-256 tokens,
+    max_staleness 1, partial rollouts; then whole top-level sections replaced."""
+    config = tiny_vllm_run(
+        steps=4,
+        schedule="async",
+        micro_batch=4,
+        **{"async": {"max_staleness": 1, "is_cap": 2.0, "partial_rollouts": True}},
+    )
+    config["workload"].update(prompts_per_step=2, group_size=ASYNC_ROLLOUTS // 2)
+    config["workload"]["spec"]["response"] = {"kind": "uniform", "min": 192, "max": 256}
+    return {**config, **copy.deepcopy(sections)}

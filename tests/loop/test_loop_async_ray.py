@@ -4,8 +4,8 @@ engine steps of the generate call under way), every count checked in results.jso
 same actors. The schedule without partial rollouts runs for real in the contention experiment's async
 tests and the SIGTERM test.
 
-Its own session: the generator must be asked for behaviour log-probs and the trainer for the
-off-policy correction at actor start, so the shared session of test_loop_ray cannot serve.
+The session is the real-loop tests' shared one (tests/loop/conftest.py): its engine is the one the GRPO and
+PPO loop tests borrow, so it takes the engine back (its own trainer's weights) before running.
 """
 
 from __future__ import annotations
@@ -18,34 +18,18 @@ import pytest
 
 from rlsim.loop.config import RunConfig
 from rlsim.loop.outputs.records import union_length
-from tests.helpers.tiny_run import tiny_vllm_run
+from tests.helpers.tiny_run import ASYNC_ROLLOUTS as ROLLOUTS
+from tests.helpers.tiny_run import tiny_async_run
 
 pytestmark = pytest.mark.slow
 
-# The weights land inside a generate call only when the call outlasts the update beside it. A generate call
-# lasts as long as its longest response (192-256 tokens); an update costs in proportion to all its tokens, so 4
-# rollouts a step keep the update at about half the call. With 8 a step the two were even, and a quiet-hour CI
-# run saw every load land between calls. max_staleness 1 gives updates 2 and 3 a call under way each (with 2
-# the engine finished the last batch during update 2, leaving one chance).
-ROLLOUTS = 4
-CONFIG = tiny_vllm_run(
-    steps=4, schedule="async", micro_batch=4, **{"async": {"max_staleness": 1, "is_cap": 2.0, "partial_rollouts": True}}
-)
-CONFIG["workload"].update(prompts_per_step=2, group_size=2)
-CONFIG["workload"]["spec"]["response"] = {"kind": "uniform", "min": 192, "max": 256}
+CONFIG = tiny_async_run()
 
 
 @pytest.fixture(scope="module")
-def session(ray_cluster):
-    pytest.importorskip("vllm")
-    from rlsim.loop.driver import LoopSession
-
-    s = LoopSession(RunConfig.model_validate(CONFIG))
-    s.start()
-    try:
-        yield s
-    finally:
-        s.close()
+def session(vllm_loop):
+    vllm_loop.load_trainer_weights()  # a borrower may have run on the engine since
+    return vllm_loop
 
 
 @pytest.fixture(scope="module")

@@ -1,8 +1,9 @@
 """The real PPO loop: Ray + vLLM + the eager scorer + the reference (ORT graph) + the critic + the trainer.
 
-One session (started once: vLLM's engine start dominates) runs a sequential and an overlapped step,
-then ``run_loop`` writes the output files. The critic is colocated with the trainer (one process,
-taking turns); the reference has an actor of its own, so both kinds of placement are exercised.
+One session runs a sequential and an overlapped step, then ``run_loop`` writes the output files; its policy
+engine is the real-loop tests' shared one (tests/loop/conftest.py, borrowed). The critic is colocated with the
+trainer (one process, taking turns); the reference has an actor of its own, so both kinds of placement are
+exercised.
 """
 
 from __future__ import annotations
@@ -38,13 +39,12 @@ ACTORS = {"rollout", "scorer-0", "critic+trainer", "reference"}
 
 
 @pytest.fixture(scope="module")
-def session(ray_cluster):
-    pytest.importorskip("vllm")
+def session(vllm_loop):
     from rlsim.loop.driver import LoopSession
 
     config = RunConfig.model_validate(CONFIG)
     assert cross_field_problems(config) == []
-    s = LoopSession(config)
+    s = LoopSession(config, rollout=vllm_loop.actors.rollout)
     s.start()
     try:
         yield s

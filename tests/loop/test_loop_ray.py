@@ -2,8 +2,9 @@
 the ``vllm`` runtime (each scoring actor holds a pooling engine of tiny-llama-rm: the path the frameworks serve
 reward models on; the eager runtime runs in the other loop tests).
 
-One session of actors (started once: vLLM's engine starts dominate) runs a sequential and an
-overlapped step, then ``run_loop`` writes the output files. Actors are spread over both nodes.
+One session of actors runs a sequential and an overlapped step, then ``run_loop`` writes the output files. Actors
+are spread over both nodes. The policy's engine is the real-loop tests' shared one (tests/loop/conftest.py,
+borrowed: it loads this session's trainer's weights at start); the session starts its own scorers and trainer.
 """
 
 from __future__ import annotations
@@ -32,11 +33,10 @@ CONFIG = tiny_vllm_run(
 
 
 @pytest.fixture(scope="module")
-def session(ray_cluster):
-    pytest.importorskip("vllm")
+def session(vllm_loop):
     from rlsim.loop.driver import LoopSession
 
-    s = LoopSession(RunConfig.model_validate(CONFIG))
+    s = LoopSession(RunConfig.model_validate(CONFIG), rollout=vllm_loop.actors.rollout)
     s.start()
     try:
         yield s
