@@ -116,8 +116,8 @@ class StepRecord(_Record):
     # async.partial_rollouts only: this update's rollouts by the policy versions between their first and last
     # token ({"0": n, "1": n}: 0 when one version sampled all of it)
     version_span: dict[str, int] | None = Field(None, exclude_if=lambda v: v is None)
-    # rewards that are no model (function, sandbox): calls counted by outcome over the step ({"timeouts": 1,
-    # "bank_programs": 32, ...}, rlsim.rewards); left out when nothing was counted
+    # rewards that are no model (function, sandbox, genrm): calls counted by outcome over the step ({"timeouts": 1,
+    # "bank_programs": 32, "judge_prompt_tokens": 900, ...}, rlsim.rewards); left out when nothing was counted
     reward_outcomes: dict[str, int] | None = Field(None, exclude_if=lambda v: v is None)
     # step-by-step schedules: each scoring replica's calls and rollouts, calls re-sent to it after another died,
     # and its queue depth (calls outstanding, the new one included) at each send, max and mean

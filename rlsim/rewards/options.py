@@ -1,10 +1,10 @@
-"""The settings of rewards that can time out, as typed config sections.
+"""The settings of rewards that are no reward model or can time out, as typed config sections.
 
-``reward.function`` (runtime ``function``), ``reward.sandbox`` (runtime ``sandbox``) and ``reward.http`` (runtime
-``http``: how a remote reward server is called) in a run config; the same dicts reach the scorer as
-``ScorerSettings.options``, so ``rlsim bench scoring`` and ``rlsim score`` take them too. Every limit must be
-positive and finite (no NaN or infinity) and a function must import, so a bad section is a config error before
-anything starts.
+``reward.function`` (runtime ``function``), ``reward.sandbox`` (runtime ``sandbox``), ``reward.genrm`` (runtime
+``genrm``: a judge LLM) and ``reward.http`` (runtime ``http``: how a remote reward server is called) in a run
+config; the same dicts reach the scorer as ``ScorerSettings.options``, so ``rlsim bench scoring`` and ``rlsim
+score`` take them too. Every limit must be positive and finite (no NaN or infinity), a function must import and a
+judge template must hold ``{response}``, so a bad section is a config error before anything starts.
 
 ``on_timeout`` is the same choice in each: ``default`` gives the rollout ``default_reward`` and counts it,
 ``drop`` leaves the rollout's group out of the update (counted: ``rollouts.dropped`` in the step's record;
@@ -13,12 +13,16 @@ anything starts.
 
 from __future__ import annotations
 
+import re
+import string
+from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, FiniteFloat, field_validator
 
 from rlsim.config_loader import validate
 from rlsim.errors import RlsimError
+from rlsim.models.builtin import BUILTIN_POLICIES
 from rlsim.rewards.call_worker import load_target
 
 OnTimeout = Literal["default", "drop", "fail"]
@@ -75,6 +79,75 @@ class SandboxOptions(_Strict):
     default_reward: FiniteFloat = 0.0
 
 
+GENRM_TEMPLATE = "Question: {prompt}\nAnswer: {response}\nIs the answer correct (Yes or No)?"
+
+
+class GenrmOptions(_Strict):
+    """A judge LLM as the reward (runtime ``genrm``). ``judge``: a built-in policy (``tiny-llama``) or a local folder
+    of a causal LM, run on vLLM inside the scoring actor, on its cores (``reward.engine_process`` as for the ``vllm``
+    runtime). ``template``: the judge's prompt; ``{response}`` (required) and ``{prompt}`` are filled in.
+    ``mode``: ``verdict`` rewards the log-probability the judge gives ``verdict`` right after the template (one
+    forward pass, no decoding); ``score`` decodes up to ``max_tokens`` at ``temperature`` and reads the first
+    match of ``score_pattern`` in the text (its one group if it has one; default: the first number), divided by
+    ``score_max`` (ROLL's ``LLMJudgeRewardWorker`` parses ``Score: ([0-9.]+)`` / 10 from the judge's decoded text,
+    ``roll/pipeline/rlvr/rewards/llm_judge_reward_worker.py``); a text with no match gets ``default_reward``
+    (counted as ``unparsed``), is dropped with its group, or fails the step (``on_unparsed``).
+    ``max_model_len``: the judge's context in tokens; a response that does not fit is cut from its end."""
+
+    judge: str = "tiny-llama"
+    template: str = GENRM_TEMPLATE
+    mode: Literal["verdict", "score"] = "verdict"
+    verdict: str = Field(" Yes", min_length=1)
+    max_tokens: int = Field(8, ge=1, le=4096)
+    temperature: FiniteFloat = Field(0.0, ge=0)
+    score_pattern: str = r"-?\d+(?:\.\d+)?"
+    score_max: FiniteFloat = Field(10.0, gt=0)
+    max_model_len: int = Field(512, ge=32)
+    on_unparsed: OnTimeout = "default"
+    default_reward: FiniteFloat = 0.0
+
+    @field_validator("template")
+    @classmethod
+    def _placeholders(cls, v: str) -> str:
+        try:
+            names = {name for _, name, _, _ in string.Formatter().parse(v) if name is not None}
+        except ValueError as err:
+            raise ValueError(f"the template does not parse ({err}); write a literal brace as {{{{ or }}}}") from None
+        fields = [name for _, name, _, _ in string.Formatter().parse(v) if name is not None]
+        if fields.count("response") != 1:
+            raise ValueError(
+                "the template must hold {response} exactly once (it has it "
+                f"{fields.count('response')} times): the judge reads the response there"
+            )
+        if names - {"prompt", "response"}:
+            raise ValueError(
+                f"the template names {sorted(names - {'prompt', 'response'})}; only {{prompt}} and {{response}} "
+                "are filled in (write a literal brace as {{ or }})"
+            )
+        return v
+
+    @field_validator("score_pattern")
+    @classmethod
+    def _one_group(cls, v: str) -> str:
+        try:
+            groups = re.compile(v).groups
+        except re.error as err:
+            raise ValueError(f"not a regular expression ({err})") from None
+        if groups > 1:
+            raise ValueError(f"has {groups} groups; give it one around the number (or none: the whole match)")
+        return v
+
+    @field_validator("judge")
+    @classmethod
+    def _judge_exists(cls, v: str) -> str:
+        if v not in BUILTIN_POLICIES and not (Path(v).expanduser() / "config.json").is_file():
+            raise ValueError(
+                f"{v!r} is neither a built-in policy ({', '.join(sorted(BUILTIN_POLICIES))}) nor a folder holding a "
+                "causal LM's config.json"
+            )
+        return v
+
+
 class RemoteOptions(_Strict):
     """How the ``http`` runtime calls a reward server (rlsim.scoring.remote_calls), per scoring actor.
 
@@ -107,7 +180,12 @@ class RemoteOptions(_Strict):
         return v
 
 
-OPTIONS: dict[str, type[_Strict]] = {"function": FunctionOptions, "sandbox": SandboxOptions, "http": RemoteOptions}
+OPTIONS: dict[str, type[_Strict]] = {
+    "function": FunctionOptions,
+    "sandbox": SandboxOptions,
+    "genrm": GenrmOptions,
+    "http": RemoteOptions,
+}
 
 
 def unanswered_reward(on_timeout: OnTimeout, default_reward: float, what: str, setting: str) -> float:

@@ -161,7 +161,8 @@ class RuntimeInfo:
     ``variant``: a precision variant of another runtime (``eager-bf16``, ``ort-int8-static``): named by
     ``variants`` rather than ``all``, so the default sets stay what they were.
     ``kind``: ``model`` (a reward model: verify and the fidelity rules compare it with fp32 eager), or a reward
-    that is no model (``function``: a Python verifier, ``sandbox``: code execution, rlsim.rewards), named only
+    that is no model (``function``: a Python verifier, ``sandbox``: code execution, ``judge``: a generative judge
+    LLM, rlsim.rewards), named only
     explicitly and never compared with a model.
     ``explicit``: a model runtime named only explicitly, never by ``all`` (``vllm``: an engine that takes a
     minute to start on a small CPU would add that to every ``all`` run).
@@ -177,7 +178,7 @@ class RuntimeInfo:
     devices: tuple[str, ...] = ("cpu", "cuda")
     cpu_flags: tuple[str, ...] = ()
     variant: bool = False
-    kind: Literal["model", "function", "sandbox"] = "model"
+    kind: Literal["model", "function", "sandbox", "judge"] = "model"
     explicit: bool = False
     pads: bool = True
 
@@ -216,7 +217,7 @@ BUILTIN_RUNTIME_MODULES = tuple(
     f"rlsim.scoring.{m}"
     for m in ("torch_scorers", "ort_scorer", "native_scorer", "http_scorer", "half_precision_scorers",
               "int8_static_scorers", "int8_mixed_scorers", "vllm_scorer")
-) + ("rlsim.rewards.function_reward", "rlsim.rewards.sandbox_reward")  # fmt: skip
+) + ("rlsim.rewards.function_reward", "rlsim.rewards.sandbox_reward", "rlsim.rewards.genrm_reward")  # fmt: skip
 SCORERS: Registry[type, RuntimeInfo] = Registry("scoring runtime", RuntimeInfo, builtins=BUILTIN_RUNTIME_MODULES)
 register_scorer = SCORERS.register
 

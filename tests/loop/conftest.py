@@ -1,8 +1,8 @@
 """The real-loop tests' shared vLLM engine: one session whose rollout actor the GRPO, PPO and async loop tests use.
 
 vLLM's engine is the slow part of a loop session to start (about 20 s here, inline). The async test's session
-starts it (its schedule needs behaviour log-probs from the engine, which the others accept unused); the GRPO
-and PPO sessions borrow its rollout actor (``LoopSession(config, rollout=...)``) and start only
+starts it (its schedule needs behaviour log-probs from the engine, which the others accept unused); the GRPO,
+PPO and generative-judge sessions borrow its rollout actor (``LoopSession(config, rollout=...)``) and start only
 their own scorers, trainer, reference and critic. ``SHARED_WORKER`` in tests/conftest.py sends these files to one
 xdist worker.
 """

@@ -26,7 +26,15 @@ from rlsim.loop.config.conventions import TrainerConventions, apply_preset, conv
 from rlsim.loop.deadline import PhaseTimeouts
 from rlsim.placement import ALL_ROLES, ActorPlacement, PlacementConfig, resolve_placement
 from rlsim.registry import import_modules
-from rlsim.rewards.options import DAY_S, OPTIONS, FunctionOptions, OnTimeout, RemoteOptions, SandboxOptions
+from rlsim.rewards.options import (
+    DAY_S,
+    OPTIONS,
+    FunctionOptions,
+    GenrmOptions,
+    OnTimeout,
+    RemoteOptions,
+    SandboxOptions,
+)
 from rlsim.rollout.prompts import max_prompt_tokens, max_response_tokens
 from rlsim.schedule_kinds import ScheduleName
 from rlsim.scoring import SCORERS, unavailable_reason
@@ -76,8 +84,9 @@ class RewardConfig(_Strict):
     ``http_deadline_s``: the longest one batch may take over HTTP, retries included (seconds).
     ``http`` (``RemoteOptions``): how the http runtime calls its server: requests in flight, requests per
     minute, a per-attempt timeout, retries with backoff, and ``on_timeout`` for a request still unanswered.
-    ``function`` / ``sandbox``: the settings of those runtimes (rewards that are no model: a Python verifier in
-    a worker pool, code run in a sandbox; rlsim.rewards.options); ``model`` is then not used.
+    ``function`` / ``sandbox`` / ``genrm``: the settings of those runtimes (rewards that are no model: a Python
+    verifier in a worker pool, code run in a sandbox, a judge LLM on vLLM; rlsim.rewards.options); ``model`` is
+    then not used.
     ``on_timeout`` / ``default_reward``: when set, the running runtime's section takes them (``default``: the
     rollout gets ``default_reward``, counted; ``drop``: its group is left out of the update, counted; ``fail``:
     the step fails), for any reward that can time out (http, function, sandbox)."""
@@ -102,6 +111,7 @@ class RewardConfig(_Strict):
     http: RemoteOptions = Field(default_factory=RemoteOptions)
     function: FunctionOptions = Field(default_factory=FunctionOptions)
     sandbox: SandboxOptions = Field(default_factory=SandboxOptions)
+    genrm: GenrmOptions = Field(default_factory=GenrmOptions)
     on_timeout: OnTimeout | None = None
     default_reward: FiniteFloat | None = None
 
@@ -171,6 +181,8 @@ class RewardConfig(_Strict):
                              f"not to runtime {self.runtime}, which scores in process")  # fmt: skip
         section: BaseModel = getattr(self, self.runtime)
         for key, value in given.items():
+            if key not in type(section).model_fields:
+                raise ValueError(f"reward.{key} does not apply to runtime {self.runtime} (it has no per-call deadline)")
             if key in section.model_fields_set and getattr(section, key) != value:
                 raise ValueError(
                     f"reward.{key} ({value}) and reward.{self.runtime}.{key} ({getattr(section, key)}) disagree; "
