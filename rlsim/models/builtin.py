@@ -19,6 +19,7 @@ import shutil
 import tempfile
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -102,7 +103,19 @@ def _build_minilm_rm_random(out: Path) -> None:
     _tokenizer().save_pretrained(str(out))
 
 
-def _llama_config(num_labels: int | None):
+# A larger sibling of tiny-llama (58.5M parameters against 19.8M; 6.5x the work per token in its layers), for what a
+# bigger judge or policy costs on the same machine (benchmarks/bench_genrm.py compares the two as judges).
+SMALL_LLAMA: dict[str, Any] = {
+    **TINY_LLAMA,
+    "hidden_size": 512,
+    "intermediate_size": 1536,
+    "num_hidden_layers": 8,
+    "num_attention_heads": 8,
+    "num_key_value_heads": 8,
+}
+
+
+def _llama_config(num_labels: int | None, shape: dict[str, Any] = TINY_LLAMA):
     from transformers import LlamaConfig
 
     tok = _tokenizer()
@@ -112,7 +125,7 @@ def _llama_config(num_labels: int | None):
         pad_token_id=tok.pad_token_id,
         bos_token_id=tok.cls_token_id,
         eos_token_id=tok.sep_token_id,
-        **TINY_LLAMA,
+        **shape,
         **extra,
     )
 
@@ -127,12 +140,12 @@ def _build_tiny_llama_rm(out: Path) -> None:
     _tokenizer().save_pretrained(str(out))
 
 
-def _build_tiny_llama(out: Path) -> None:
+def _build_tiny_llama(out: Path, shape: dict[str, Any] = TINY_LLAMA) -> None:
     import torch
     from transformers import GenerationConfig, LlamaForCausalLM
 
     torch.manual_seed(SEED)
-    config = _llama_config(num_labels=None)
+    config = _llama_config(num_labels=None, shape=shape)
     model = LlamaForCausalLM(config).eval()
     model.generation_config = GenerationConfig(
         bos_token_id=config.bos_token_id, eos_token_id=config.eos_token_id, pad_token_id=config.pad_token_id
@@ -146,13 +159,17 @@ BUILTIN_REWARD_MODELS: dict[str, Callable[[Path], None]] = {
     "minilm-rm-random": _build_minilm_rm_random,
     "tiny-llama-rm": _build_tiny_llama_rm,
 }
-BUILTIN_POLICIES: dict[str, Callable[[Path], None]] = {"tiny-llama": _build_tiny_llama}
+BUILTIN_POLICIES: dict[str, Callable[[Path], None]] = {
+    "tiny-llama": _build_tiny_llama,
+    "small-llama": partial(_build_tiny_llama, shape=SMALL_LLAMA),
+}
 # What each built model is, said in one line when it is built (instead of transformers' load report).
 DESCRIPTIONS = {
     "minilm-rm": "pretrained MiniLM encoder + scalar head trained on fluent vs corrupted stdlib paragraphs",
     "minilm-rm-random": "pretrained MiniLM encoder + seeded random scalar head (not trained)",
     "tiny-llama-rm": "random-init Llama reward model (seeded, hidden 256, 4 layers)",
-    "tiny-llama": "random-init Llama policy (seeded, ~11M parameters)",
+    "tiny-llama": "random-init Llama policy (seeded, hidden 256, 4 layers, 19.8M parameters)",
+    "small-llama": "random-init Llama policy (seeded, hidden 512, 8 layers, 58.5M parameters)",
 }
 
 

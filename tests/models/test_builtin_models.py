@@ -27,6 +27,11 @@ def test_minilm_rm_random_is_built_deterministically(tmp_path, monkeypatch):
 
 def test_policy_resolves_and_rejects_reward_models(tmp_path):
     assert (resolve_policy("tiny-llama") / "config.json").is_file()
+    shapes = {
+        name: json.loads((resolve_policy(name) / "config.json").read_text()) for name in ("tiny-llama", "small-llama")
+    }
+    assert shapes["small-llama"]["hidden_size"] == 2 * shapes["tiny-llama"]["hidden_size"]
+    assert shapes["small-llama"]["vocab_size"] == shapes["tiny-llama"]["vocab_size"]  # one tokenizer for both
     with pytest.raises(RlsimError, match="not a causal LM"):
         resolve_policy(resolve_reward_model("tiny-llama-rm").path)
     with pytest.raises(RlsimError, match="tiny-llama"):
