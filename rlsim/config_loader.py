@@ -138,7 +138,7 @@ def validate(model: type[M], data: dict[str, Any], source: str = "config") -> M:
     try:
         return model.model_validate(data)
     except ValidationError as err:
-        raise ConfigError([_describe(e) for e in err.errors()], source=source) from None
+        raise ConfigError([describe_error(e) for e in err.errors()], source=source) from None
 
 
 def load_config(model: type[M], path: str | Path, overrides: Sequence[str] = ()) -> M:
@@ -146,7 +146,8 @@ def load_config(model: type[M], path: str | Path, overrides: Sequence[str] = ())
     return validate(model, data, source=str(path))
 
 
-def _describe(e: Mapping[str, Any]) -> str:
+def describe_error(e: Mapping[str, Any]) -> str:
+    """One pydantic error as ``where: what (got X)``."""
     where = ".".join(str(p) for p in e.get("loc", ())) or "(top level)"
     msg = e.get("msg", "invalid")
     if e.get("type") == "extra_forbidden":

@@ -16,18 +16,19 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from rlsim.bench.scoring_config import check_runtimes
-from rlsim.config_loader import load_config
+from rlsim.config_loader import describe_error, load_config
 from rlsim.errors import ConfigError
 from rlsim.experiment.fidelity_source import FidelitySettings, fidelity_problems
-from rlsim.loop.config import RunConfig, cross_field_problems
+from rlsim.loop.config import RewardConfig, RunConfig, cross_field_problems
 from rlsim.loop.config.algorithm import run_roles
 from rlsim.placement import EXPERIENCE_ROLES
 from rlsim.schedule_kinds import schedule_kind
-from rlsim.scoring.base import runtime_names
+from rlsim.scoring.base import SCORERS, runtime_names
 
 CONDITIONS = ("gen_alone", "score_alone", "together", "timeboxed")
 # Under ``schedule: async`` the pipeline itself counts rollouts trained per hour, which is what the
@@ -78,6 +79,12 @@ class ContentionSettings(_Strict):
     past ``max_minutes``; a number runs exactly that many (within ``max_minutes`` if set) and only
     reports the precision reached against ``target_ci``.
 
+    ``variants``: named reward settings compared like runtimes, each a part of a reward section merged into
+    ``loop.reward`` (nested sections key by key), e.g. ``{small-judge: {runtime: genrm, genrm: {judge:
+    small-llama}}, tiny-judge: {runtime: genrm, genrm: {judge: tiny-llama}}}``: a name of ``runtimes`` (and
+    ``baseline``) that is a variant scores with those settings. So the freed capacity of a smaller judge, of a
+    verifier pool of 4 workers against 2 or of a sandbox without isolation is measured like a faster runtime's.
+
     ``fidelity`` (rlsim/experiment/fidelity_source.py): each runtime's reward fidelity, measured before the
     first repeat (cached per machine) or read from a ``rlsim verify --fidelity --json`` file; the report ranks
     runtimes by freed capacity among those that pass (rlsim/experiment/fidelity_rank.py)."""
@@ -97,6 +104,7 @@ class ContentionSettings(_Strict):
     timebox: TimeboxSettings = Field(default_factory=TimeboxSettings)
     quick: QuickSettings = Field(default_factory=QuickSettings)
     fidelity: FidelitySettings = Field(default_factory=FidelitySettings)
+    variants: dict[str, dict[str, Any]] = Field(default_factory=dict)
 
 
 class ContentionConfig(_Strict):
@@ -112,11 +120,25 @@ class ContentionConfig(_Strict):
         """The conditions measured per runtime (async leaves out the time-boxed one)."""
         return ASYNC_CONDITIONS if self.is_async else CONDITIONS
 
+    def runtime_of(self, name: str) -> str:
+        """The scoring runtime a compared name runs: a variant's (``contention.variants``), or the name itself."""
+        if name in self.contention.variants:
+            return str(self.contention.variants[name].get("runtime", self.loop.reward.runtime))
+        return name
+
+    def reward_for(self, name: str) -> RewardConfig:
+        """``loop.reward`` scoring with ``name``: the runtime of that name, or a variant's settings merged in
+        (``pydantic.ValidationError`` if they do not make a valid reward section)."""
+        if name not in self.contention.variants:
+            return self.loop.reward.model_copy(update={"runtime": name})
+        merged = deep_merge(self.loop.reward.model_dump(exclude_unset=True), self.contention.variants[name])
+        return RewardConfig.model_validate(merged)
+
     def for_runtime(self, runtime: str) -> RunConfig:
-        """The loop config with ``runtime`` scoring, the together condition's schedule (overlapped, or
-        async: the generator must report behaviour log-probs and the trainer correct for them, both
-        set at actor start) and the experiment's step count."""
-        reward = self.loop.reward.model_copy(update={"runtime": runtime})
+        """The loop config with ``runtime`` (a runtime or a variant's name) scoring, the together condition's
+        schedule (overlapped, or async: the generator must report behaviour log-probs and the trainer correct for
+        them, both set at actor start) and the experiment's step count."""
+        reward = self.reward_for(runtime)
         schedule, steps = "overlapped", self.contention.steps_per_condition
         if self.is_async:
             schedule, steps = "async", self.contention.async_updates
@@ -203,7 +225,8 @@ def contention_problems(config: ContentionConfig) -> list[str]:
             f"contention.baseline: {s.baseline!r} is not in contention.runtimes {s.runtimes}; "
             "add it (freed capacity is measured against it)"
         )
-    problems += check_runtimes(list(s.runtimes))
+    problems += _variant_problems(config)
+    problems += check_runtimes([config.runtime_of(name) for name in s.runtimes if name not in _bad_variants(config)])
     if config.loop.placement.preset != "shared":
         problems.append(
             "loop.placement.preset: the contention experiment measures one shared pool; "
@@ -222,8 +245,50 @@ def contention_problems(config: ContentionConfig) -> list[str]:
             "loop.faults: the contention experiment injects no faults (a restart would distort "
             "the figures); remove loop.faults"
         )
-    problems += [f"loop: {p}" for p in cross_field_problems(config.loop)]
+    problems += [f"loop: {p}" for p in cross_field_problems(config.loop, [config.runtime_of(n) for n in s.runtimes])]
     problems += fidelity_problems(config)
+    return problems
+
+
+def deep_merge(base: dict[str, Any], update: dict[str, Any]) -> dict[str, Any]:
+    """``base`` with ``update``'s keys over it, nested dicts merged key by key."""
+    out = dict(base)
+    for key, value in update.items():
+        out[key] = deep_merge(out[key], value) if isinstance(value, dict) and isinstance(out.get(key), dict) else value
+    return out
+
+
+def _bad_variants(config: ContentionConfig) -> set[str]:
+    bad = set()
+    for name in config.contention.variants:
+        try:
+            config.reward_for(name)
+        except ValidationError:
+            bad.add(name)
+    return bad
+
+
+def _variant_problems(config: ContentionConfig) -> list[str]:
+    """Variants named like a runtime, left unused, or whose settings make no valid reward section."""
+    s, problems = config.contention, []
+    used = [config.runtime_of(name) for name in s.runtimes]
+    base = set(cross_field_problems(config.loop, used))
+    for name, overrides in s.variants.items():
+        where = f"contention.variants.{name}"
+        if name in SCORERS:
+            problems.append(f"{where}: {name!r} is a runtime's name; give the variant a name of its own")
+        if name not in s.runtimes:
+            problems.append(f"{where}: not in contention.runtimes {s.runtimes}; add it or remove the variant")
+        try:
+            reward = config.reward_for(name)
+        except ValidationError as err:
+            problems += [f"{where}: {describe_error(e)}" for e in err.errors()]
+            continue
+        run = config.loop.model_copy(update={"reward": reward})
+        own = [p for p in cross_field_problems(run, used) if p not in base]  # the loop's own are reported below
+        problems += [f"{where}: {p}" for p in own]
+        if "runtime" not in overrides:
+            problems.append(f"{where}: name its runtime (runtime: ...), so the comparison says what it compares")
     return problems
 
 

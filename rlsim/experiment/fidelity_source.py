@@ -59,12 +59,28 @@ class FidelitySettings(BaseModel):
         return FidelityRules(self.max_pair_flip_rate, self.min_spearman)
 
 
-def judged_by(runtime: str, config: ContentionConfig) -> str | None:
-    """The runtime whose rewards ``runtime`` returns: itself, the wrapped one for ``http``, None for an external
-    server."""
-    if runtime not in SCORERS or not SCORERS.info(runtime).server:  # an unknown name is reported elsewhere
+def judged_by(name: str, config: ContentionConfig) -> str | None:
+    """The runtime whose rewards the compared ``name`` (a runtime or a variant) returns: itself, the wrapped one
+    for ``http``; None where fidelity has no meaning here (``unjudged_reason`` says why)."""
+    runtime = config.runtime_of(name)
+    if runtime not in SCORERS:  # an unknown name is reported elsewhere
         return runtime
-    return None if config.loop.reward.url else config.loop.reward.server_runtime
+    info = SCORERS.info(runtime)
+    if info.kind != "model":
+        return None
+    if not info.server:
+        return runtime
+    reward = config.reward_for(name)
+    return None if reward.url else reward.server_runtime
+
+
+def unjudged_reason(name: str, config: ContentionConfig) -> str:
+    """Why ``name``'s fidelity is not judged (``judged_by`` is None)."""
+    runtime = config.runtime_of(name)
+    kind = SCORERS.info(runtime).kind if runtime in SCORERS else "model"
+    if kind != "model":
+        return f"{runtime} is a reward that is no model (kind {kind}): nothing to compare with a reward model"
+    return "an external reward server (loop.reward.url): its model is not known here"
 
 
 def fidelity_problems(config: ContentionConfig) -> list[str]:
@@ -132,7 +148,7 @@ def experiment_fidelity(config: ContentionConfig, say: Callable[[str], None] = l
         **about,
         "rules": rules.as_dict(),
         "reference": "eager (fp32)",
-        "runtimes": {rt: _record(judged[rt], raw, rules) for rt in config.contention.runtimes},
+        "runtimes": {rt: _judged(judged[rt], raw, rules, rt, config) for rt in config.contention.runtimes},
     }
 
 
@@ -161,11 +177,15 @@ def _from_file(path: str, targets: list[str]) -> dict[str, Any]:
     return out
 
 
-def _record(judge: str | None, raw: dict[str, Any], rules: FidelityRules) -> dict[str, Any]:
+def _judged(
+    judge: str | None, raw: dict[str, Any], rules: FidelityRules, name: str, config: ContentionConfig
+) -> dict[str, Any]:
+    return _record(judge, raw, rules) if judge is not None else _unknown(None, unjudged_reason(name, config))
+
+
+def _record(judge: str, raw: dict[str, Any], rules: FidelityRules) -> dict[str, Any]:
     """The fidelity of a runtime whose rewards are ``judge``'s, judged with ``rules`` (re-judged, whatever the
     source said)."""
-    if judge is None:
-        return _unknown(judge, "an external reward server (loop.reward.url): its model is not known here")
     entry = raw.get(judge, {})
     if not all(m in entry for m in METRICS):
         why = entry.get("skipped") or entry.get("error") or "not measured"

@@ -171,3 +171,52 @@ loop:
 def test_async_needs_two_updates_per_together_run(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="async_updates"):
         load_contention_config(write(tmp_path, "contention: {async_updates: 1}\nloop: {schedule: async}\n"))
+
+
+VARIANTS = """
+contention:
+  runtimes: [small-judge, tiny-judge]
+  baseline: small-judge
+  repeats: 2
+  variants:
+    small-judge: {runtime: genrm, genrm: {judge: small-llama, mode: score}}
+    tiny-judge: {runtime: genrm, genrm: {judge: tiny-llama}}
+loop:
+  reward: {batch_size: 8, genrm: {max_tokens: 16}}
+"""
+
+
+def test_variants_compare_reward_settings_like_runtimes(tmp_path: Path) -> None:
+    c = load_contention_config(write(tmp_path, VARIANTS))
+    small, tiny = c.for_runtime("small-judge").reward, c.for_runtime("tiny-judge").reward
+    assert (small.runtime, small.genrm.judge, small.genrm.mode) == ("genrm", "small-llama", "score")
+    assert (tiny.runtime, tiny.genrm.judge, tiny.genrm.mode) == ("genrm", "tiny-llama", "verdict")
+    # the loop's own reward settings stay under each variant's, nested sections merged key by key
+    assert small.batch_size == tiny.batch_size == 8 and small.genrm.max_tokens == tiny.genrm.max_tokens == 16
+    assert c.runtime_of("tiny-judge") == "genrm" and c.runtime_of("eager") == "eager"
+    assert c.for_runtime("eager").reward.runtime == "eager"  # a plain runtime is unchanged beside variants
+    shipped = load_contention_config(CONFIGS / "contention_judges.yaml")
+    assert {shipped.runtime_of(name) for name in shipped.contention.runtimes} == {"genrm"}
+
+
+def test_bad_variants_are_listed_with_every_other_problem(tmp_path: Path) -> None:
+    text = (
+        VARIANTS.replace("judge: tiny-llama}", "judge: tiny-llama, template: 'no placeholder'}")
+        .replace(
+            "  variants:\n",
+            "  variants:\n    ort: {runtime: ort, batch_size: 4}\n    unused: {runtime: function}\n"
+            "    nameless: {batch_size: 2}\n",
+        )
+        .replace("runtimes: [small-judge, tiny-judge]", "runtimes: [small-judge, tiny-judge, ort, nameless, bogus]")
+    )
+    with pytest.raises(ConfigError) as err:
+        load_contention_config(write(tmp_path, text))
+    text = "\n".join(err.value.errors)
+    for needle in (
+        "contention.variants.tiny-judge: genrm.template",  # the judge's template has no {response}
+        "contention.variants.ort: 'ort' is a runtime's name",
+        "contention.variants.unused: not in contention.runtimes",
+        "contention.variants.nameless: name its runtime",
+        "unknown runtime 'bogus'",
+    ):
+        assert needle in text, (needle, text)

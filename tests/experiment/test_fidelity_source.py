@@ -116,3 +116,18 @@ def test_cli_refuses_a_bad_fidelity_file_with_one_line_naming_it(tmp_path: Path,
     assert rc == 2 and len(err) == 1, err
     assert only_eager in err[0] and "has no result for ort-int8" in err[0]
     assert not (tmp_path / "out").exists()  # nothing started, nothing written
+
+
+def test_rewards_that_are_no_model_are_not_judged_and_a_variant_is_judged_by_its_runtime(tmp_path: Path) -> None:
+    path = verify_json(tmp_path, {"eager": METRICS, "ort-int8": METRICS})
+    variants = {"int8-big-batches": {"runtime": "ort-int8", "batch_size": 64}, "judge": {"runtime": "genrm"}}
+    settings = ContentionSettings(
+        runtimes=["eager", "int8-big-batches", "judge", "sandbox"],
+        fidelity=FidelitySettings(file=path),
+        variants=variants,
+    )
+    block = experiment_fidelity(ContentionConfig(contention=settings))
+    assert block["runtimes"]["int8-big-batches"]["judged_by"] == "ort-int8"
+    for name, kind in (("judge", "judge"), ("sandbox", "sandbox")):
+        entry = block["runtimes"][name]
+        assert entry["ok"] is None and f"no model (kind {kind})" in entry["unknown_reason"]

@@ -9,7 +9,9 @@ xdist worker.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager
+from typing import Any
 
 import pytest
 
@@ -29,3 +31,22 @@ def vllm_loop(ray_cluster) -> Iterator[object]:
         yield s
     finally:
         s.close()
+
+
+@pytest.fixture(scope="session")
+def borrowing(vllm_loop) -> Callable[[dict[str, Any]], AbstractContextManager[Any]]:
+    """``with borrowing(config) as session``: a started ``LoopSession`` of the config dict on the shared engine,
+    closed (its own actors only) on leaving."""
+    from rlsim.loop.config import RunConfig
+    from rlsim.loop.driver import LoopSession
+
+    @contextmanager
+    def start(config: dict[str, Any]) -> Iterator[Any]:
+        s = LoopSession(RunConfig.model_validate(config), rollout=vllm_loop.actors.rollout)
+        s.start()
+        try:
+            yield s
+        finally:
+            s.close()
+
+    return start

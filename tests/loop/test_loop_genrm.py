@@ -27,15 +27,9 @@ CONFIG = tiny_vllm_run(
 
 
 @pytest.fixture(scope="module")
-def session(vllm_loop):
-    from rlsim.loop.driver import LoopSession
-
-    s = LoopSession(RunConfig.model_validate(CONFIG), rollout=vllm_loop.actors.rollout)
-    s.start()
-    try:
+def session(borrowing):
+    with borrowing(CONFIG) as s:
         yield s
-    finally:
-        s.close()
 
 
 def test_the_judge_scores_every_rollout_under_both_schedules(session, tmp_path: Path) -> None:

@@ -39,17 +39,10 @@ ACTORS = {"rollout", "scorer-0", "critic+trainer", "reference"}
 
 
 @pytest.fixture(scope="module")
-def session(vllm_loop):
-    from rlsim.loop.driver import LoopSession
-
-    config = RunConfig.model_validate(CONFIG)
-    assert cross_field_problems(config) == []
-    s = LoopSession(config, rollout=vllm_loop.actors.rollout)
-    s.start()
-    try:
+def session(borrowing):
+    assert cross_field_problems(RunConfig.model_validate(CONFIG)) == []
+    with borrowing(CONFIG) as s:
         yield s
-    finally:
-        s.close()
 
 
 def check_record(record: StepRecord, schedule: str) -> None:

@@ -33,15 +33,9 @@ CONFIG = tiny_vllm_run(
 
 
 @pytest.fixture(scope="module")
-def session(vllm_loop):
-    from rlsim.loop.driver import LoopSession
-
-    s = LoopSession(RunConfig.model_validate(CONFIG), rollout=vllm_loop.actors.rollout)
-    s.start()
-    try:
+def session(borrowing):
+    with borrowing(CONFIG) as s:
         yield s
-    finally:
-        s.close()
 
 
 def check_record(record: StepRecord, schedule: str) -> None:

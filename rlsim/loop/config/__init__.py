@@ -11,7 +11,7 @@ here too, so nothing starts on a config that cannot run.
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
@@ -198,12 +198,14 @@ class RewardConfig(_Strict):
         section: BaseModel = getattr(self, self.runtime)  # the field named like the runtime
         return section.model_dump()
 
-    def section_problems(self) -> list[str]:
-        """A runtime's section set while another runtime scores (it would be ignored without a word)."""
+    def section_problems(self, runtimes: Collection[str] = ()) -> list[str]:
+        """A runtime's section set while neither this runtime nor any of ``runtimes`` (the others a contention
+        experiment compares) scores with it: it would be ignored without a word."""
+        running = {self.runtime, *runtimes}
         return [
             f"reward.{name}: applies to reward.runtime: {name} (it is {self.runtime})"
             for name in OPTIONS
-            if name in self.model_fields_set and self.runtime != name
+            if name in self.model_fields_set and name not in running
         ]
 
     def sizing_problems(self) -> list[str]:
@@ -335,8 +337,9 @@ def load_run_config(path: str | Path, overrides: Sequence[str] = ()) -> RunConfi
     return config
 
 
-def cross_field_problems(config: RunConfig) -> list[str]:
-    """Rules that involve several settings (or this machine, for a local run); empty when all hold."""
+def cross_field_problems(config: RunConfig, runtimes: Collection[str] = ()) -> list[str]:
+    """Rules that involve several settings (or this machine, for a local run); empty when all hold. ``runtimes``:
+    the other scoring runtimes that will run this config (a contention experiment's), whose sections are used."""
     problems = []
     spec = config.workload.spec
     longest = (max_prompt_tokens(spec) or 0) + max_response_tokens(spec)
@@ -346,7 +349,7 @@ def cross_field_problems(config: RunConfig) -> list[str]:
             f"({config.policy.max_model_len}); lower the length maxima or raise max_model_len"
         )
     problems += config.reward.sizing_problems()
-    problems += config.reward.section_problems()
+    problems += config.reward.section_problems(runtimes)
     if config.placement.rollout.gpu > 0 and config.policy.device != "cuda":
         problems.append("placement.rollout.gpu: a GPU share needs policy.device: cuda")
     if config.placement.scorer.gpu > 0 and config.reward.device != "cuda":
