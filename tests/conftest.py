@@ -73,8 +73,7 @@ def vllm_generator(tiny_policy) -> Iterator[object]:
 # `--dist loadfile` each file is otherwise its own unit of work): the real-loop tests and the vLLM engine they share
 # (tests/loop/conftest.py).
 SHARED_WORKER = {
-    f"tests/loop/{name}": "vllm-loop"
-    for name in ("test_loop_async_ray.py", "test_loop_genrm.py", "test_loop_ppo.py", "test_loop_ray.py")
+    f"tests/loop/test_loop_{name}.py": "vllm-loop" for name in ("async_ray", "genrm", "ppo", "ray", "rewards")
 }
 
 

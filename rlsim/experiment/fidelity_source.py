@@ -153,6 +153,8 @@ def experiment_fidelity(config: ContentionConfig, say: Callable[[str], None] = l
 
 
 def _measure(config: ContentionConfig, targets: list[str], rules: FidelityRules, say: Callable[[str], None]) -> dict:
+    if not targets:  # every compared reward is no model, or an external server: nothing to score the corpus with
+        return {}
     reward = config.loop.reward
     settings = ScorerSettings(device=reward.device, server_runtime=reward.server_runtime)  # verify's defaults
     corpus = build_corpus()

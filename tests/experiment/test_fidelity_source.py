@@ -131,3 +131,13 @@ def test_rewards_that_are_no_model_are_not_judged_and_a_variant_is_judged_by_its
     for name, kind in (("judge", "judge"), ("sandbox", "sandbox")):
         entry = block["runtimes"][name]
         assert entry["ok"] is None and f"no model (kind {kind})" in entry["unknown_reason"]
+
+
+def test_nothing_is_scored_when_no_compared_reward_is_a_model(monkeypatch: pytest.MonkeyPatch) -> None:
+    import rlsim.experiment.fidelity_source as source
+
+    monkeypatch.setattr(source, "build_corpus", lambda: pytest.fail("the corpus was built for no runtime"))
+    said: list[str] = []
+    settings = ContentionSettings(runtimes=["sandbox", "function"], baseline="sandbox")
+    block = experiment_fidelity(ContentionConfig(contention=settings), said.append)
+    assert said == [] and all(entry["ok"] is None for entry in block["runtimes"].values())

@@ -1,10 +1,10 @@
-"""The real-loop tests' shared vLLM engine: one session whose rollout actor the GRPO, PPO and async loop tests use.
+"""The real-loop tests' shared vLLM engine: one session whose rollout actor every real-loop test on vLLM uses.
 
 vLLM's engine is the slow part of a loop session to start (about 20 s here, inline). The async test's session
 starts it (its schedule needs behaviour log-probs from the engine, which the others accept unused); the GRPO,
-PPO and generative-judge sessions borrow its rollout actor (``LoopSession(config, rollout=...)``) and start only
-their own scorers, trainer, reference and critic. ``SHARED_WORKER`` in tests/conftest.py sends these files to one
-xdist worker.
+PPO, judge, verifier and sandbox sessions borrow its rollout actor (``LoopSession(config, rollout=...)``) and
+start only their own scorers, trainer, reference and critic. ``SHARED_WORKER`` in tests/conftest.py sends these
+files to one xdist worker.
 """
 
 from __future__ import annotations

@@ -17,12 +17,13 @@ from tests.helpers.tiny_run import tiny_vllm_run
 pytestmark = pytest.mark.slow
 
 CONFIG = tiny_vllm_run(
+    steps=1,  # a step under each schedule: the subject is the judge's part in it
     reward={
         "runtime": "genrm",
         "batch_size": 4,
         "engine_process": "inline",  # the judge's engine in the scoring actor's process, as the policy's
         "genrm": {"judge": "tiny-llama", "mode": "verdict", "max_model_len": 256},
-    }
+    },
 )
 
 
@@ -41,6 +42,7 @@ def test_the_judge_scores_every_rollout_under_both_schedules(session, tmp_path: 
     run_loop(RunConfig.model_validate({**CONFIG, "schedule": "overlapped"}), tmp_path / "ovl", show_progress=False,
              session=session)  # fmt: skip
     overlapped = json.loads((tmp_path / "ovl" / "results.json").read_text())["steps"]
+    assert len(sequential) == len(overlapped) == 1
     for step in sequential + overlapped:
         assert step["rollouts"] == {"generated": 8, "scored": 8, "trained": 8}
         assert step["reward_outcomes"]["judge_prompt_tokens"] > step["tokens"]["generated"]  # template + response
