@@ -2,9 +2,10 @@
 
 ``reward.function`` (runtime ``function``), ``reward.sandbox`` (runtime ``sandbox``), ``reward.genrm`` (runtime
 ``genrm``: a judge LLM) and ``reward.http`` (runtime ``http``: how a remote reward server is called) in a run
-config; the same dicts reach the scorer as ``ScorerSettings.options``, so ``rlsim bench scoring`` and ``rlsim
-score`` take them too. Every limit must be positive and finite (no NaN or infinity), a function must import and a
-judge template must hold ``{response}``, so a bad section is a config error before anything starts.
+config; the same dicts reach the scorer as ``ScorerSettings.options`` (``rlsim bench scoring`` and ``rlsim score``
+take no such section yet: they run these runtimes with the defaults). Every limit must be positive and finite
+(no NaN or infinity), a function must import and a judge template must hold ``{response}``, so a bad section is a
+config error before anything starts.
 
 ``on_timeout`` is the same choice in each: ``default`` gives the rollout ``default_reward`` and counts it,
 ``drop`` leaves the rollout's group out of the update (counted: ``rollouts.dropped`` in the step's record;
