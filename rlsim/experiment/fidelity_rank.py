@@ -118,8 +118,11 @@ def ranking_sentences(ranking: Mapping[str, Any] | None) -> list[str]:
         out.append(
             f"Ranked by freed core-s per step vs {baseline}, among runtimes that pass fidelity ({rules}): {ranked}."
         )
-    else:
+    elif ranking["failing"]:
         out.append(f"No compared runtime passes fidelity ({rules}), so none is ranked.")
+    else:  # every fidelity unknown: rewards that are no model, an external server, hardware lacking
+        out.append("No compared runtime has a fidelity result (each says why below), so none is ranked: the freed "
+                   "capacity above stands on its own.")  # fmt: skip
     if ranking["best"]:
         best = ranking["passing"][0]
         out.append(

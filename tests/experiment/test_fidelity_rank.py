@@ -137,3 +137,12 @@ def test_report_says_when_fidelity_was_not_checked() -> None:
     words = "not checked (contention.fidelity.check: false)"
     lines = fidelity_section({"fidelity": {"checked": False, "words": words}})
     assert "Fidelity not checked (contention.fidelity.check: false)." in lines
+
+
+def test_when_no_fidelity_is_known_nothing_is_called_failing() -> None:
+    figs = figures(big=0.0, small=1.5)  # two judges (rewards that are no model): fidelity does not apply
+    why = "genrm is a reward that is no model (kind judge): nothing to compare with a reward model"
+    r = rank_runtimes(figs, block(big=unknown(why), small=unknown(why)), "big")
+    text = " ".join(ranking_sentences(r))
+    assert "No compared runtime has a fidelity result" in text and "passes fidelity" not in text
+    assert f"small's fidelity is unknown ({why})" in text
