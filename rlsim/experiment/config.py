@@ -225,8 +225,9 @@ def contention_problems(config: ContentionConfig) -> list[str]:
             f"contention.baseline: {s.baseline!r} is not in contention.runtimes {s.runtimes}; "
             "add it (freed capacity is measured against it)"
         )
-    problems += _variant_problems(config)
-    problems += check_runtimes([config.runtime_of(name) for name in s.runtimes if name not in _bad_variants(config)])
+    variant_problems, bad_variants = _variant_problems(config)
+    problems += variant_problems
+    problems += check_runtimes([config.runtime_of(name) for name in s.runtimes if name not in bad_variants])
     if config.loop.placement.preset != "shared":
         problems.append(
             "loop.placement.preset: the contention experiment measures one shared pool; "
@@ -258,19 +259,10 @@ def deep_merge(base: dict[str, Any], update: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _bad_variants(config: ContentionConfig) -> set[str]:
-    bad = set()
-    for name in config.contention.variants:
-        try:
-            config.reward_for(name)
-        except ValidationError:
-            bad.add(name)
-    return bad
-
-
-def _variant_problems(config: ContentionConfig) -> list[str]:
-    """Variants named like a runtime, left unused, or whose settings make no valid reward section."""
-    s, problems = config.contention, []
+def _variant_problems(config: ContentionConfig) -> tuple[list[str], set[str]]:
+    """Variants named like a runtime, left unused, or whose settings make no valid reward section; and the names
+    of the last kind (their runtime is not checked again)."""
+    s, problems, bad = config.contention, [], set()
     used = [config.runtime_of(name) for name in s.runtimes]
     base = set(cross_field_problems(config.loop, used))
     for name, overrides in s.variants.items():
@@ -283,13 +275,14 @@ def _variant_problems(config: ContentionConfig) -> list[str]:
             reward = config.reward_for(name)
         except ValidationError as err:
             problems += [f"{where}: {describe_error(e)}" for e in err.errors()]
+            bad.add(name)
             continue
         run = config.loop.model_copy(update={"reward": reward})
         own = [p for p in cross_field_problems(run, used) if p not in base]  # the loop's own are reported below
         problems += [f"{where}: {p}" for p in own]
         if "runtime" not in overrides:
             problems.append(f"{where}: name its runtime (runtime: ...), so the comparison says what it compares")
-    return problems
+    return problems, bad
 
 
 def _role_problems(config: ContentionConfig) -> list[str]:

@@ -3,8 +3,9 @@ through a template and gives the reward (rlsim.rewards.options.GenrmOptions).
 
 The frameworks run judges this way: ROLL's ``LLMJudgeRewardWorker`` (``roll/pipeline/rlvr/rewards/
 llm_judge_reward_worker.py``) decodes the judge's answer on a vLLM strategy it puts to sleep between reward
-stages and parses a score from the text; verl's GenRM serves the judge behind its reward loop
-(``docs/advance/reward_loop.rst``). Two readings of the judge:
+stages and parses a score from the text; Generative Verifiers (GenRM, Zhang et al., arXiv 2408.15240) read the
+probability of "Yes" after "Is the answer correct (Yes/No)?", the default template and verdict here. Two
+readings of the judge:
 
 - ``verdict``: the log-probability of the verdict tokens right after the template, from one prefill (vLLM's
   ``prompt_logprobs`` of the template with the verdict appended): the cost of a judge that decodes nothing,
@@ -23,6 +24,7 @@ tokens are exactly those of ``verdict`` whatever the response ends with.
 
 from __future__ import annotations
 
+import json
 import math
 import os
 import re
@@ -37,7 +39,7 @@ from rlsim.models.reward import RewardModelSpec
 from rlsim.rewards.options import DROPPED, GenrmOptions, parse_options
 from rlsim.rewards.text_reward import TextReward
 from rlsim.rollout.engine_errors import engine_failure, is_engine_failure
-from rlsim.rollout.vllm_processes import engine_process_args
+from rlsim.rollout.vllm_processes import engine_process_args, shutdown_engine
 from rlsim.scoring.base import RuntimeInfo, ScorerSettings, register_scorer
 from rlsim.scoring.needs import VLLM
 from rlsim.scoring.vllm_server import vllm_env
@@ -94,6 +96,12 @@ class JudgeEngine:
 
     def __init__(self, judge: str, settings: ScorerSettings, max_model_len: int) -> None:
         self.path = resolve_policy(judge)
+        longest = json.loads((self.path / "config.json").read_text()).get("max_position_embeddings")
+        if isinstance(longest, int) and max_model_len > longest:
+            raise RlsimError(
+                f"reward.genrm.max_model_len {max_model_len} is longer than the judge {judge} reads "
+                f"(max_position_embeddings {longest}); set it to {longest} or less"
+            )
         os.environ.update(vllm_env(settings))
         from transformers import AutoTokenizer
         from vllm import LLM
@@ -127,9 +135,8 @@ class JudgeEngine:
         return engine_failure(err, doing, self.path, actor="scorer", advice=advice, folder="judge folder")
 
     def close(self) -> None:
-        core = getattr(self.llm.llm_engine, "engine_core", None) if hasattr(self, "llm") else None
-        if core is not None and hasattr(core, "shutdown"):
-            core.shutdown()
+        if hasattr(self, "llm"):
+            shutdown_engine(self.llm.llm_engine)
 
 
 @register_scorer("genrm", RuntimeInfo(precision=None, kind="judge", needs=VLLM))

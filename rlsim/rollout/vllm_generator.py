@@ -33,7 +33,7 @@ from rlsim.rollout.engine_errors import engine_failure, is_engine_failure
 from rlsim.rollout.generator import GeneratorInfo, GeneratorSettings, SwapPoint, SyncResult, register_generator
 from rlsim.rollout.prompts import encode_prompt
 from rlsim.rollout.types import Rollout, RolloutRequest
-from rlsim.rollout.vllm_processes import engine_process_args
+from rlsim.rollout.vllm_processes import engine_process_args, shutdown_engine
 
 
 def configure_vllm_env(settings: GeneratorSettings) -> None:
@@ -239,6 +239,4 @@ class VllmGenerator:
         return SyncResult("vllm-reload", time.perf_counter() - t0, "collective_rpc('reload_weights') from safetensors")
 
     def close(self) -> None:
-        core = getattr(self._engine, "engine_core", None)
-        if core is not None and hasattr(core, "shutdown"):
-            core.shutdown()
+        shutdown_engine(self._engine)

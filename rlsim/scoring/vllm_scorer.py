@@ -29,7 +29,7 @@ import numpy as np
 from rlsim.errors import RlsimError
 from rlsim.models.reward import RewardModelSpec
 from rlsim.rollout.engine_errors import engine_failure, is_engine_failure
-from rlsim.rollout.vllm_processes import engine_process_args
+from rlsim.rollout.vllm_processes import engine_process_args, shutdown_engine
 from rlsim.scoring.base import RuntimeInfo, ScorerSettings, register_scorer
 from rlsim.scoring.needs import VLLM
 from rlsim.scoring.tokenizing import EncodedBatch, TokenizingScorer
@@ -124,6 +124,5 @@ class VllmPoolingScorer(TokenizingScorer):
         return rewards
 
     def close(self) -> None:
-        core = getattr(self._llm.llm_engine, "engine_core", None) if hasattr(self, "_llm") else None
-        if core is not None and hasattr(core, "shutdown"):
-            core.shutdown()
+        if hasattr(self, "_llm"):
+            shutdown_engine(self._llm.llm_engine)

@@ -103,6 +103,14 @@ def test_prompts_fill_the_template_append_the_verdict_and_cut_the_response_to_fi
         JudgePrompts(tokenizer, GenrmOptions(max_model_len=32)).build("word " * 40, "x")
 
 
+def test_a_context_longer_than_the_judge_reads_is_refused_before_its_engine_starts() -> None:
+    from rlsim.rewards.genrm_reward import JudgeEngine
+    from rlsim.scoring import ScorerSettings
+
+    with pytest.raises(RlsimError, match="max_model_len 4096 is longer than the judge tiny-llama reads .*512"):
+        JudgeEngine("tiny-llama", ScorerSettings(), max_model_len=4096)
+
+
 def test_the_verdict_reading_sums_the_log_probs_of_its_own_tokens() -> None:
     lp = lambda v: SimpleNamespace(logprob=v)  # noqa: E731  (vLLM's Logprob)
     token_ids = [1, 5, 9, 4]
