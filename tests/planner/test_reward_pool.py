@@ -77,3 +77,20 @@ def test_function_reward_step_by_hand() -> None:
     assert ev.resources.replicas == 2
     assert ev.time_s["score_tail"] == pytest.approx(2.0)
     assert ev.step_time_s == pytest.approx(3.0)
+
+
+@pytest.mark.parametrize("window", [8, 4])
+@pytest.mark.parametrize("workers", [1, 2])
+def test_async_function_reward_step_by_hand(workers: int, window: int) -> None:
+    """The step above under ``schedule: async`` (staleness 1): generation (0.5 s a batch) runs ahead, and
+    the pool is the bottleneck: 8 checks of 0.5 s on ``workers`` processes take 4.0 / workers seconds a
+    step, whether a call holds the batch or half of it (a call's checks spread over the node's pool)."""
+    verifier = RewardFunctionModel(mean_s=0.5, distribution="fixed")
+    profile = make_profile().model_copy(update={"reward_functions": {"verifier": verifier}})
+    node = NodeSpec(count=1, cores=4, gpus=0, kind="test-kind")
+    spec = placement("async", runtime="verifier", replicas_per_node=workers, batcher_window=window)
+    ev = evaluate(node, profile, fixed_workload(prompts=2, group=4, response=10), spec, steps=5, noise=False)
+    assert ev.step_time_s == pytest.approx(4.0 / workers)
+    assert ev.rollouts_per_hour == pytest.approx(8 * 3600 / (4.0 / workers))
+    assert ev.bottleneck == "scoring"
+    assert ev.extra["async"]["rollouts_total"]["generated"] >= 40

@@ -14,7 +14,6 @@ from rlsim.errors import RlsimError
 from rlsim.planner.profile.scaling import RewardFunctionModel
 from rlsim.planner.profile.schema import Device, GenerationModel, Profile, ScorerLatencyModel
 from rlsim.planner.spec.cluster import NodeSpec, PlacementSpec
-from rlsim.schedule_kinds import schedule_kind
 
 
 class PlacementError(RlsimError):
@@ -110,11 +109,6 @@ def check_devices(
 def resolve(node: NodeSpec, profile: Profile, spec: PlacementSpec) -> Resources:
     """Concrete resources of ``spec`` on ``node`` x ``spec.nodes``; raises ``PlacementError``."""
     gen, scorer = check_devices(node, profile, spec.runtime)
-    if schedule_kind(spec.schedule).pipelined and isinstance(scorer, RewardFunctionModel):
-        raise PlacementError(
-            f"schedule async with the rule-based reward {spec.runtime!r} is not modelled (the simulated "
-            "pipeline scores with a reward model's replicas); use a reward-model runtime or another schedule"
-        )
     total_nodes = spec.nodes or node.count
     if total_nodes > node.count:
         raise PlacementError(

@@ -3,7 +3,8 @@ sync step uses (``step.py``), and how workers sharing cores slow each other.
 
 Costs (uncontended seconds): a generate call is one batch dealt to the engines (the call ends with the
 slowest engine); a scoring call is its groups cut into batches by the placement's batcher on one replica,
-with the in-loop factor and per-call overhead; an update is the trainer's cost for those rollouts plus the
+with the in-loop factor and per-call overhead (a rule-based reward's call: its rollouts on the node's pool of
+worker processes, first come first served, ending with the last check: ``reward_pool``); an update is the trainer's cost for those rollouts plus the
 step's orchestration overhead; the engine's weight load is the profile's sync cost. The weight export on
 the trainer is taken as free: the profile's sync cost is measured end to end and charged as the pause.
 
@@ -30,6 +31,7 @@ import numpy as np
 from rlsim.planner.profile.schema import ContentionEntry
 from rlsim.planner.sim.asynchronous.pipeline import ROLLOUT, TRAINER
 from rlsim.planner.sim.generation import completion_work_s, deal
+from rlsim.planner.sim.reward_pool import simulate_reward_pool
 from rlsim.planner.sim.scoring import split_call
 from rlsim.planner.sim.step import StepInputs
 from rlsim.planner.sim.update_steps import extra_actor_s
@@ -53,7 +55,7 @@ class ProfileCosts:
     def __init__(self, inputs: StepInputs, seed: int) -> None:
         self._in, self._seed = inputs, seed
         self._batches: dict[int, tuple[np.ndarray, np.ndarray]] = {}
-        self._sigma = inputs.scorer.fit.residual_rel_std if inputs.noise else 0.0
+        self._sigma = inputs.scorer.fit.residual_rel_std if inputs.noise and inputs.function is None else 0.0
         # Scoring noise draws from a stream of its own, never the lengths' ``[seed, batch]`` streams.
         self._noise = np.random.default_rng([seed, 1, 1])
 
@@ -81,6 +83,8 @@ class ProfileCosts:
         return float(completion_work_s(dealt, gen, res.engine_units, res.max_running, res.tp, res.pp).max())
 
     def score_s(self, groups: Sequence[int]) -> float:
+        if self._in.function is not None:
+            return self._pool_s(groups)
         res, spec, scorer = self._in.resources, self._in.spec, self._in.scorer
         prompts, responses = self._rollouts(groups)
         tokens = np.minimum(prompts + responses, spec.max_length or scorer.max_length)
@@ -89,6 +93,17 @@ class ProfileCosts:
             padded = scorer.batch_tokens(tokens[batch])
             seconds += scorer.latency_s(len(batch), padded, res.replica_units) * scorer.in_loop_factor * self._draw()
         return seconds
+
+    def _pool_s(self, groups: Sequence[int]) -> float:
+        """A rule-based reward's call: every rollout of ``groups`` waits for one of the node's worker
+        processes (``replicas_per_node``, one core each); the call ends when the last check does. The
+        service times are drawn per call from a stream of their own (``[seed, 2, first group]``)."""
+        function, res = self._in.function, self._in.resources
+        assert function is not None
+        n = len(groups) * self._in.workload.group_size
+        service = function.sample(np.random.default_rng([self._seed, 2, groups[0]]), n)
+        workers = res.replicas_per_node
+        return simulate_reward_pool(np.zeros(n), service, workers, workers).done_s
 
     def _draw(self) -> float:
         """A mean-one lognormal multiplier with the scorer fit's residual spread (1.0 without noise)."""
@@ -121,9 +136,13 @@ class SharedCores:
     """``Speeds`` of the workers of ``res`` under ``entry`` (see the module docstring). ``efficiency``:
     the profile's ``roles.sharing_efficiency`` (None: no roles section, the scorer-like assumption)."""
 
-    def __init__(self, res: Resources, entry: ContentionEntry, efficiency: float | None = None) -> None:
+    def __init__(
+        self, res: Resources, entry: ContentionEntry, efficiency: float | None = None, scorers: int | None = None
+    ) -> None:
         own_trainer = res.train_nodes > 0
-        self.entry, self.replicas, self.efficiency = entry, res.replicas, efficiency
+        # ``scorers``: the pipeline's scoring workers when they are not the replicas (a rule-based reward:
+        # one pool of ``replicas_per_node`` worker processes per node).
+        self.entry, self.replicas, self.efficiency = entry, scorers or res.replicas, efficiency
         self.gen_with_scoring = res.shared
         self.trainer_with_gen = not own_trainer and (res.shared or not res.train_on_scoring)
         self.trainer_with_scoring = not own_trainer and (res.shared or res.train_on_scoring)

@@ -48,16 +48,22 @@ def pipeline_shape(inputs: StepInputs, steps: int) -> PipelineShape:
         queue_size=queue,
         steps=steps,
         micro_batch=spec.batcher.window,
-        scorers=inputs.resources.replicas,
+        scorers=scoring_workers(inputs),
         partial_rollouts=spec.partial_rollouts,
     )
+
+
+def scoring_workers(inputs: StepInputs) -> int:
+    """The pipeline's scoring workers: the scorer replicas, or for a rule-based reward one pool of worker
+    processes per node (a call's rollouts spread over the pool: ``costs.ProfileCosts._pool_s``)."""
+    return inputs.resources.nodes if inputs.function is not None else inputs.resources.replicas
 
 
 def simulate_async(inputs: StepInputs, steps: int, seed: int) -> tuple[PipelineRun, ProfileCosts, SharedCores]:
     """``steps`` updates of the async pipeline on ``inputs``; the run, its costs and the contention it used."""
     roles, res = inputs.profile.roles, inputs.resources
     threads = max(*SharedCores.threads(res), 1.0)  # the busiest process sharing the pool picks the efficiency
-    speeds = SharedCores(res, inputs.contention, roles.efficiency(threads) if roles else None)
+    speeds = SharedCores(res, inputs.contention, roles.efficiency(threads) if roles else None, scoring_workers(inputs))
     costs = ProfileCosts(inputs, seed)
     return AsyncSimulation(pipeline_shape(inputs, steps), costs, speeds).run(), costs, speeds
 
@@ -113,9 +119,17 @@ def async_summary(run: PipelineRun, first: int, last: int) -> dict[str, Any]:
 
 
 def async_bottleneck(run: PipelineRun) -> tuple[str, str]:
-    """The busier of the two ends of the pipeline: the engine (generation) or the trainer (update)."""
+    """The busiest stage of the pipeline: the engine (generation), the scorers (the mean busy share of the
+    scoring workers) or the trainer (update)."""
     gen_idle, train_idle = run.idle_fraction(ROLLOUT), run.idle_fraction(TRAINER)
+    scorers = [w for w in run.busy if w.startswith("scorer")]
+    score_busy = sum(1.0 - run.idle_fraction(w) for w in scorers) / max(len(scorers), 1)
     hist = run.histogram()
+    if score_busy > max(1 - gen_idle, 1 - train_idle):
+        return "scoring", (
+            f"async: the scorers are busy {score_busy:.0%} of the run while the engine idles {gen_idle:.0%} "
+            f"and the trainer {train_idle:.0%}; faster or more scoring (replicas, workers) trains more per hour"
+        )
     if gen_idle <= train_idle:
         return "generation", (
             f"async: the engine is busy {1 - gen_idle:.0%} of the run and the trainer waits "
@@ -146,7 +160,7 @@ def _window(inputs: StepInputs, run: PipelineRun, costs: ProfileCosts, i: int) -
         rollouts=trained,
         tokens=tokens,
         gen_busy_unit_s=gen_busy * res.engine_units * res.engines,
-        score_busy_unit_s=score_busy * res.replica_units,
+        score_busy_unit_s=score_busy * res.replica_units * res.replicas / run.shape.scorers,
         engine_makespan_mean_s=gen_busy,
         engine_makespan_max_s=gen_busy,
         idle_engines=0,
