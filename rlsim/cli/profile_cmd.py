@@ -111,9 +111,7 @@ def run(args: argparse.Namespace) -> int:
     scorers_from = load_profile(args.scorers_from) if args.scorers_from else None
     console = make_console(stderr=True)
     loop_results, records = _loop_runs(config, base_dir, args, console)
-    cells = len(config.runtimes) * len(config.units) * len(config.batch_sizes) * len(config.lengths)
-    if config.roles:
-        cells += len(config.roles.units) * len(config.roles.batch_sizes) * len(config.roles.lengths)
+    cells = config.cells()
     with LineProgress(
         TextColumn("measuring"),
         BarColumn(),
@@ -233,6 +231,13 @@ def _dry_run(config: ProfileConfig, base_dir: Path, args: argparse.Namespace) ->
                 else ""
             )
         )
+    for name, timing in config.rewards.items():
+        how = (
+            f"{timing.rollouts} rollouts one at a time on one worker ({timing.warmup} warm-up)"
+            if name in config.rule_based()
+            else f"the scorer grid, {len(config.units) * len(config.batch_sizes) * len(config.lengths)} cells"
+        )
+        print(f"reward {name} ({timing.runtime}): {how}")
     if config.loop_set:
         path = resolve_path(base_dir, config.loop_set)
         loop_set, cases = _loop_cases(config, base_dir, args)  # every loop config validated here

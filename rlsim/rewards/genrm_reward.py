@@ -139,7 +139,7 @@ class JudgeEngine:
             shutdown_engine(self.llm.llm_engine)
 
 
-@register_scorer("genrm", RuntimeInfo(precision=None, kind="judge", needs=VLLM))
+@register_scorer("genrm", RuntimeInfo(precision=None, kind="judge", needs=VLLM, pads=False))  # vLLM schedules rows
 class GenrmReward(TextReward):
     """``reward.genrm`` settings; the reward model (``reward.model``) is not used. ``engine``: a running judge
     engine to read (left open by ``close``); None starts one. ``last_answers``: the judge's decoded text of the

@@ -107,7 +107,7 @@ def test_a_measured_runtime_that_pads_nothing_is_marked_so_from_its_registry_ent
     from rlsim.planner.measure.build_profile import ProfileConfig, build_profile
     from rlsim.planner.profile.schema import LatencySample
 
-    def fake_measure(runtime, reward_model, device, grid, on_cell=None, quiet=None):  # type: ignore[no-untyped-def]
+    def fake_measure(runtime, reward_model, device, grid, on_cell=None, quiet=None, **kw):  # type: ignore[no-untyped-def]
         cells = [(b, n) for b in grid.batch_sizes for n in grid.lengths]
         return [LatencySample(batch=b, padded_tokens=b * n, latency_s=0.001 + 1e-4 * b + 1e-5 * b * n, units=2)
                 for b, n in cells for _ in range(2)], 512  # fmt: skip
@@ -127,7 +127,7 @@ def test_a_runtime_added_to_a_measured_profile_takes_its_median_in_loop_factor(m
     from rlsim.planner.measure.build_profile import ProfileConfig, build_profile
     from rlsim.planner.profile.schema import LatencySample
 
-    def fake_measure(runtime, reward_model, device, grid, on_cell=None, quiet=None):  # type: ignore[no-untyped-def]
+    def fake_measure(runtime, reward_model, device, grid, on_cell=None, quiet=None, **kw):  # type: ignore[no-untyped-def]
         return [LatencySample(batch=b, padded_tokens=b * n, latency_s=0.001 + 1e-4 * b + 1e-5 * b * n, units=2)
                 for b in grid.batch_sizes for n in grid.lengths for _ in range(2)], 512  # fmt: skip
 

@@ -24,11 +24,13 @@ from rlsim.planner.measure.loop_results import (
     trainer_model,
 )
 from rlsim.planner.measure.loop_set import QuietGate
+from rlsim.planner.measure.rewards import RULE_BASED, RewardTiming, summarise, time_rule_based
 from rlsim.planner.measure.roles import RolesGrid
 from rlsim.planner.measure.scorers import ScorerGrid, measure_runtime
 from rlsim.planner.measure.sections import calibrated_models, loop_contention, roles_section, with_in_loop_factors
 from rlsim.planner.profile.fitting import fit_generation_model, fit_latency_model
 from rlsim.planner.profile.fitting.loops import CalibrationRun, read_calibration_run
+from rlsim.planner.profile.scaling import RewardFunctionModel
 from rlsim.planner.profile.schema import (
     ContentionEntry,
     ContentionModel,
@@ -89,12 +91,37 @@ class ProfileConfig(BaseModel):
     )
     quiet: QuietGate | None = Field(default=None, description="wait for idle cores before each scorer cell")
     roles: RolesGrid | None = Field(default=None, description="time PPO's reference and critic (the roles section)")
+    rewards: dict[str, RewardTiming] = Field(
+        default_factory=dict,
+        description=(
+            "rewards that are no reward model, by the name a plan gives as its runtime: function and sandbox "
+            "(reward_functions), genrm judges (runtimes, on the scorer grid)"
+        ),
+    )
 
     @model_validator(mode="after")
     def _anchor_in_a_loop_set(self) -> ProfileConfig:
         if self.anchor is not None and self.loop_set is None:
             raise ValueError("anchor names a configuration of loop_set, and loop_set is not given; add it")
+        clash = sorted(set(self.rewards) & set(self.runtimes))
+        if clash:
+            raise ValueError(f"rewards {clash} are also listed in runtimes; give each profile key one meaning")
         return self
+
+    def judges(self) -> dict[str, RewardTiming]:
+        """The ``rewards`` timed on the scorer grid (judges), by name."""
+        return {name: t for name, t in self.rewards.items() if t.runtime not in RULE_BASED}
+
+    def rule_based(self) -> dict[str, RewardTiming]:
+        """The ``rewards`` timed one rollout at a time (functions and sandboxes), by name."""
+        return {name: t for name, t in self.rewards.items() if t.runtime in RULE_BASED}
+
+    def cells(self) -> int:
+        """Timed units of work progress counts: scorer cells (runtimes and judges), roles cells, reward calls."""
+        cells = (len(self.runtimes) + len(self.judges())) * len(self.units) * len(self.batch_sizes) * len(self.lengths)
+        if self.roles:
+            cells += len(self.roles.units) * len(self.roles.batch_sizes) * len(self.roles.lengths)
+        return cells + sum(t.rollouts for t in self.rule_based().values())
 
 
 @dataclass
@@ -125,6 +152,7 @@ def build_profile(
     measured: list[str] = []
     unmeasured: list[str] = []
     runtimes = _scorers(config, measure, measured, unmeasured, on_cell, scorers_from)
+    reward_functions = _rule_based(config, measure, measured, unmeasured, on_cell, scorers_from)
     roles = roles_section(
         config.roles, measure, scorers_from, config.disturbed_above, measured, unmeasured, on_cell, config.quiet
     )
@@ -151,14 +179,19 @@ def build_profile(
             if name not in runtimes:
                 runtimes[name] = model
                 unmeasured.append(f"runtime {name}: copied from the {fill_from.hardware_kind} profile")
-    if not runtimes:
-        raise RlsimError("nothing to put in the profile: list runtimes to measure, or give --fill-from")
+        for name, function in fill_from.reward_functions.items():
+            if name not in reward_functions:
+                reward_functions[name] = function
+                unmeasured.append(f"reward {name}: copied from the {fill_from.hardware_kind} profile")
+    if not runtimes and not reward_functions:
+        raise RlsimError("nothing to put in the profile: list runtimes or rewards to measure, or give --fill-from")
     illustrative = bool(fill_from and fill_from.illustrative and any("copied" in u for u in unmeasured))
     profile = Profile(
         **new_profile_header(config.hardware_kind, illustrative=illustrative),
         notes=[*notes, f"measured by rlsim profile: {', '.join(measured) or 'nothing'}"],
         unmeasured=unmeasured,
         runtimes=runtimes,
+        reward_functions=reward_functions,
         roles=roles,
         **sections,
     )
@@ -198,7 +231,8 @@ def _scorers(
 ) -> dict[str, ScorerLatencyModel]:
     grid = ScorerGrid(config.batch_sizes, config.lengths, config.units, repeats=config.repeats)
     out = {}
-    for runtime in config.runtimes:
+    judges = config.judges()
+    for runtime in [*config.runtimes, *judges]:
         old = scorers_from.runtimes.get(runtime) if scorers_from else None
         if old is not None and old.samples and scorers_from is not None and not scorers_from.illustrative:
             refit = fit_latency_model(old.samples, old.device, old.max_length, config.disturbed_above)
@@ -211,12 +245,54 @@ def _scorers(
         if not measure:
             unmeasured.append(f"runtime {runtime}: scorer timing skipped (--no-scorers)")
             continue
-        samples, max_length = measure_runtime(runtime, config.reward_model, config.device, grid, on_cell, config.quiet)
-        model = fit_latency_model(samples, config.device, max_length, config.disturbed_above)
-        out[runtime] = model.model_copy(update={"pads": runtime_pads(runtime)})
+        judge = judges.get(runtime)
+        real = judge.runtime if judge else runtime
+        samples, max_length = measure_runtime(
+            real,
+            config.reward_model,
+            config.device,
+            grid,
+            on_cell,
+            config.quiet,
+            options=judge.options if judge else None,
+            label=runtime,
+        )
+        context = judge.context_tokens() if judge else None  # a judge reads up to its max_model_len
+        model = fit_latency_model(samples, config.device, context or max_length, config.disturbed_above)
+        out[runtime] = model.model_copy(update={"pads": runtime_pads(real)})
         measured.append(
-            f"runtime {runtime} ({len(samples)} samples, R^2 {model.fit.r2:.3f}, "
+            f"{'judge' if judge else 'runtime'} {runtime} ({len(samples)} samples, R^2 {model.fit.r2:.3f}, "
             f"residual {model.fit.residual_rel_std:.1%})"
+        )
+    return out
+
+
+def _rule_based(
+    config: ProfileConfig,
+    measure: bool,
+    measured: list[str],
+    unmeasured: list[str],
+    on_cell: Callable[[str], None] | None,
+    scorers_from: Profile | None,
+) -> dict[str, RewardFunctionModel]:
+    """The ``reward_functions`` section: each rule-based reward of ``config.rewards`` timed here (or its stored
+    samples re-summarised from ``scorers_from``)."""
+    out = {}
+    for name, timing in config.rule_based().items():
+        old = scorers_from.reward_functions.get(name) if scorers_from else None
+        if old is not None and old.samples_s and scorers_from is not None and not scorers_from.illustrative:
+            out[name] = summarise(old.samples_s, old.runtime)
+            measured.append(
+                f"reward {name}: from {len(old.samples_s)} samples stored in the {scorers_from.hardware_kind} profile"
+            )
+            continue
+        if not measure:
+            unmeasured.append(f"reward {name}: timing skipped (--no-scorers)")
+            continue
+        out[name] = model = time_rule_based(name, timing, list(config.lengths), on_cell)
+        measured.append(
+            f"reward {name} ({timing.runtime}, one worker): {model.mean_s * 1000:.2f} ms per rollout, "
+            f"cv {model.cv:.2f} ({len(model.samples_s)} rollouts)"
         )
     return out
 

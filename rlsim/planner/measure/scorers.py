@@ -11,7 +11,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from rlsim.models import resolve_reward_model
 from rlsim.planner.measure import machine_load
@@ -47,26 +47,32 @@ def measure_runtime(
     grid: ScorerGrid,
     on_cell: Callable[[str], None] | None = None,
     quiet: QuietGate | None = None,
+    options: dict[str, Any] | None = None,
+    label: str | None = None,
 ) -> tuple[list[LatencySample], int]:
     """Time ``runtime`` on every grid cell; returns the samples and the model's max length (tokens).
 
     ``quiet``: before each cell, wait for the cores to be idle (``machine_load.wait_until_quiet``).
     Every sample records the share of the cores other programs took during it (``foreign_share``),
-    so a fit can leave disturbed calls out.
+    so a fit can leave disturbed calls out. ``options``: the reward section of a reward that is no model
+    (a ``genrm`` judge); its calls count the texts' own tokens (the rollout's, as the planner feeds the
+    model), not the judge's prompt. ``label``: the name progress shows (default ``runtime``).
     """
     spec = resolve_reward_model(reward_model)
     samples: list[LatencySample] = []
+    rollout_tokens = options is not None
     for units in grid.units:
-        scorer = make_scorer(runtime, spec, ScorerSettings(device=device, threads=int(units)))
+        settings = ScorerSettings(device=device, threads=int(units), options=dict(options or {}))
+        scorer = make_scorer(runtime, spec, settings)
         try:
             for batch in grid.batch_sizes:
                 for length in grid.lengths:
                     texts = [synthetic_text(length, salt=i) for i in range(batch)]
                     if quiet is not None:
                         machine_load.wait_until_quiet(quiet.busy_below, quiet.max_wait_s)
-                    samples.extend(_time_cell(scorer, texts, units, grid, length))
+                    samples.extend(_time_cell(scorer, texts, units, grid, length, rollout_tokens))
                     if on_cell:
-                        on_cell(f"{runtime} x{units} b{batch} len{length}")
+                        on_cell(f"{label or runtime} x{units} b{batch} len{length}")
         finally:
             scorer.close()
     return samples, int(spec.max_length)
@@ -82,9 +88,11 @@ def timed_call(call: Callable[[], object]) -> tuple[float, float | None]:
     return elapsed, machine_load.foreign_share(load0, machine_load.sample(), time.process_time() - cpu0)
 
 
-def _time_cell(scorer: object, texts: list[str], units: float, grid: ScorerGrid, length: int) -> list[LatencySample]:
+def _time_cell(
+    scorer: object, texts: list[str], units: float, grid: ScorerGrid, length: int, rollout_tokens: bool = False
+) -> list[LatencySample]:
     """Warm up, then time ``grid.repeats`` calls; a scorer that keeps no token counts (a remote
-    server) is assumed to pad to ``length``."""
+    server), or ``rollout_tokens``, is counted at ``length`` tokens a text."""
     for _ in range(grid.warmup):
         scorer.score_batch(texts)  # type: ignore[attr-defined]
     out = []
@@ -92,7 +100,7 @@ def _time_cell(scorer: object, texts: list[str], units: float, grid: ScorerGrid,
         before = scorer.stats.padded_tokens  # type: ignore[attr-defined]
         elapsed, share = timed_call(lambda: scorer.score_batch(texts))  # type: ignore[attr-defined]
         padded = scorer.stats.padded_tokens - before  # type: ignore[attr-defined]
-        padded = padded if padded > 0 else len(texts) * length
+        padded = padded if padded > 0 and not rollout_tokens else len(texts) * length
         out.append(
             LatencySample(
                 batch=len(texts),

@@ -74,13 +74,16 @@ class RewardFunctionModel(_Strict):
 
     Each rollout takes one worker for a service time drawn from ``distribution`` with mean
     ``mean_s`` and coefficient of variation ``cv`` (std / mean; exponential forces 1, fixed 0); a
-    worker is one core, and the workers per node are the concurrency cap.
+    worker is one core, and the workers per node are the concurrency cap. ``rlsim profile`` times one
+    (``rewards:`` of its config, ``rlsim.planner.measure.rewards``) and keeps the samples.
     """
 
     device: Literal["cpu"] = "cpu"
     mean_s: float = Field(gt=0)
     cv: float = Field(default=1.0, ge=0)
     distribution: Literal["lognormal", "exponential", "fixed"] = "lognormal"
+    runtime: str | None = Field(default=None, description="the rlsim runtime timed (function, sandbox); None: assumed")
+    samples_s: list[float] = Field(default_factory=list, description="one worker's seconds per rollout, as timed")
 
     def sample(self, rng: np.random.Generator, size: int) -> np.ndarray:
         """``size`` service times in seconds."""

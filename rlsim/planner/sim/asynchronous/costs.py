@@ -3,10 +3,11 @@ sync step uses (``step.py``), and how workers sharing cores slow each other.
 
 Costs (uncontended seconds): a generate call is one batch dealt to the engines (the call ends with the
 slowest engine); a scoring call is its groups cut into batches by the placement's batcher on one replica,
-with the in-loop factor and per-call overhead (a rule-based reward's call: its rollouts on the node's pool of
-worker processes, first come first served, ending with the last check: ``reward_pool``); an update is the trainer's cost for those rollouts plus the
-step's orchestration overhead; the engine's weight load is the profile's sync cost. The weight export on
-the trainer is taken as free: the profile's sync cost is measured end to end and charged as the pause.
+with the in-loop factor and per-call overhead (a rule-based reward's call: its rollouts on the node's pool
+of worker processes, first come first served, ending with the last check: ``reward_pool``); an update is
+the trainer's cost for those rollouts plus the step's orchestration overhead; the engine's weight load is
+the profile's sync cost. The weight export on the trainer is taken as free: the profile's sync cost is
+measured end to end and charged as the pause.
 
 Contention is the profile's ``ContentionEntry``, applied as ``step.py`` applies it: a worker on shared
 units runs at ``1 / (1 + slowdown x load)``, where ``load`` is the busy share of the other workers on
