@@ -10,7 +10,7 @@ import os
 from dataclasses import dataclass
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from rlsim.batching.base import batcher_names
 from rlsim.errors import RlsimError
@@ -68,6 +68,34 @@ class BenchScoringConfig(BaseModel):
     baseline: str = DEFAULT_BASELINE
     worker_timeout_s: float = Field(1800.0, gt=0)
     fidelity: bool = Field(True, description="score the fidelity corpus with each runtime; cells carry pair flips")
+    reward: dict[str, dict[str, Any]] = Field(
+        default_factory=dict,
+        description="settings of rewards that are no model, by runtime (genrm: {...}); rlsim.rewards.options",
+    )
+
+    @field_validator("reward")
+    @classmethod
+    def _reward_sections(cls, values: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+        from rlsim.rewards.options import reward_sections
+
+        try:
+            return reward_sections(values, source="reward")
+        except RlsimError as err:
+            raise ValueError("; ".join(getattr(err, "errors", [str(err)]))) from None
+
+    @model_validator(mode="after")
+    def _sections_benchmarked(self) -> BenchScoringConfig:
+        idle = sorted(set(self.reward) - set(self.runtimes))
+        if idle:
+            raise ValueError(
+                f"reward sections {idle} apply to runtimes this benchmark does not run ({', '.join(self.runtimes)}); "
+                "add the runtime or drop the section"
+            )
+        return self
+
+    def settings_for(self, runtime: str) -> dict[str, Any]:
+        """``settings`` with ``runtime``'s reward section as its options (what a cell's worker builds)."""
+        return {**self.settings, "options": self.reward[runtime]} if runtime in self.reward else dict(self.settings)
 
     @field_validator("batch_sizes", "budgets")
     @classmethod

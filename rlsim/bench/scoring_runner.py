@@ -23,6 +23,7 @@ from rlsim.bench.scoring_worker import WorkerJob, scorer_settings
 from rlsim.errors import ConfigError, RlsimError
 from rlsim.io import atomic_write_json
 from rlsim.models import resolve_reward_model
+from rlsim.scoring import SCORERS
 from rlsim.workloads import build_workload
 
 Progress = Callable[[str, int, int], None]  # (what is running, done, total)
@@ -45,6 +46,16 @@ def preflight(cfg: BenchScoringConfig) -> tuple[list[Cell], dict[str, Any]]:
             f"token budget(s) {small} are smaller than one sequence: the workload's longest text is "
             f"{longest} tokens after truncation; use budgets >= {longest}"
         )
+    text_rewards = [r for r in cfg.runtimes if r in SCORERS and SCORERS.info(r).kind != "model"]
+    budgeted = sorted({c.token_budget for c in cells if c.token_budget is not None and c.runtime in text_rewards})
+    if budgeted:  # rewards that are no model have no tokenizer: their batchers count characters
+        chars = max(len(t) for t in build_workload(cfg.workload).texts)
+        if min(budgeted) < chars:
+            raise RlsimError(
+                f"{', '.join(text_rewards)} count a text's characters (they have no tokenizer) and the workload's "
+                f"longest text is {chars} characters: token budget(s) {[b for b in budgeted if b < chars]} hold "
+                f"less than one; use budgets >= {chars} or leave the budget batchers out (--batchers fixed,sorted)"
+            )
     info = {
         "sequences": len(lengths),
         "real_tokens": int(sum(lengths)),
@@ -76,7 +87,7 @@ def cell_job(cfg: BenchScoringConfig, cell: Cell) -> WorkerJob:
         batch_size=cell.batch_size,
         token_budget=cell.token_budget,
         workload=cfg.workload,
-        settings=cfg.settings,
+        settings=cfg.settings_for(cell.runtime),
         warmup_passes=cfg.warmup_passes,
     )
 

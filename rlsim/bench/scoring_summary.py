@@ -79,6 +79,7 @@ def summarize(
         "benchmark": "scoring",
         "model": cfg.model,
         "settings": cfg.settings,
+        "reward": cfg.reward,
         "repeats": cfg.repeats,
         "warmup_passes": cfg.warmup_passes,
         "workload": {**cfg.workload.model_dump(mode="json"), **workload_info},

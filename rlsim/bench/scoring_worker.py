@@ -25,7 +25,7 @@ from rlsim.hardware.flops import shape_of_model, workload_flops
 from rlsim.hardware.gemm import best_gemm_gflops
 from rlsim.hardware.peaks import measure_peaks
 from rlsim.models import resolve_reward_model
-from rlsim.scoring import make_scorer
+from rlsim.scoring import SCORERS, make_scorer
 from rlsim.scoring.base import ScorerSettings
 from rlsim.workloads import WorkloadSpec, build_workload
 
@@ -70,7 +70,9 @@ def run_cell(job: WorkerJob) -> dict[str, Any]:
     try:
         lengths = token_lengths(scorer, texts)
         try:
-            flops: float | None = workload_flops(shape_of_model(spec.path), lengths)
+            # A reward that is no model computes no reward-model FLOPs: no fraction of a GEMM peak applies.
+            is_model = SCORERS.info(job.runtime).kind == "model"
+            flops: float | None = workload_flops(shape_of_model(spec.path), lengths) if is_model else None
         except RlsimError:
             flops = None  # unknown architecture: throughput is still measured, the fraction is not
         t0 = time.perf_counter()

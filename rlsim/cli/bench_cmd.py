@@ -35,6 +35,7 @@ from rlsim.bench.scoring_worker import scorer_settings
 from rlsim.cli.common import (
     add_import_arg,
     add_model_arg,
+    add_reward_config_arg,
     add_settings_args,
     at_least_two,
     int_list,
@@ -48,7 +49,7 @@ from rlsim.fidelity.cache import cached_runtime_fidelity
 from rlsim.fingerprint import gemm_key, machine_fingerprint
 from rlsim.io import atomic_write_json, check_output_dir
 from rlsim.models import resolve_reward_model
-from rlsim.scoring.base import runtime_names
+from rlsim.scoring.base import SCORERS, runtime_names
 from rlsim.workloads import read_texts
 
 QUICK = {"batch_sizes": [8], "budgets": [2048], "repeats": 2, "warmup_passes": 1}
@@ -93,6 +94,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     s.add_argument("--out", default="runs/bench-scoring", help="output folder (default runs/bench-scoring)")
     add_settings_args(s)
     add_import_arg(s)
+    add_reward_config_arg(s)
     s.set_defaults(func=run)
 
 
@@ -129,14 +131,33 @@ def build_config(args: argparse.Namespace):
             workload[key] = value
     settings = asdict(settings_from_args(args))
     settings["compile_buckets"] = list(settings["compile_buckets"])
+    settings.pop("options")  # a reward's settings come per runtime, from `reward:` (--reward-config)
+    if args.reward_config:
+        from rlsim.rewards.options import read_reward_sections
+
+        data["reward"] = {**data.get("reward", {}), **read_reward_sections(args.reward_config)}
     data["settings"] = {**settings, **data.get("settings", {})}
     apply_overrides(data, args.set)
     return validate(BenchScoringConfig, data, source="rlsim bench scoring options")
 
 
 def _fidelity(cfg) -> dict:
-    """Each runtime's fidelity; read from this machine's cache where a clean entry exists (rlsim.fidelity.cache)."""
-    return cached_runtime_fidelity(resolve_reward_model(cfg.model), cfg.runtimes, scorer_settings(cfg.settings))
+    """Each runtime's fidelity; read from this machine's cache where a clean entry exists (rlsim.fidelity.cache).
+    A reward that is no model (a function, a sandbox, a judge) is not compared with the reward model: skipped,
+    saying so."""
+    models = [r for r in cfg.runtimes if SCORERS.info(r).kind == "model"]
+    out = (
+        cached_runtime_fidelity(resolve_reward_model(cfg.model), models, scorer_settings(cfg.settings))
+        if models
+        else {}
+    )
+    for r in cfg.runtimes:
+        if r not in models:
+            kind = SCORERS.info(r).kind
+            out[r] = {
+                "skipped": f"{r} is a reward that is no model (kind {kind}): nothing to compare with the reward model"
+            }
+    return out
 
 
 def run(args: argparse.Namespace) -> int:

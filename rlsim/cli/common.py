@@ -100,6 +100,18 @@ def add_settings_args(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def add_reward_config_arg(parser: argparse.ArgumentParser) -> None:
+    """``--reward-config FILE``: the settings of rewards that are no model (``function``, ``sandbox``, ``genrm``)
+    and of ``http``'s calls, as sections by runtime, or a run config whose ``reward:`` holds them."""
+    parser.add_argument(
+        "--reward-config",
+        default=None,
+        metavar="FILE",
+        help="YAML with reward sections by runtime (genrm: {...}, sandbox: {...}), or a run config "
+        "(its reward: section); default: each runtime's defaults",
+    )
+
+
 def add_import_arg(parser: argparse.ArgumentParser) -> None:
     """``--import MODULE`` (repeatable): a user module that registers plug-in runtimes with ``@register_scorer``."""
     parser.add_argument(

@@ -5,10 +5,19 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from dataclasses import replace
+from typing import Any
 
 from rlsim.batching import make_batcher, score_texts
 from rlsim.batching.base import batcher_names
-from rlsim.cli.common import add_model_arg, add_settings_args, positive_int, settings_from_args
+from rlsim.cli.common import (
+    add_model_arg,
+    add_reward_config_arg,
+    add_settings_args,
+    positive_int,
+    settings_from_args,
+)
+from rlsim.errors import RlsimError
 from rlsim.io import atomic_write_text, check_output_file
 from rlsim.models import resolve_reward_model
 from rlsim.scoring import make_scorer
@@ -26,6 +35,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--batch-size", type=positive_int, default=32)
     p.add_argument("--budget", type=positive_int, default=None, help="token-budget: padded tokens per batch")
     add_settings_args(p)
+    add_reward_config_arg(p)
     p.set_defaults(func=run)
 
 
@@ -35,7 +45,10 @@ def run(args: argparse.Namespace) -> int:
     check_output_file(args.output, "--output")
     texts = read_texts(args.input)
     batcher = make_batcher(args.batcher, size=args.batch_size, budget=args.budget)
-    scorer = make_scorer(args.runtime, resolve_reward_model(args.model), settings_from_args(args))
+    settings = settings_from_args(args)
+    if args.reward_config:
+        settings = replace(settings, options=runtime_section(args.reward_config, args.runtime))
+    scorer = make_scorer(args.runtime, resolve_reward_model(args.model), settings)
     try:
         rewards, report = score_texts(scorer, texts, batcher)
     finally:
@@ -53,3 +66,17 @@ def run(args: argparse.Namespace) -> int:
     }
     print(json.dumps(summary), file=sys.stdout)
     return 0
+
+
+def runtime_section(path: str, runtime: str) -> dict[str, Any]:
+    """``runtime``'s section of ``--reward-config``; an error when the file has none for it."""
+    from rlsim.rewards.options import read_reward_sections
+
+    sections = read_reward_sections(path)
+    if runtime not in sections:
+        have = ", ".join(sections) or "none"
+        raise RlsimError(
+            f"--reward-config {path} has no {runtime} section (it has: {have}); add `{runtime}:` with its settings "
+            "or leave --reward-config out to run it with the defaults"
+        )
+    return sections[runtime]

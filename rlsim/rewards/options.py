@@ -3,7 +3,7 @@
 ``reward.function`` (runtime ``function``), ``reward.sandbox`` (runtime ``sandbox``), ``reward.genrm`` (runtime
 ``genrm``: a judge LLM) and ``reward.http`` (runtime ``http``: how a remote reward server is called) in a run
 config; the same dicts reach the scorer as ``ScorerSettings.options`` (``rlsim bench scoring`` and ``rlsim score``
-take no such section yet: they run these runtimes with the defaults). Every limit must be positive and finite
+read them from ``--reward-config``: ``reward_sections``). Every limit must be positive and finite
 (no NaN or infinity), a function must import and a judge template must hold ``{response}``, so a bad section is a
 config error before anything starts.
 
@@ -199,3 +199,34 @@ def unanswered_reward(on_timeout: OnTimeout, default_reward: float, what: str, s
 def parse_options(runtime: str, values: dict[str, Any]) -> Any:
     """The typed options of ``runtime`` from a plain dict (a scorer's ``ScorerSettings.options``)."""
     return validate(OPTIONS[runtime], values, source=f"reward.{runtime}")
+
+
+def reward_sections(data: dict[str, Any], source: str) -> dict[str, dict[str, Any]]:
+    """The reward sections by runtime (``{"genrm": {...}, "sandbox": {...}}``) of ``data``: such a mapping, or a
+    run config whose ``reward:`` holds them (its other keys ignored); every section checked, every problem named
+    at once. What ``rlsim score`` and ``rlsim bench scoring`` read from ``--reward-config``."""
+    if isinstance(data.get("reward"), dict):
+        data = {k: v for k, v in data["reward"].items() if k in OPTIONS}
+    problems = []
+    for name, section in data.items():
+        if name not in OPTIONS:
+            problems.append(f"{name}: not a reward section (the sections are {', '.join(OPTIONS)})")
+        elif not isinstance(section, dict):
+            problems.append(f"{name}: must be a mapping of settings, not {type(section).__name__}")
+        else:
+            try:
+                parse_options(name, section)
+            except RlsimError as err:
+                problems.extend(f"{name}.{e}" for e in getattr(err, "errors", [str(err)]))
+    if problems:
+        from rlsim.errors import ConfigError
+
+        raise ConfigError([f"reward.{p}" for p in problems], source=source)
+    return {name: dict(section) for name, section in data.items()}
+
+
+def read_reward_sections(path: str | Path) -> dict[str, dict[str, Any]]:
+    """``reward_sections`` of a YAML file (``--reward-config``)."""
+    from rlsim.config_loader import load_yaml
+
+    return reward_sections(load_yaml(path), source=f"--reward-config {path}")
