@@ -49,6 +49,16 @@ def run_gpu_plan(args: argparse.Namespace) -> int:
     out.print(table)
     out.print("NeMo-RL names: " + ", ".join(f"{k} {v:.1f}" for k, v in names["nemo_rl"].items()))
     out.print("verl names: " + ", ".join(f"{k} {v:.1f}" for k, v in names["verl"].items()))
+    if config.judge is not None:
+        j, d = config.judge, pred.detail
+        how = "one forward pass" if config.rollouts.reward == "reward-model" else j.mode
+        where = f"{j.gpus} GPUs of its own (beside the {config.gpus})" if j.gpus else "the generation GPUs, in turn"
+        parts = f"prefill {d['judge_prefill_s']:.1f} s, decode {d['judge_decode_s']:.1f} s"
+        parts += f", weights in and out {d['judge_swap_s']:.1f} s" if "judge_swap_s" in d else ", while generation runs"
+        out.print(
+            f"reward: {config.rollouts.reward} {j.shape.name} ({how}) on {where}: {d['judge_s']:.1f} s of the "
+            f"generation phase ({parts}; last step's draw)"
+        )
     out.print(f"efficiency {eff_path.name}: fitted on {', '.join(eff.fitted_on) or 'nothing (all assumed)'}")
     payload = {
         "config": config.model_dump(mode="json"),

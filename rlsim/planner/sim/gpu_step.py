@@ -22,6 +22,7 @@ import numpy as np
 from rlsim.errors import RlsimError
 from rlsim.planner.profile.gpu_efficiency import Efficiency
 from rlsim.planner.sim.gpu_generation import GB, EngineSetup, engine_times_events, prefill_s, schedule
+from rlsim.planner.sim.gpu_judge import judge_s, judge_setup
 from rlsim.planner.spec.gpu_run import GpuRunConfig
 
 PHASES = ("generation", "logprobs_old", "logprobs_ref", "values", "training", "update_critic", "refit", "overhead")
@@ -220,7 +221,12 @@ def predict_step(cfg: GpuRunConfig, eff: Efficiency, steps: int | None = None) -
     for _ in range(n):
         lengths = response_lengths(cfg, rng)
         gen, detail = generation_s(cfg, eff, lengths)
-        gen += cfg.rollouts.rollouts * eff.verifier_s_per_rollout / eff.verifier_workers
+        if cfg.judge is None:
+            gen += cfg.rollouts.rollouts * eff.verifier_s_per_rollout / eff.verifier_workers
+        else:  # inside the generation phase, as NeMo-RL's generation timer holds the environment's reward
+            reward, judge_detail = judge_s(cfg, eff, lengths, nvlink_reach(cfg), gen)
+            detail = {**detail, **judge_detail, "judge_s": reward}
+            gen += reward
         weights_per_gpu = cfg.shape.weight_bytes(2.0) / cfg.generation.tp
         if cfg.placement == "colocated":  # vLLM's sleep: weights out to the host
             gen += weights_per_gpu / (cfg.spec.host_link_gbs * GB * eff.comm_eff)
@@ -254,4 +260,10 @@ def check_memory(cfg: GpuRunConfig, eff: Efficiency) -> dict[str, float]:
             f"reserve > {cfg.spec.hbm_gb:g} GB; raise training tp or pp, or use more GPUs"
         )
     kv_tokens = engine_setup(cfg, eff).kv_capacity_tokens()  # refuses an engine that holds no sequence
-    return {"trainer_states": round(trainer_gb, 2), "engine_kv_tokens": kv_tokens}
+    out = {"trainer_states": round(trainer_gb, 2), "engine_kv_tokens": kv_tokens}
+    if cfg.judge is not None:  # the judge's engine too, with its own context (template + rollout + decode)
+        try:
+            out["judge_kv_tokens"] = judge_setup(cfg, cfg.judge, eff, nvlink_reach(cfg)).kv_capacity_tokens()
+        except RlsimError as err:
+            raise RlsimError(f"the judge: {err} (judge.tp, judge.gpu_memory_utilization)") from None
+    return out

@@ -39,7 +39,13 @@ class RolloutSpec(_Cfg):
     max_sequence: int = Field(ge=2)
     algorithm: Literal["grpo", "ppo"] = "grpo"
     kl_reference: bool = Field(default=True, description="reference log-probs for the KL term (NeMo-RL: kl > 0)")
-    reward: Literal["rule-based", "reward-model"] = "rule-based"
+    reward: Literal["rule-based", "reward-model", "genrm"] = Field(
+        default="rule-based",
+        description=(
+            "rule-based: the efficiency's verifier on CPU workers; reward-model (one forward pass) or genrm (a judge "
+            "LLM): the `judge` section's model on vLLM"
+        ),
+    )
 
     @property
     def rollouts(self) -> int:
@@ -63,6 +69,32 @@ class GenerationSpec(_Cfg):
     max_num_seqs: int = Field(default=1024, ge=1, description="vLLM's default on >=70 GiB GPUs (arg_utils.py)")
     gpu_memory_utilization: float = Field(default=0.6, gt=0, le=0.98)
     precision: Precision = "bf16"
+
+
+class JudgeSpec(_Cfg):
+    """The model that scores rollouts on GPUs (``rollouts.reward: reward-model`` or ``genrm``), served by vLLM.
+
+    It reads ``template_tokens`` of instructions around each rollout's prompt and response (the group's samples
+    share the instructions and prompt through vLLM's prefix cache). A reward model and a ``verdict`` judge run one
+    forward pass per rollout (GenRM, arXiv 2408.15240: P("Yes") after the question); a ``score`` judge then decodes
+    up to ``max_tokens`` (ROLL's ``LLMJudgeRewardWorker`` parses a score from the decoded text).
+    ``gpus``: None puts its engines on the generation GPUs, woken after generation while the policy's engine
+    sleeps (verl's colocated reward mode, ``docs/advance/reward_loop.rst``); N gives it N GPUs of its own beside
+    ``gpus`` (standalone), scoring rollouts as they finish."""
+
+    model: str | ModelShape
+    tp: int = Field(default=1, ge=1)
+    gpus: int | None = Field(default=None, ge=1)
+    precision: Precision = "bf16"
+    gpu_memory_utilization: float = Field(default=0.6, gt=0, le=0.98)
+    max_num_seqs: int = Field(default=1024, ge=1)
+    template_tokens: int = Field(default=64, ge=0, le=1_000_000)
+    mode: Literal["verdict", "score"] = "verdict"
+    max_tokens: int = Field(default=32, ge=1, le=1_000_000, description="score mode: tokens the judge decodes")
+
+    @property
+    def shape(self) -> ModelShape:
+        return MODELS[self.model] if isinstance(self.model, str) else self.model
 
 
 class TrainingSpec(_Cfg):
@@ -91,6 +123,7 @@ class GpuRunConfig(_Cfg):
     rollouts: RolloutSpec
     generation: GenerationSpec = GenerationSpec()
     training: TrainingSpec = TrainingSpec()
+    judge: JudgeSpec | None = None
     placement: Literal["colocated", "split"] = "colocated"
     schedule: Literal["sync", "async"] = "sync"
     efficiency: str = Field(description="efficiency-factor JSON, relative to the YAML's folder")
@@ -117,12 +150,29 @@ class GpuRunConfig(_Cfg):
             errors.append(f"placement split needs generation.gpus below gpus ({self.gpus}), e.g. {self.gpus // 2}")
         if gen % self.generation.tp:
             errors.append(f"generation GPUs {gen} are not a multiple of generation.tp {self.generation.tp}")
+        errors += self._judge_problems()
         mp = self.training.tp * self.training.pp
         if train > 0 and train % mp:
             errors.append(f"training GPUs {train} are not a multiple of training tp x pp = {mp}")
         if errors:
             raise ValueError("; ".join(errors))
         return self
+
+    def _judge_problems(self) -> list[str]:
+        r, j = self.rollouts.reward, self.judge
+        if r == "rule-based":
+            return ["judge is set but rollouts.reward is rule-based; set reward to genrm or reward-model"] if j else []
+        if j is None:
+            return [f"rollouts.reward {r} needs a judge section: the model that scores (model, tp, gpus, ...)"]
+        errors = []
+        if isinstance(j.model, str) and j.model not in MODELS:
+            errors.append(f"judge.model {j.model!r} is unknown: known models are {', '.join(sorted(MODELS))}")
+        if r == "reward-model" and j.mode == "score":
+            errors.append("judge.mode score decodes, which a reward model does not; use reward genrm or mode verdict")
+        judge_gpus = j.gpus if j.gpus is not None else self.generation_gpus
+        if judge_gpus % j.tp:
+            errors.append(f"judge GPUs {judge_gpus} are not a multiple of judge.tp {j.tp}")
+        return errors
 
     @property
     def shape(self) -> ModelShape:
