@@ -119,3 +119,24 @@ def test_a_judge_cell_counts_the_rollouts_tokens_not_the_judges_prompt() -> None
     own = _time_cell(_Counting(), ["a", "b"], 1, grid, 48)
     rollout = _time_cell(_Counting(), ["a", "b"], 1, grid, 48, rollout_tokens=True)
     assert (own[0].padded_tokens, rollout[0].padded_tokens) == (20, 96)
+
+
+def test_a_rule_based_loop_is_predicted_on_a_pool_of_its_workers_under_the_profiles_name() -> None:
+    """``rlsim plan validate``: a sandbox loop with 3 workers is predicted on a pool of 3; a loop set's
+    ``profile_runtime`` lets a judge the profile names ``judge-tiny`` predict a ``genrm`` run."""
+    from rlsim.loop.config import load_run_config
+    from rlsim.planner.profile.scaling import RewardFunctionModel
+    from rlsim.planner.validate.predict import case_profile, knobs_from_run_config
+
+    configs = Path(__file__).resolve().parents[2] / "configs"
+    sandbox = load_run_config(configs / "reward_sandbox.yaml", ["reward.sandbox.workers=3", "reward.replicas=1"])
+    assert knobs_from_run_config(sandbox, cores=2).scorer_replicas == 3
+    eager = load_run_config(configs / "default.yaml")
+    assert knobs_from_run_config(eager, cores=2).scorer_replicas == eager.reward.replicas
+
+    profile = make_profile().model_copy(update={"reward_functions": {"bank": RewardFunctionModel(mean_s=0.2)}})
+    assert case_profile(profile, "genrm", "const").runtimes["genrm"] == profile.runtimes["const"]
+    assert case_profile(profile, "sandbox", "bank").reward_functions["sandbox"].mean_s == 0.2
+    assert case_profile(profile, "eager", None) is profile
+    with pytest.raises(RlsimError, match="profile_runtime 'judge' is not an entry of the profile \\(it has: bank"):
+        case_profile(profile, "genrm", "judge")

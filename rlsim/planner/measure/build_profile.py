@@ -186,6 +186,10 @@ def build_profile(
     if not runtimes and not reward_functions:
         raise RlsimError("nothing to put in the profile: list runtimes or rewards to measure, or give --fill-from")
     illustrative = bool(fill_from and fill_from.illustrative and any("copied" in u for u in unmeasured))
+    kept = {}
+    if fill_from is not None and not calibration and sections["generation"] is fill_from.generation:
+        # The copied loop sections come with the loop set they were fitted on and its anchor (anchored validation).
+        kept = {"anchor": fill_from.anchor, "calibration": fill_from.calibration}
     profile = Profile(
         **new_profile_header(config.hardware_kind, illustrative=illustrative),
         notes=[*notes, f"measured by rlsim profile: {', '.join(measured) or 'nothing'}"],
@@ -194,6 +198,7 @@ def build_profile(
         reward_functions=reward_functions,
         roles=roles,
         **sections,
+        **kept,
     )
     return Built(profile, measured, unmeasured)
 

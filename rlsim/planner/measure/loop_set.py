@@ -44,6 +44,11 @@ class LoopEntry(BaseModel):
     name: str = Field(min_length=1, max_length=64)
     note: str = ""
     run: dict[str, Any] = Field(default_factory=dict)
+    profile_runtime: str | None = Field(
+        default=None,
+        description="the profile entry that predicts this configuration's reward (default: its reward.runtime), "
+        "e.g. judge-tiny for a genrm run when the profile names its judges",
+    )
 
     @field_validator("name")
     @classmethod
@@ -109,6 +114,7 @@ class LoopCase:
     name: str
     note: str
     config: RunConfig
+    profile_runtime: str | None = None
 
 
 def deep_merge(base: dict[str, Any], changes: dict[str, Any]) -> dict[str, Any]:
@@ -153,7 +159,7 @@ def resolve_cases(loop_set: LoopSet, base_dir: Path, source: str = "validation s
         except ConfigError as err:
             errors += [f"{entry.name}: {e}" for e in err.errors]
             continue
-        cases.append(LoopCase(entry.name, entry.note, config))
+        cases.append(LoopCase(entry.name, entry.note, config, entry.profile_runtime))
     if errors:
         raise ConfigError(errors, source=f"{source} (base {base_path})")
     if loop_set.steps <= loop_set.warmup_steps:

@@ -27,9 +27,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from rlsim.planner.measure.scorers import synthetic_text
-from rlsim.planner.profile.scaling import RewardFunctionModel
-
-RULE_BASED = ("function", "sandbox")
+from rlsim.planner.profile.scaling import RULE_BASED, RewardFunctionModel
 
 
 class RewardTiming(BaseModel):

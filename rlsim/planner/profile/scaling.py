@@ -69,6 +69,9 @@ class DataParallel(_Strict):
         return per_step * (1.0 - self.overlap) * self.optimizer_steps
 
 
+RULE_BASED = ("function", "sandbox")  # the rlsim runtimes a RewardFunctionModel times: a pool of worker processes
+
+
 class RewardFunctionModel(_Strict):
     """A reward computed by a function (a verifier, a unit-test runner) on CPU worker processes.
 

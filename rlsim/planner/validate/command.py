@@ -26,7 +26,7 @@ from rlsim.planner.profile.machine_check import check_here
 from rlsim.planner.profile.schema import Profile, load_profile
 from rlsim.planner.validate.anchor import Anchor, anchor_from_profile, resolve_anchor
 from rlsim.planner.validate.compare import run_validation
-from rlsim.planner.validate.predict import predict_step
+from rlsim.planner.validate.predict import case_profile, predict_step
 from rlsim.progress import make_console
 
 
@@ -43,7 +43,8 @@ def prepare_validation(
     profile = load_profile(profile_path)
     cases = resolve_cases(loop_set, base_dir, source=str(path))
     for case in cases:  # a config the planner cannot simulate fails here, before any loop starts
-        predict_step(case.config, profile, replay=[loop_set.warmup_steps + 1])
+        case_prof = case_profile(profile, case.config.reward.runtime, case.profile_runtime)
+        predict_step(case.config, case_prof, replay=[loop_set.warmup_steps + 1])
     anchor = None
     names = [c.name for c in cases]
     if anchored and loop_set.anchor is not None:

@@ -38,7 +38,7 @@ from rlsim.planner.validate.anchor import (
     apply_anchor,
     profile_hour_step,
 )
-from rlsim.planner.validate.predict import predict_step
+from rlsim.planner.validate.predict import case_profile, predict_step
 from rlsim.planner.validate.throughput import async_run_figures, async_validation_entry, with_trained_counts
 from rlsim.schedule_kinds import schedule_kind
 
@@ -220,7 +220,8 @@ def _compare_case(
     tell: Note | None = None,
 ) -> dict[str, Any]:
     """Predict ``case`` for its measured ``steps``, run it into ``out`` (or reuse a run there), compare."""
-    predicted = predict_step(case.config, profile, replay=steps)
+    case_prof = case_profile(profile, case.config.reward.runtime, case.profile_runtime)
+    predicted = predict_step(case.config, case_prof, replay=steps)
     results = reusable_results(out, case) if reuse else None
     reused = results is not None
     if tell is not None:

@@ -20,6 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from rlsim.errors import RlsimError
 from rlsim.placement import ALL_ROLES, active_roles, split_pool
+from rlsim.planner.profile.scaling import RULE_BASED
 from rlsim.planner.profile.schema import Profile
 from rlsim.planner.sim.evaluate import Evaluation, evaluate
 from rlsim.planner.sim.ppo_roles import RolesSpec
@@ -110,7 +111,10 @@ def knobs_from_run_config(config: RunConfig, cores: int | None = None) -> LoopKn
         scoring_cores=len(split_pool(range(pool))[1]) if config.placement.preset == "split" else None,
         runtime=reward.runtime,
         batcher=batcher,
-        scorer_replicas=reward.replicas,
+        # a rule-based reward's replicas are its worker processes (the planner's pool, one core each)
+        scorer_replicas=reward.replicas * int(reward.options().get("workers", 1))
+        if reward.runtime in RULE_BASED
+        else reward.replicas,
         max_length=reward.max_length,
         max_staleness=config.async_.max_staleness,
         queue_size=config.async_.resolved_queue_size(config.workload.prompts_per_step * config.workload.group_size),
@@ -169,6 +173,22 @@ def loop_trace(config: RunConfig, steps: Sequence[int]) -> list[tuple[list[int],
         requests = make_step_requests(w.spec, step, w.prompts_per_step, w.group_size)
         out.append(([len(r.prompt.split()) for r in requests], [r.response_tokens for r in requests]))
     return out
+
+
+def case_profile(profile: Profile, runtime: str, entry: str | None) -> Profile:
+    """``profile`` with its ``entry`` (a judge's or a verifier's own name, ``profile_runtime`` of a loop set)
+    standing for the loop's reward ``runtime``; ``profile`` itself when ``entry`` is None. An RlsimError names
+    the profile's entries when it has none of that name."""
+    if entry is None or entry == runtime:
+        return profile
+    if entry in profile.reward_functions:
+        return profile.model_copy(
+            update={"reward_functions": {**profile.reward_functions, runtime: profile.reward_functions[entry]}}
+        )
+    if entry in profile.runtimes:
+        return profile.model_copy(update={"runtimes": {**profile.runtimes, runtime: profile.runtimes[entry]}})
+    have = ", ".join(sorted([*profile.runtimes, *profile.reward_functions]))
+    raise RlsimError(f"profile_runtime {entry!r} is not an entry of the profile (it has: {have})")
 
 
 def predict_step(
