@@ -206,15 +206,17 @@ class StuckGroupStage(FakeStage):
 
 
 def test_a_group_held_up_past_the_bound_is_dropped_counted_and_never_trained() -> None:
-    # 3 groups of 2 per batch, one group per scoring call, round robin over 3 replicas: groups 1, 4, 7
-    # go to scorer-1, which holds group 1 for 0.5 s. The trainer fills two batches from the other
-    # groups meanwhile (versions 0 and 1), so at version 2 groups 1 and 4 (version 0) are two behind.
+    # 3 groups of 2 per batch, one group per scoring call over 3 replicas, each to the one with the fewest
+    # calls outstanding: scorer-1 holds group 1 for 0.5 s, so batch 2's groups 3 and 4 go to the free
+    # replicas and group 5 (ties on outstanding, scorer-1 then has sent the fewest) queues behind group 1.
+    # The trainer fills two batches from the other groups meanwhile (versions 0 and 1), so at version 2
+    # groups 1 and 5 (version 0) are two behind; later groups find scorer-1 busy and go elsewhere.
     s = AsyncSettings(3, 2, max_staleness=1, queue_size=18, steps=4, micro_batch=2)
     stages = [FakeStage(), StuckGroupStage(1, 0.5), FakeStage()]
     gen, trainer = TimedGenerator([0.01]), TimedTrainer([0.01])
     pipeline, outcomes = run(gen, stages, trainer, s)
     totals = pipeline.ledger.totals()
-    assert pipeline.ledger.dropped == {2, 3, 8, 9}  # groups 1 and 4: uids 2g and 2g + 1
+    assert pipeline.ledger.dropped == {2, 3, 10, 11}  # groups 1 and 5: uids 2g and 2g + 1
     assert totals["dropped_stale"] == sum(o.dropped_stale for o in outcomes) >= 4
     assert totals["generated"] == totals["trained"] + totals["dropped_stale"] + totals["unfinished_at_end"]
     trained = [u for uids, _ in trainer.seen for u in uids]

@@ -313,3 +313,22 @@ def test_the_dropping_case_matches_the_loop_too() -> None:
     run = AsyncSimulation(sh, make()).run()
     assert totals["dropped_stale"] > 0
     assert (run.step_ends, run.staleness, run.totals) == (pytest.approx(ends), staleness, totals)
+
+
+class WholeSeconds(Costs):
+    """Costs of 1, 2 or 3 s drawn once per call key: many calls end at the same instant, where the routing of
+    the next scoring calls depends on handling them in the order they were sent."""
+
+    def _pick(self, key: object, fixed: float, low: float, high: float) -> float:
+        assert self._rng is not None
+        return self._drawn.setdefault(key, float(self._rng.randint(1, 3)))
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_routing_matches_the_loop_when_calls_end_together(seed: int) -> None:
+    """Scoring calls go to the replica with the fewest outstanding in both; ties at one instant included."""
+    sh = PipelineShape(3, 2, seed % 3, (seed % 3 + 2) * 6, 5, 2 * (1 + seed % 2), 2 + seed % 2)
+    ends, staleness, totals = loop_run(sh, WholeSeconds(seed=seed))
+    run = AsyncSimulation(sh, WholeSeconds(seed=seed)).run()
+    assert run.step_ends == pytest.approx(ends, abs=1e-9)
+    assert (run.staleness, run.totals) == (staleness, totals)

@@ -2,7 +2,9 @@
 
 Policy version ``v`` is the number of updates done. The rollout worker generates one batch of prompts
 per call, tagged with the last version sent to it (its calls run in the order they were sent, so the
-tag is exact); each finished batch goes to the scoring replicas in calls of whole groups; scored groups
+tag is exact); each finished batch goes to the scoring replicas in calls of whole groups, each call to the
+replica with the fewest calls outstanding (``rlsim.replica_router.least_outstanding``, as verl's reward router);
+scored groups
 wait in a ``StalenessBuffer``; the trainer takes the oldest complete groups within ``max_staleness``
 (older ones are dropped and counted). After each update the weights are exported at once (ahead of
 any later update) and loaded into the engine after its current generate call: the engine pauses for
@@ -41,6 +43,7 @@ from rlsim.loop.schedules.asynchronous.staleness import Ledger, ScoredGroup, Sta
 from rlsim.loop.schedules.asynchronous.types import AsyncSettings, AsyncStepOutcome, checkpoint_file
 from rlsim.loop.schedules.dropped import dropped_count, dropped_uids
 from rlsim.loop.schedules.step import Progress
+from rlsim.replica_router import least_outstanding
 from rlsim.rollout.generator import SyncResult
 from rlsim.rollout.types import Event, Rollout, RolloutRequest
 
@@ -67,6 +70,7 @@ class _Job:
     index: int = 0  # generate: the batch's number; train: the update's (labels the timeline events)
     seq: int = 0  # submission order: calls that finish together are handled in the order they were sent
     rollouts: list[Rollout] = field(default_factory=list)
+    replica: int = -1  # score: the scorer replica it went to
 
 
 class AsyncPipeline:
@@ -105,6 +109,7 @@ class AsyncPipeline:
         self._returned = settings.first_version
         self._seq = 0
         self._score_calls = 0
+        self._calls_per_replica = [0] * backend.num_scorers
         self._window: dict[str, Any] = self._new_window(0.0)
 
     # ---- the event loop -------------------------------------------------------------------------
@@ -218,12 +223,22 @@ class AsyncPipeline:
             groups.setdefault(r.group, []).append(r)
         per_call = max(1, self.settings.micro_batch // self.settings.group_size)
         chunks = [sum(list(groups.values())[i : i + per_call], []) for i in range(0, len(groups), per_call)]
-        for chunk in chunks:  # round robin over the replicas, across batches
-            replica = self._score_calls % self.backend.num_scorers
+        for chunk in chunks:  # each to the replica with the fewest calls outstanding (rlsim.replica_router)
+            replica = self._route()
             self._score_calls += 1
-            self._submit(
-                self.backend.submit_score(replica, chunk, self._score_calls), _Job("score", job.version, rollouts=chunk)
-            )
+            self._calls_per_replica[replica] += 1
+            call = self.backend.submit_score(replica, chunk, self._score_calls)
+            self._submit(call, _Job("score", job.version, rollouts=chunk, replica=replica))
+
+    def _route(self) -> int:
+        """Least outstanding calls, ties to the fewest sent since the start, then the lowest index: the rule of
+        verl's reward router, which the planner's simulation of this pipeline applies the same way."""
+        n = self.backend.num_scorers
+        outstanding = [0] * n
+        for j in self._jobs.values():
+            if j.kind == "score":
+                outstanding[j.replica] += 1
+        return least_outstanding(outstanding, self._calls_per_replica)
 
     def _on_score(self, job: _Job, result: tuple[dict[int, float], list[Event]]) -> None:
         rewards, events = result

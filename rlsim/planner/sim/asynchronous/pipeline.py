@@ -5,6 +5,9 @@ The planner may not import the loop, so the rules are restated here at group gra
 call always holds whole groups, so a group is scored at once), and a test drives the loop's own
 ``AsyncPipeline`` on a virtual clock with the same stage times to check that both agree event for event:
 
+- a scoring call goes to the replica with the fewest calls outstanding, ties to the fewest sent, then the
+  lowest index (``rlsim.replica_router.least_outstanding``); calls ending at one instant are handled in the
+  order they were sent, as the loop handles them;
 - policy version ``v`` is the number of updates done; a generate call (one batch of
   ``prompts_per_step`` groups) is tagged with the last version sent to the engine;
 - the trainer takes the oldest ``prompts_per_step`` complete groups within ``max_staleness`` once it is
@@ -31,6 +34,8 @@ from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
+
+from rlsim.replica_router import least_outstanding
 
 ROLLOUT, TRAINER = "rollout", "trainer"
 
@@ -154,6 +159,7 @@ class AsyncSimulation:
         self._ready: list[tuple[int, int]] = []  # scored groups waiting: (version, group)
         self._versions: dict[int, int] = {}  # generated group -> its version
         self._gen_batches = self._submitted_groups = self._score_calls = self._trains = 0
+        self._calls_per_scorer = [0] * shape.scorers
         self._training = False
         self._trained_groups: list[tuple[list[int], int]] = []  # awaiting their sync: (groups, version trained at)
         self._dropped_groups = 0
@@ -269,10 +275,12 @@ class AsyncSimulation:
         s = self.shape
         self._versions.update(dict.fromkeys(call.groups, call.version))
         per_call = max(1, s.micro_batch // s.group_size)
-        for i in range(0, len(call.groups), per_call):  # round robin over the replicas, across batches
+        for i in range(0, len(call.groups), per_call):  # each to the replica with the fewest calls outstanding
             chunk = call.groups[i : i + per_call]
-            replica = self._score_calls % s.scorers
+            queued = [len(self._queues.get(f"scorer-{r}", [])) for r in range(s.scorers)]
+            replica = least_outstanding(queued, self._calls_per_scorer)
             self._score_calls += 1
+            self._calls_per_scorer[replica] += 1
             self._send(f"scorer-{replica}", "score", self.costs.score_s(chunk), call.version, chunk)
 
     def _on_score(self, call: _Call) -> None:
