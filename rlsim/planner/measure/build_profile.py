@@ -294,7 +294,7 @@ def _rule_based(
         if not measure:
             unmeasured.append(f"reward {name}: timing skipped (--no-scorers)")
             continue
-        out[name] = model = time_rule_based(name, timing, list(config.lengths), on_cell)
+        out[name] = model = time_rule_based(name, timing, list(config.lengths), on_cell, config.quiet)
         measured.append(
             f"reward {name} ({timing.runtime}, one worker): {model.mean_s * 1000:.2f} ms per rollout, "
             f"cv {model.cv:.2f} ({len(model.samples_s)} rollouts)"

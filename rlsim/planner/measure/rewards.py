@@ -21,13 +21,19 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from rlsim.planner.measure import machine_load
 from rlsim.planner.measure.scorers import synthetic_text
 from rlsim.planner.profile.scaling import RULE_BASED, RewardFunctionModel
+
+if TYPE_CHECKING:
+    from rlsim.planner.measure.loop_set import QuietGate
+
+QUIET_EVERY = 16  # calls between two waits for idle cores
 
 
 class RewardTiming(BaseModel):
@@ -85,9 +91,15 @@ def response_lengths(lengths: list[int], n: int) -> list[int]:
 
 
 def time_rule_based(
-    name: str, timing: RewardTiming, lengths: list[int], on_call: Callable[[str], None] | None = None
+    name: str,
+    timing: RewardTiming,
+    lengths: list[int],
+    on_call: Callable[[str], None] | None = None,
+    quiet: QuietGate | None = None,
 ) -> RewardFunctionModel:
-    """Seconds per rollout of one worker of ``timing``'s reward; the model with its samples."""
+    """Seconds per rollout of one worker of ``timing``'s reward; the model with its samples. ``quiet``: wait for
+    idle cores before every ``QUIET_EVERY`` calls (the work runs in child processes, whose CPU time a call cannot
+    tell from other programs', so disturbed calls cannot be left out afterwards as scorer calls are)."""
     from rlsim.models import resolve_reward_model
     from rlsim.scoring.base import ScorerSettings, make_scorer
 
@@ -101,7 +113,9 @@ def time_rule_based(
     try:
         for i in range(timing.warmup):
             reward.score_pairs([pairs[i % len(pairs)][0]], [pairs[i % len(pairs)][1]])  # type: ignore[attr-defined]
-        for prompt, response in pairs:
+        for i, (prompt, response) in enumerate(pairs):
+            if quiet is not None and i % QUIET_EVERY == 0:
+                machine_load.wait_until_quiet(quiet.busy_below, quiet.max_wait_s)
             t0 = time.perf_counter()
             reward.score_pairs([prompt], [response])  # type: ignore[attr-defined]
             seconds.append(time.perf_counter() - t0)
