@@ -46,3 +46,16 @@ def test_a_stalled_reload_fails_instead_of_falling_back_to_the_simulated_cost() 
     with pytest.raises(PhaseTimeout, match="sync phase"):
         sync.reload_failed(PhaseTimeouts(sync_s=1).start("sync").expired("the rollout actor"))
     assert sync.fallback_reason is None
+
+
+@pytest.mark.parametrize("field", ["score_timeout_s", "generate_timeout_s", "sync_timeout_s", "http_stall_s"])
+@pytest.mark.parametrize("value", [float("inf"), float("nan"), 1e300, 0.0, -1.0])
+def test_a_deadline_that_is_not_a_finite_positive_number_up_to_a_week_is_a_config_error(
+    field: str, value: float
+) -> None:
+    """Infinity or 1e300 would overflow the waits a deadline reaches (select, Ray's wait): refused up front."""
+    from pydantic import ValidationError
+
+    with pytest.raises(ValidationError, match=field):
+        FaultsConfig(**{field: value})
+    assert getattr(FaultsConfig(**{field: 7 * 86400.0}), field) == 7 * 86400.0

@@ -252,6 +252,9 @@ class RayConfig(_Strict):
     start_timeout_s: float = Field(300.0, gt=0)
 
 
+WEEK_S = 7 * 86400.0
+
+
 class FaultsConfig(_Strict):
     """Faults injected on purpose, to show the loop survives them, and the deadlines that keep a stalled
     actor from hanging a run. ``kill_scorer_steps``: steps in which scorer-0 is killed right after its
@@ -279,15 +282,16 @@ class FaultsConfig(_Strict):
     kill_rollout_step: int | None = Field(None, ge=1)
     kill_http_server_steps: list[int] = Field(default_factory=list)
     stall_http_server_steps: list[int] = Field(default_factory=list)
-    http_stall_s: float | None = Field(None, gt=0)
+    # Every deadline is finite and at most a week: infinity or 1e300 would overflow the waits they reach.
+    http_stall_s: FiniteFloat | None = Field(None, gt=0, le=WEEK_S)
     scorer_restarts: int = Field(2, ge=0)
     score_attempts: int = Field(3, ge=1)
-    score_timeout_s: float = Field(600.0, gt=0)
-    generate_timeout_s: float = Field(1800.0, gt=0)
-    update_timeout_s: float = Field(1800.0, gt=0)
-    sync_timeout_s: float = Field(900.0, gt=0)
-    warmup_timeout_s: float = Field(1800.0, gt=0)
-    probe_timeout_s: float = Field(120.0, gt=0)
+    score_timeout_s: FiniteFloat = Field(600.0, gt=0, le=WEEK_S)
+    generate_timeout_s: FiniteFloat = Field(1800.0, gt=0, le=WEEK_S)
+    update_timeout_s: FiniteFloat = Field(1800.0, gt=0, le=WEEK_S)
+    sync_timeout_s: FiniteFloat = Field(900.0, gt=0, le=WEEK_S)
+    warmup_timeout_s: FiniteFloat = Field(1800.0, gt=0, le=WEEK_S)
+    probe_timeout_s: FiniteFloat = Field(120.0, gt=0, le=WEEK_S)
 
     def phase_timeouts(self) -> PhaseTimeouts:
         return PhaseTimeouts(
