@@ -160,9 +160,14 @@ class RemoteOptions(_Strict):
     attempts after the first on a connection error, a timed-out attempt, HTTP 429, 503 or 504 (None: until the
     deadline; OpenRLHF tries 5 times, 1 s apart), waiting ``backoff_s`` = (first, longest) seconds, doubling,
     or the server's Retry-After. A request still unanswered then gets ``on_timeout`` (counted as
-    ``timeouts``, rows). Across ``reward.replicas`` actors the limits add up."""
+    ``timeouts``, rows). ``limits``: ``per_replica`` (each of ``reward.replicas`` actors has its own
+    ``concurrency`` and ``requests_per_minute``: they add up) or ``shared`` (they are the whole run's, split
+    evenly over the replicas: each gets ``concurrency // replicas`` and ``requests_per_minute / replicas``, which
+    the router's even spread of calls keeps close to the shared limit; a replica does not borrow another's idle
+    share)."""
 
     concurrency: int = Field(1, ge=1, le=1024)
+    limits: Literal["per_replica", "shared"] = "per_replica"
     request_size: int | None = Field(None, ge=1)
     requests_per_minute: FiniteFloat | None = Field(None, gt=0)
     timeout_s: FiniteFloat | None = Field(None, gt=0, le=DAY_S)

@@ -208,3 +208,17 @@ def test_run_config_on_timeout_reaches_the_running_runtimes_section() -> None:
     assert (http.options()["on_timeout"], http.options()["default_reward"]) == ("drop", -1.0)
     function = RewardConfig.model_validate({"runtime": "function", "on_timeout": "drop"})
     assert function.options()["on_timeout"] == "drop"
+
+
+def test_shared_limits_are_split_evenly_over_the_replicas() -> None:
+    """``limits: shared``: the run's concurrency and rate, each replica a share; ``per_replica`` adds them up."""
+    from rlsim.loop.config import RewardConfig
+
+    http = {"concurrency": 7, "requests_per_minute": 90.0}
+    shared = RewardConfig.model_validate({"runtime": "http", "replicas": 3, "http": {**http, "limits": "shared"}})
+    each = shared.options()
+    assert (each["concurrency"], each["requests_per_minute"]) == (2, 30.0)  # 3 x 2 <= 7: the limit holds
+    own = RewardConfig.model_validate({"runtime": "http", "replicas": 3, "http": http}).options()
+    assert (own["concurrency"], own["requests_per_minute"]) == (7, 90.0)
+    with pytest.raises(ValueError, match="splits concurrency 2 over 3 replicas"):
+        RewardConfig.model_validate({"runtime": "http", "replicas": 3, "http": {"concurrency": 2, "limits": "shared"}})

@@ -192,11 +192,28 @@ class RewardConfig(_Strict):
         return self
 
     def options(self) -> dict[str, Any]:
-        """The settings section of this runtime (``function``, ``sandbox``) as a plain dict; empty for a model."""
+        """The settings section of this runtime (``function``, ``sandbox``) as a plain dict; empty for a model.
+        ``http`` with ``limits: shared``: each replica's share of the limits (``RemoteOptions``)."""
         if self.runtime not in OPTIONS:
             return {}
         section: BaseModel = getattr(self, self.runtime)  # the field named like the runtime
-        return section.model_dump()
+        out = section.model_dump()
+        if self.runtime == "http" and out["limits"] == "shared":
+            out["concurrency"] //= self.replicas
+            if out["requests_per_minute"] is not None:
+                out["requests_per_minute"] /= self.replicas
+        return out
+
+    @model_validator(mode="after")
+    def _shared_limits_split(self) -> RewardConfig:
+        h = self.http
+        if self.runtime == "http" and h.limits == "shared" and h.concurrency < self.replicas:
+            raise ValueError(
+                f"reward.http.limits shared splits concurrency {h.concurrency} over {self.replicas} replicas, "
+                "which leaves some with none; raise reward.http.concurrency to at least reward.replicas, "
+                "or use fewer replicas"
+            )
+        return self
 
     def section_problems(self, runtimes: Collection[str] = ()) -> list[str]:
         """A runtime's section set while neither this runtime nor any of ``runtimes`` (the others a contention
