@@ -70,8 +70,13 @@ def run(args: argparse.Namespace) -> int:
 
 def runtime_section(path: str, runtime: str) -> dict[str, Any]:
     """``runtime``'s section of ``--reward-config``; an error when the file has none for it."""
-    from rlsim.rewards.options import read_reward_sections
+    from rlsim.rewards.options import OPTIONS, read_reward_sections
 
+    if runtime not in OPTIONS:
+        raise RlsimError(
+            f"--reward-config sets rewards that are no model ({', '.join(OPTIONS)}); {runtime} takes the runtime "
+            "settings flags instead (--threads, --max-length, ...): leave --reward-config out"
+        )
     sections = read_reward_sections(path)
     if runtime not in sections:
         have = ", ".join(sections) or "none"

@@ -210,9 +210,13 @@ def reward_sections(data: dict[str, Any], source: str) -> dict[str, dict[str, An
     """The reward sections by runtime (``{"genrm": {...}, "sandbox": {...}}``) of ``data``: such a mapping, or a
     run config whose ``reward:`` holds them (its other keys ignored); every section checked, every problem named
     at once. What ``rlsim score`` and ``rlsim bench scoring`` read from ``--reward-config``."""
-    if isinstance(data.get("reward"), dict):
-        data = {k: v for k, v in data["reward"].items() if k in OPTIONS}
     problems = []
+    if isinstance(data.get("reward"), dict):  # a run config: its reward section holds them
+        beside = sorted(k for k in data if k in OPTIONS)
+        if beside:
+            problems.append(f"{', '.join(beside)}: given beside a reward: section, which holds the sections in a run "
+                            "config; put them in one place")  # fmt: skip
+        data = {k: v for k, v in data["reward"].items() if k in OPTIONS}
     for name, section in data.items():
         if name not in OPTIONS:
             problems.append(f"{name}: not a reward section (the sections are {', '.join(OPTIONS)})")

@@ -130,7 +130,13 @@ def test_a_rule_based_loop_is_predicted_on_a_pool_of_its_workers_under_the_profi
 
     configs = Path(__file__).resolve().parents[2] / "configs"
     sandbox = load_run_config(configs / "reward_sandbox.yaml", ["reward.sandbox.workers=3", "reward.replicas=1"])
-    assert knobs_from_run_config(sandbox, cores=2).scorer_replicas == 3
+    knobs = knobs_from_run_config(sandbox, cores=2)
+    assert (knobs.scorer_replicas, knobs.pool_workers) == (3, 3)
+    two = load_run_config(configs / "reward_sandbox.yaml", ["reward.sandbox.workers=2", "reward.replicas=2"])
+    assert (knobs_from_run_config(two, cores=2).scorer_replicas, knobs_from_run_config(two, cores=2).pool_workers) == (
+        4,
+        2,
+    )
     eager = load_run_config(configs / "default.yaml")
     assert knobs_from_run_config(eager, cores=2).scorer_replicas == eager.reward.replicas
 

@@ -94,3 +94,43 @@ def test_async_function_reward_step_by_hand(workers: int, window: int) -> None:
     assert ev.rollouts_per_hour == pytest.approx(8 * 3600 / (4.0 / workers))
     assert ev.bottleneck == "scoring"
     assert ev.extra["async"]["rollouts_total"]["generated"] >= 40
+
+
+def test_a_batch_waits_for_its_slowest_check_before_the_next_starts() -> None:
+    """Two batches of three checks (1, 1, 2 s) on a pool of 2 workers: the first ends at 3 s (a worker takes
+    the 2 s check at 1 s), only then does the second start (the actor's batch), ending at 6 s; without the
+    batches a free worker would have started it at 1 s."""
+    from rlsim.planner.sim.reward_pool import score_in_chunks
+
+    service = np.array([1.0, 1.0, 2.0, 1.0, 1.0, 2.0])
+    out = score_in_chunks([np.arange(3), np.arange(3, 6)], [0.0, 0.0], service, pools=1, workers=2, pools_per_node=1)
+    assert list(out.reward_s) == [1.0, 1.0, 3.0, 4.0, 4.0, 6.0] and out.done_s == 6.0
+    two = score_in_chunks([np.arange(3), np.arange(3, 6)], [0.0, 0.0], service, pools=2, workers=2, pools_per_node=2)
+    assert two.done_s == 3.0  # two actors take a batch each at once
+
+
+def _verifier_step(**kw: object) -> float:
+    verifier = RewardFunctionModel(mean_s=0.5, distribution="fixed")
+    contention = {"gen_slowdown": kw.pop("gen_slowdown", 0.0), "score_slowdown": kw.pop("score_slowdown", 0.0)}
+    running = int(kw.pop("max_running", 64))  # type: ignore[call-overload]
+    profile = make_profile(max_running=running, **contention)  # type: ignore[arg-type]
+    profile = profile.model_copy(update={"reward_functions": {"verifier": verifier}})
+    node = NodeSpec(count=1, cores=int(kw.pop("cores", 4)), gpus=0, kind="test-kind")
+    spec = placement(runtime="verifier", **kw)
+    return evaluate(
+        node, profile, fixed_workload(prompts=2, group=4, response=10), spec, steps=1, noise=False
+    ).step_time_s
+
+
+def test_workers_beyond_the_cores_share_them_and_the_engine_is_slowed_when_they_overlap_it() -> None:
+    # 4 workers on the 2 scoring cores of the step above, batches of 4: each check runs at half speed, so the 8
+    # checks still take 2 s; batches of 2 keep only 2 at once, at full speed.
+    assert _verifier_step(replicas_per_node=4, batch=4) == pytest.approx(_verifier_step(replicas_per_node=2, batch=4))
+    assert _verifier_step(replicas_per_node=4, batch=2) == pytest.approx(_verifier_step(replicas_per_node=2, batch=2))
+    assert _verifier_step(replicas_per_node=2, batch=4) == pytest.approx(3.0)
+    # Colocated and overlapped on a CPU node, one sequence decoded at a time so that checks run while the engine
+    # generates: checks and generation slow each other by the contention entry.
+    overlapped = {"schedule": "overlapped", "colocated": True, "replicas_per_node": 2, "batcher_window": 2}
+    free = _verifier_step(**overlapped, max_running=1)
+    slowed = _verifier_step(**overlapped, max_running=1, gen_slowdown=1.0, score_slowdown=1.0)
+    assert slowed > free * 1.05

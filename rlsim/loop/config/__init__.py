@@ -40,6 +40,8 @@ from rlsim.schedule_kinds import ScheduleName
 from rlsim.scoring import SCORERS, unavailable_reason
 from rlsim.workloads import LognormalLengths, WorkloadSpec
 
+WEEK_S = 7 * 86400.0  # the longest any deadline or simulated wait may be: longer ones overflow the waits they reach
+
 
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid")
@@ -258,7 +260,7 @@ class TrainerConfig(TrainerConventions, _Strict):
     normalize_std: bool = True
     device: Literal["cpu", "cuda"] = "cpu"
     sync: Literal["auto", "reload", "simulated"] = "auto"
-    simulated_sync_s: float = Field(0.5, ge=0)
+    simulated_sync_s: FiniteFloat = Field(0.5, ge=0, le=WEEK_S)
 
 
 class RayConfig(_Strict):
@@ -266,10 +268,7 @@ class RayConfig(_Strict):
 
     address: str | None = None
     num_cpus: int | None = Field(None, ge=1)
-    start_timeout_s: float = Field(300.0, gt=0)
-
-
-WEEK_S = 7 * 86400.0
+    start_timeout_s: FiniteFloat = Field(300.0, gt=0, le=WEEK_S)
 
 
 class FaultsConfig(_Strict):

@@ -151,6 +151,13 @@ def build_profile(
     """
     measured: list[str] = []
     unmeasured: list[str] = []
+    if fill_from is not None:
+        taken = sorted(set(config.rewards) & {*fill_from.runtimes, *fill_from.reward_functions})
+        if taken:
+            raise RlsimError(
+                f"rewards {taken} are named like entries of the --fill-from profile; a plan would not know which "
+                "it means: rename them in the config's rewards"
+            )
     runtimes = _scorers(config, measure, measured, unmeasured, on_cell, scorers_from)
     reward_functions = _rule_based(config, measure, measured, unmeasured, on_cell, scorers_from)
     roles = roles_section(

@@ -60,8 +60,7 @@ def judge_s(
     shared = float(judge.template_tokens + r.prompt_tokens)
     rate = cfg.spec.peak_flops(judge.precision) * eff.prefill_compute * judge.tp
     model = setup.model
-    per_token = 2.0 * model.matmul_params + 4.0 * model.layers * model.heads * model.head_dim * (contexts + 1.0) / 2.0
-    prefill_flops = float(np.sum(contexts * per_token))  # ModelShape.sequence_forward_flops of every rollout
+    prefill_flops = float(np.sum(model.sequence_forward_flops(contexts)))  # type: ignore[arg-type]  # elementwise
     prefill_flops -= (r.rollouts - r.prompts_per_step) * model.sequence_forward_flops(shared)
     prefill = prefill_flops / engines / rate
     decode, one_decode = 0.0, 0.0

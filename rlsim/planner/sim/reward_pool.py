@@ -15,10 +15,12 @@ from __future__ import annotations
 
 import heapq
 import math
+from collections.abc import Sequence
 
 import numpy as np
 
 from rlsim.planner.profile.scaling import RewardFunctionModel
+from rlsim.planner.sim.events import SpeedProfile
 from rlsim.planner.sim.scoring import ScoringOutcome
 
 
@@ -50,6 +52,58 @@ def simulate_reward_pool(
     out.padded_tokens = len(arrive)  # one rollout per call: no padding
     out.done_s = float(ends.max()) if len(ends) else start_s
     return out
+
+
+def score_in_chunks(
+    chunks: Sequence[np.ndarray],
+    ready_s: Sequence[float],
+    service_s: np.ndarray,
+    pools: int,
+    workers: int,
+    pools_per_node: int,
+    speeds: Sequence[SpeedProfile] | None = None,
+    start_s: float = 0.0,
+) -> ScoringOutcome:
+    """Rule-based rewards as the loop's scoring actors run them: ``chunks`` of rollout indices (a scoring call's
+    batches), each ready at ``ready_s``, go in ready order to the pool that frees first; a chunk's rollouts take
+    the pool's ``workers`` first come first served, and the pool takes its next chunk once the last check of this
+    one ends (the actor's batch: ``rlsim.rewards.sandbox_reward``, ``function_reward``). Worker ``w`` of pool
+    ``p`` is replica ``p x workers + w``; pool ``p`` lives on node ``p // pools_per_node`` and runs at that node's
+    ``speeds`` (contention with generation on shared cores; None: full speed)."""
+    n = len(service_s)
+    out = ScoringOutcome.empty(pools * workers, n, n, start_s)
+    free = [(start_s, p) for p in range(pools)]
+    heapq.heapify(free)
+    ends = np.full(n, start_s)
+    for c in sorted(range(len(chunks)), key=lambda i: (ready_s[i], i)):
+        pool_free, pool = heapq.heappop(free)
+        speed = speeds[pool // pools_per_node] if speeds is not None else None
+        begin = max(float(ready_s[c]), pool_free)
+        slots = [(begin, w) for w in range(workers)]
+        last = begin
+        for i in chunks[c].tolist():
+            at, w = heapq.heappop(slots)
+            end = (
+                speed.time_at(speed.work_at(at) + float(service_s[i]))
+                if speed is not None
+                else at + float(service_s[i])
+            )
+            out.busy_starts[pool * workers + w].append(at)
+            out.busy_ends[pool * workers + w].append(end)
+            ends[i] = end
+            last = max(last, end)
+            heapq.heappush(slots, (end, w))
+        heapq.heappush(free, (last, pool))
+    out.reward_s = ends
+    out.batches = len(chunks)
+    out.padded_tokens = n  # one rollout per check: no padding
+    out.done_s = float(ends.max()) if n else start_s
+    return out
+
+
+def chunked(indices: np.ndarray, size: int) -> list[np.ndarray]:
+    """``indices`` cut into runs of at most ``size``, in order."""
+    return [indices[i : i + size] for i in range(0, len(indices), max(size, 1))]
 
 
 def service_times(model: RewardFunctionModel, seed: int, step: int, rollouts: int) -> np.ndarray:

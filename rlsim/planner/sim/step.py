@@ -19,11 +19,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from rlsim.planner.profile.scaling import RewardFunctionModel
 from rlsim.planner.sim.events import SpeedProfile
 from rlsim.planner.sim.generation import EngineBatch, completion_work_s, deal
 from rlsim.planner.sim.ppo_roles import Experience, run_experience
-from rlsim.planner.sim.reward_pool import service_times, simulate_reward_pool
+from rlsim.planner.sim.reward_pool import chunked, score_in_chunks, service_times
 from rlsim.planner.sim.scoring import ScoringOutcome, simulate_round_robin, simulate_scoring
 from rlsim.planner.sim.step_types import CRITICAL_PATH, PHASES, StepInputs, StepResult, union_s
 from rlsim.planner.sim.update_steps import extra_actor_s
@@ -42,11 +41,8 @@ def simulate_step(inputs: StepInputs, seed: int, step: int) -> StepResult:
     prompts, responses = inputs.workload.sample_step(seed, step)
     batch = deal(prompts, responses, res.engines)
     work = completion_work_s(batch, profile.generation, res.engine_units, res.max_running, res.tp, res.pp)
-    function = inputs.function
-    if function is not None:  # CPU workers beside GPU engines: no contention between them is modelled
-        finish = _map_generation(work, batch, [SpeedProfile.constant()] * res.nodes, res)
-        outcome = _score_function(inputs, function, batch, finish, seed, step)
-        return _assemble(inputs, batch, finish, finish.max(axis=1), outcome, int(responses.sum()), 1)
+    if inputs.function is not None:
+        return _function_step(inputs, batch, work, int(responses.sum()), seed, step)
     scorer = inputs.scorer
     score_tokens = np.minimum(prompts + responses, spec.max_length or scorer.max_length)
     noise = _noise(inputs, seed, step, len(responses))
@@ -156,21 +152,78 @@ def _score(
     )
 
 
-def _score_function(
-    inputs: StepInputs, function: RewardFunctionModel, batch: EngineBatch, finish: np.ndarray, seed: int, step: int
-) -> ScoringOutcome:
-    """Rule-based rewards on the worker pool, rollouts arriving when generated (or all at the end)."""
+def _function_step(
+    inputs: StepInputs, batch: EngineBatch, work: np.ndarray, tokens: int, seed: int, step: int
+) -> StepResult:
+    """A step scored by a rule-based reward's worker pools. When the workers run on the engine's cores (a CPU
+    node, shared placement) while it generates (a streaming schedule), each slows the other by the profile's
+    contention entry, iterated to a fixed point as for reward models; CPU workers beside GPU engines do not."""
     res = inputs.resources
+    contended = res.shared and res.gen_device == "cpu" and schedule_kind(inputs.spec.schedule).streams
+    gen_speeds = [SpeedProfile.constant()] * res.nodes
+    previous, rounds = -1.0, 0
+    while True:
+        rounds += 1
+        finish = _map_generation(work, batch, gen_speeds, res)
+        engine_end = finish.max(axis=1)
+        speeds = None
+        if contended:
+            per, slow = res.engines_per_node, inputs.contention.score_slowdown
+            speeds = [
+                SpeedProfile.from_ends(engine_end[n * per : (n + 1) * per].tolist(), per, slow)
+                for n in range(res.nodes)
+            ]
+        outcome = _score_function(inputs, batch, finish, seed, step, speeds)
+        total = max(outcome.done_s, float(finish.max()))
+        if not contended or abs(total - previous) <= 1e-4 * total or rounds >= _MAX_ROUNDS:
+            break
+        previous = total
+        gen_speeds = _generation_speeds(outcome, res, inputs.contention.gen_slowdown)
+    return _assemble(inputs, batch, finish, engine_end, outcome, tokens, rounds)
+
+
+def _score_function(
+    inputs: StepInputs, batch: EngineBatch, finish: np.ndarray, seed: int, step: int, speeds: list[SpeedProfile] | None
+) -> ScoringOutcome:
+    """Rule-based rewards on the worker pools in the loop's calls: streamed micro-batches of ``batcher.window``
+    rollouts as they finish (or every rollout at the end), each cut into batches of ``batcher.batch_size``."""
+    res, spec, function = inputs.resources, inputs.spec, inputs.function
+    assert function is not None
     n = int(batch.valid.sum())
     arrive = np.zeros(n)
     arrive[batch.index[batch.valid]] = finish[batch.valid]
-    start = 0.0
-    if not schedule_kind(inputs.spec.schedule).streams:
-        start = float(finish.max())
-        arrive[:] = start
-    return simulate_reward_pool(
-        arrive, service_times(function, seed, step, n), res.replicas, res.replicas_per_node, start
-    )
+    service = service_times(function, seed, step, n) * worker_stretch(inputs)
+    size = spec.batcher.batch_size or spec.batcher.window
+    workers, pools_per_node = pool_shape(inputs)
+    pools = res.nodes * pools_per_node
+    if schedule_kind(spec.schedule).streams:
+        order = np.argsort(arrive, kind="stable")
+        chunks, ready = [], []
+        for call in chunked(order, spec.batcher.window):
+            for part in chunked(call, size):
+                chunks.append(part)
+                ready.append(float(arrive[call].max()))
+        return score_in_chunks(chunks, ready, service, pools, workers, pools_per_node, speeds)
+    start = float(finish.max())
+    chunks = chunked(np.arange(n), size)
+    return score_in_chunks(chunks, [start] * len(chunks), service, pools, workers, pools_per_node, None, start)
+
+
+def pool_shape(inputs: StepInputs) -> tuple[int, int]:
+    """(worker processes per pool, pools per node) of a rule-based reward: ``placement.pool_workers`` each
+    (None: one pool of every one of the node's ``replicas_per_node`` workers), as many pools as that leaves."""
+    per_node = inputs.resources.replicas_per_node
+    workers = min(inputs.spec.pool_workers or per_node, per_node)
+    return workers, max(per_node // workers, 1)
+
+
+def worker_stretch(inputs: StepInputs) -> float:
+    """How much longer a check takes when more checks run at once on a node than it has scoring cores (they share
+    them): at most ``min(pool_workers, batch)`` per actor, times the node's actors."""
+    res, batcher = inputs.resources, inputs.spec.batcher
+    workers, pools_per_node = pool_shape(inputs)
+    at_once = min(workers, batcher.batch_size or batcher.window) * pools_per_node
+    return max(1.0, at_once / res.scoring_units_per_node)
 
 
 def _generation_speeds(outcome: ScoringOutcome, res: Resources, slowdown: float) -> list[SpeedProfile]:

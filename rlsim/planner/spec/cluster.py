@@ -86,7 +86,9 @@ class PlacementSpec(_Cfg):
     ``max_length``: reward-model truncation in tokens (None: the profile's). ``runtime`` may also
     name one of the profile's ``reward_functions`` (a rule-based reward on CPU workers): then
     ``replicas_per_node`` is the number of worker processes per node (the concurrency cap, one core
-    each) taken from the ``scoring_share`` of free host cores. ``tp`` x ``pp``: GPUs per engine with
+    each, sharing them when they outnumber the cores) taken from the ``scoring_share`` of free host cores, and
+    ``pool_workers`` how many of them each scoring actor holds (None: one actor per node holds them all); an
+    actor takes one batch at a time, spread over its workers. ``tp`` x ``pp``: GPUs per engine with
     tensor and pipeline parallelism (the profile's ``generation.parallel`` scaling). ``train_nodes``:
     0 trains on the generation GPUs (colocated pools, a hybrid engine); otherwise that many of the
     used nodes hold only the data-parallel trainer (split pools) and the rest generate.
@@ -115,9 +117,15 @@ class PlacementSpec(_Cfg):
     max_staleness: int = Field(default=1, ge=0)
     queue_size: int | None = Field(default=None, ge=1)
     partial_rollouts: bool = False
+    pool_workers: int | None = Field(default=None, ge=1)
 
     @model_validator(mode="after")
     def _check(self) -> PlacementSpec:
+        if self.pool_workers is not None and self.replicas_per_node % self.pool_workers:
+            raise ValueError(
+                f"replicas_per_node {self.replicas_per_node} is not a multiple of pool_workers {self.pool_workers}: "
+                "a rule-based reward's workers come in whole scoring actors"
+            )
         if self.tp * self.pp > 1 and self.engine_units not in (None, self.tp * self.pp):
             raise ValueError(
                 f"engine_units {self.engine_units:g} contradicts tp {self.tp} x pp {self.pp}; "

@@ -169,6 +169,11 @@ class GpuRunConfig(_Cfg):
             errors.append(f"judge.model {j.model!r} is unknown: known models are {', '.join(sorted(MODELS))}")
         if r == "reward-model" and j.mode == "score":
             errors.append("judge.mode score decodes, which a reward model does not; use reward genrm or mode verdict")
+        if j.gpus is None and self.placement == "split":
+            errors.append(
+                "a judge without judge.gpus takes turns with the policy's engine, which only colocated placement "
+                "puts to sleep; give the judge GPUs of its own (judge.gpus) under placement split"
+            )
         judge_gpus = j.gpus if j.gpus is not None else self.generation_gpus
         if judge_gpus % j.tp:
             errors.append(f"judge GPUs {judge_gpus} are not a multiple of judge.tp {j.tp}")

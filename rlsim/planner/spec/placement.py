@@ -145,7 +145,7 @@ def resolve(node: NodeSpec, profile: Profile, spec: PlacementSpec) -> Resources:
             f"({engine_units:g}); lower scoring_share or engine_units"
         )
     replica_units = scoring_units / spec.replicas_per_node
-    if scorer.device == "cpu" and replica_units < 1:
+    if scorer.device == "cpu" and replica_units < 1 and not isinstance(scorer, RewardFunctionModel):
         raise PlacementError(
             f"{spec.replicas_per_node} scorer replicas per node on {scoring_units:g} cores leaves a replica "
             "less than one core; use fewer replicas_per_node or a larger scoring_share"

@@ -54,6 +54,7 @@ class LoopKnobs(BaseModel):
     runtime: str
     batcher: BatcherSpec
     scorer_replicas: int = Field(default=1, ge=1)
+    pool_workers: int | None = Field(default=None, ge=1, description="a rule-based reward: workers per scoring actor")
     max_length: int | None = Field(default=None, ge=1, description="reward-model truncation (tokens)")
     max_num_seqs: int | None = Field(default=None, ge=1)
     max_staleness: int = Field(default=1, ge=0, description="async: policy versions a trained rollout may lag")
@@ -90,6 +91,7 @@ def knobs_from_run_config(config: RunConfig, cores: int | None = None) -> LoopKn
     _check_presets_only(config)
     pool = len(config.placement.pool) if config.placement.pool else (cores or len(os.sched_getaffinity(0)))
     reward = config.reward
+    workers = int(reward.options()["workers"]) if reward.runtime in RULE_BASED else None
     window = config.micro_batch if schedule_kind(config.schedule).streams else 128
     batcher = BatcherSpec(
         kind=reward.batcher,
@@ -111,10 +113,9 @@ def knobs_from_run_config(config: RunConfig, cores: int | None = None) -> LoopKn
         scoring_cores=len(split_pool(range(pool))[1]) if config.placement.preset == "split" else None,
         runtime=reward.runtime,
         batcher=batcher,
-        # a rule-based reward's replicas are its worker processes (the planner's pool, one core each)
-        scorer_replicas=reward.replicas * int(reward.options().get("workers", 1))
-        if reward.runtime in RULE_BASED
-        else reward.replicas,
+        # a rule-based reward's replicas are its worker processes: `workers` in each of its scoring actors
+        scorer_replicas=reward.replicas * workers if workers else reward.replicas,
+        pool_workers=workers,
         max_length=reward.max_length,
         max_staleness=config.async_.max_staleness,
         queue_size=config.async_.resolved_queue_size(config.workload.prompts_per_step * config.workload.group_size),
@@ -247,6 +248,7 @@ def _evaluate(knobs: LoopKnobs, profile: Profile, noise: bool, workload: Workloa
         batcher=knobs.batcher.model_copy(update={"window": knobs.micro_batch}),
         scoring_share=min((knobs.scoring_cores or 0) / knobs.cores, 1.0),
         replicas_per_node=knobs.scorer_replicas,
+        pool_workers=knobs.pool_workers,
         max_running=knobs.max_num_seqs,
         dispatch="round_robin",
         train_on="scoring" if split else "generation",

@@ -3,8 +3,8 @@ sync step uses (``step.py``), and how workers sharing cores slow each other.
 
 Costs (uncontended seconds): a generate call is one batch dealt to the engines (the call ends with the
 slowest engine); a scoring call is its groups cut into batches by the placement's batcher on one replica,
-with the in-loop factor and per-call overhead (a rule-based reward's call: its rollouts on the node's pool
-of worker processes, first come first served, ending with the last check: ``reward_pool``); an update is
+with the in-loop factor and per-call overhead (a rule-based reward's call: its rollouts in batches on one
+actor's pool of worker processes, ending with the last check: ``reward_pool``); an update is
 the trainer's cost for those rollouts plus the step's orchestration overhead; the engine's weight load is
 the profile's sync cost. The weight export on the trainer is taken as free: the profile's sync cost is
 measured end to end and charged as the pause.
@@ -32,9 +32,9 @@ import numpy as np
 from rlsim.planner.profile.schema import ContentionEntry
 from rlsim.planner.sim.asynchronous.pipeline import ROLLOUT, TRAINER
 from rlsim.planner.sim.generation import completion_work_s, deal
-from rlsim.planner.sim.reward_pool import simulate_reward_pool
+from rlsim.planner.sim.reward_pool import chunked, score_in_chunks
 from rlsim.planner.sim.scoring import split_call
-from rlsim.planner.sim.step import StepInputs
+from rlsim.planner.sim.step import StepInputs, pool_shape, worker_stretch
 from rlsim.planner.sim.update_steps import extra_actor_s
 from rlsim.planner.spec.placement import Resources
 
@@ -96,15 +96,16 @@ class ProfileCosts:
         return seconds
 
     def _pool_s(self, groups: Sequence[int]) -> float:
-        """A rule-based reward's call: every rollout of ``groups`` waits for one of the node's worker
-        processes (``replicas_per_node``, one core each); the call ends when the last check does. The
-        service times are drawn per call from a stream of their own (``[seed, 2, first group]``)."""
-        function, res = self._in.function, self._in.resources
+        """A rule-based reward's call on one scoring actor: its rollouts in batches of ``batcher.batch_size``,
+        each spread over the actor's worker processes (``step.pool_shape``); the call ends with its last batch's
+        last check. The service times are drawn per call from a stream of their own (``[seed, 2, first group]``)."""
+        function, spec = self._in.function, self._in.spec
         assert function is not None
         n = len(groups) * self._in.workload.group_size
-        service = function.sample(np.random.default_rng([self._seed, 2, groups[0]]), n)
-        workers = res.replicas_per_node
-        return simulate_reward_pool(np.zeros(n), service, workers, workers).done_s
+        service = function.sample(np.random.default_rng([self._seed, 2, groups[0]]), n) * worker_stretch(self._in)
+        workers, _ = pool_shape(self._in)
+        chunks = chunked(np.arange(n), spec.batcher.batch_size or spec.batcher.window)
+        return score_in_chunks(chunks, [0.0] * len(chunks), service, 1, workers, 1).done_s
 
     def _draw(self) -> float:
         """A mean-one lognormal multiplier with the scorer fit's residual spread (1.0 without noise)."""

@@ -16,6 +16,7 @@ import dataclasses
 from collections.abc import Callable
 from typing import Any
 
+from rlsim.planner.profile.schema import ContentionEntry
 from rlsim.planner.sim.asynchronous.costs import ProfileCosts, SharedCores
 from rlsim.planner.sim.asynchronous.pipeline import (
     ROLLOUT,
@@ -25,9 +26,12 @@ from rlsim.planner.sim.asynchronous.pipeline import (
     PipelineShape,
     union_of,
 )
+from rlsim.planner.sim.step import pool_shape
 from rlsim.planner.sim.step_types import PHASES, StepInputs, StepResult
 from rlsim.planner.sim.summary import Evaluation, summarise
 from rlsim.planner.spec.placement import PlacementError
+
+NO_CONTENTION = ContentionEntry(gen_slowdown=0.0, score_slowdown=0.0)
 
 
 def pipeline_shape(inputs: StepInputs, steps: int) -> PipelineShape:
@@ -54,16 +58,20 @@ def pipeline_shape(inputs: StepInputs, steps: int) -> PipelineShape:
 
 
 def scoring_workers(inputs: StepInputs) -> int:
-    """The pipeline's scoring workers: the scorer replicas, or for a rule-based reward one pool of worker
-    processes per node (a call's rollouts spread over the pool: ``costs.ProfileCosts._pool_s``)."""
-    return inputs.resources.nodes if inputs.function is not None else inputs.resources.replicas
+    """The pipeline's scoring workers: the scorer replicas, or for a rule-based reward its scoring actors, each
+    a pool of worker processes (a call's rollouts spread over the pool: ``costs.ProfileCosts._pool_s``)."""
+    if inputs.function is None:
+        return inputs.resources.replicas
+    return inputs.resources.nodes * pool_shape(inputs)[1]
 
 
 def simulate_async(inputs: StepInputs, steps: int, seed: int) -> tuple[PipelineRun, ProfileCosts, SharedCores]:
     """``steps`` updates of the async pipeline on ``inputs``; the run, its costs and the contention it used."""
     roles, res = inputs.profile.roles, inputs.resources
     threads = max(*SharedCores.threads(res), 1.0)  # the busiest process sharing the pool picks the efficiency
-    speeds = SharedCores(res, inputs.contention, roles.efficiency(threads) if roles else None, scoring_workers(inputs))
+    # CPU workers of a rule-based reward beside GPU engines share nothing with them (as in step.py)
+    entry = inputs.contention if inputs.function is None or res.gen_device == "cpu" else NO_CONTENTION
+    speeds = SharedCores(res, entry, roles.efficiency(threads) if roles else None, scoring_workers(inputs))
     costs = ProfileCosts(inputs, seed)
     return AsyncSimulation(pipeline_shape(inputs, steps), costs, speeds).run(), costs, speeds
 
@@ -122,8 +130,8 @@ def async_bottleneck(run: PipelineRun) -> tuple[str, str]:
     """The busiest stage of the pipeline: the engine (generation), the scorers (the mean busy share of the
     scoring workers) or the trainer (update)."""
     gen_idle, train_idle = run.idle_fraction(ROLLOUT), run.idle_fraction(TRAINER)
-    scorers = [w for w in run.busy if w.startswith("scorer")]
-    score_busy = sum(1.0 - run.idle_fraction(w) for w in scorers) / max(len(scorers), 1)
+    scorers = [w for w in run.busy if w.startswith("scorer")]  # a scorer never sent a call is idle throughout
+    score_busy = sum(1.0 - run.idle_fraction(w) for w in scorers) / run.shape.scorers
     hist = run.histogram()
     if score_busy > max(1 - gen_idle, 1 - train_idle):
         return "scoring", (
