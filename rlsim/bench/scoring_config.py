@@ -15,6 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from rlsim.batching.base import batcher_names
 from rlsim.errors import RlsimError
 from rlsim.registry import import_modules
+from rlsim.rewards.options import reward_sections
 from rlsim.scoring import SCORERS, unavailable_reason
 from rlsim.workloads import LognormalLengths, WorkloadSpec
 
@@ -76,8 +77,6 @@ class BenchScoringConfig(BaseModel):
     @field_validator("reward")
     @classmethod
     def _reward_sections(cls, values: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
-        from rlsim.rewards.options import reward_sections
-
         try:
             return reward_sections(values, source="reward")
         except RlsimError as err:

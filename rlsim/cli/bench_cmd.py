@@ -49,6 +49,7 @@ from rlsim.fidelity.cache import cached_runtime_fidelity
 from rlsim.fingerprint import gemm_key, machine_fingerprint
 from rlsim.io import atomic_write_json, check_output_dir
 from rlsim.models import resolve_reward_model
+from rlsim.rewards.options import read_reward_sections
 from rlsim.scoring.base import SCORERS, runtime_names
 from rlsim.workloads import read_texts
 
@@ -133,8 +134,6 @@ def build_config(args: argparse.Namespace):
     settings["compile_buckets"] = list(settings["compile_buckets"])
     settings.pop("options")  # a reward's settings come per runtime, from `reward:` (--reward-config)
     if args.reward_config:
-        from rlsim.rewards.options import read_reward_sections
-
         data["reward"] = {**data.get("reward", {}), **read_reward_sections(args.reward_config)}
     data["settings"] = {**settings, **data.get("settings", {})}
     apply_overrides(data, args.set)

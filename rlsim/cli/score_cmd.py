@@ -20,6 +20,7 @@ from rlsim.cli.common import (
 from rlsim.errors import RlsimError
 from rlsim.io import atomic_write_text, check_output_file
 from rlsim.models import resolve_reward_model
+from rlsim.rewards.options import OPTIONS, read_reward_sections
 from rlsim.scoring import make_scorer
 from rlsim.workloads import read_texts
 
@@ -70,8 +71,6 @@ def run(args: argparse.Namespace) -> int:
 
 def runtime_section(path: str, runtime: str) -> dict[str, Any]:
     """``runtime``'s section of ``--reward-config``; an error when the file has none for it."""
-    from rlsim.rewards.options import OPTIONS, read_reward_sections
-
     if runtime not in OPTIONS:
         raise RlsimError(
             f"--reward-config sets rewards that are no model ({', '.join(OPTIONS)}); {runtime} takes the runtime "

@@ -21,8 +21,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, FiniteFloat, field_validator
 
-from rlsim.config_loader import validate
-from rlsim.errors import RlsimError
+from rlsim.config_loader import load_yaml, validate
+from rlsim.errors import ConfigError, RlsimError
 from rlsim.models.builtin import BUILTIN_POLICIES
 from rlsim.rewards.call_worker import load_target
 
@@ -228,14 +228,10 @@ def reward_sections(data: dict[str, Any], source: str) -> dict[str, dict[str, An
             except RlsimError as err:
                 problems.extend(f"{name}.{e}" for e in getattr(err, "errors", [str(err)]))
     if problems:
-        from rlsim.errors import ConfigError
-
         raise ConfigError([f"reward.{p}" for p in problems], source=source)
     return {name: dict(section) for name, section in data.items()}
 
 
 def read_reward_sections(path: str | Path) -> dict[str, dict[str, Any]]:
     """``reward_sections`` of a YAML file (``--reward-config``)."""
-    from rlsim.config_loader import load_yaml
-
     return reward_sections(load_yaml(path), source=f"--reward-config {path}")

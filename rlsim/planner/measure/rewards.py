@@ -14,7 +14,7 @@ A judge (runtime ``genrm``) batches like a reward model: it is timed on the prof
 rollout's (prompt and response, what the planner feeds a latency model), so the template's own tokens and the
 decoding of ``score`` mode land in the per-call and per-sequence terms.
 
-Like ``measure.scorers``, rewards and models are imported inside the functions, so ``rlsim plan`` never loads them.
+Like ``measure.scorers``, it is imported only by ``rlsim profile`` (``build_profile``), never by ``rlsim plan``.
 """
 
 from __future__ import annotations
@@ -26,9 +26,13 @@ from typing import TYPE_CHECKING, Any, Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from rlsim.errors import ConfigError
+from rlsim.models import resolve_reward_model
 from rlsim.planner.measure import machine_load
 from rlsim.planner.measure.scorers import synthetic_text
 from rlsim.planner.profile.scaling import RULE_BASED, RewardFunctionModel
+from rlsim.rewards.options import parse_options
+from rlsim.scoring.base import ScorerSettings, make_scorer
 
 if TYPE_CHECKING:
     from rlsim.planner.measure.loop_set import QuietGate
@@ -48,9 +52,6 @@ class RewardTiming(BaseModel):
 
     @model_validator(mode="after")
     def _options_valid(self) -> RewardTiming:
-        from rlsim.errors import ConfigError
-        from rlsim.rewards.options import parse_options
-
         try:
             options = parse_options(self.runtime, self.options)
         except ConfigError as err:
@@ -66,8 +67,6 @@ class RewardTiming(BaseModel):
 
     def context_tokens(self) -> int | None:
         """A judge's context (``max_model_len``): the longest text the planner's model may be fed."""
-        from rlsim.rewards.options import parse_options
-
         return int(parse_options(self.runtime, self.options).max_model_len) if self.runtime == "genrm" else None
 
     def timing_options(self) -> dict[str, Any]:
@@ -100,9 +99,6 @@ def time_rule_based(
     """Seconds per rollout of one worker of ``timing``'s reward; the model with its samples. ``quiet``: wait for
     idle cores before every ``QUIET_EVERY`` calls (the work runs in child processes, whose CPU time a call cannot
     tell from other programs', so disturbed calls cannot be left out afterwards as scorer calls are)."""
-    from rlsim.models import resolve_reward_model
-    from rlsim.scoring.base import ScorerSettings, make_scorer
-
     reward = make_scorer(
         timing.runtime,
         resolve_reward_model("minilm-rm"),  # not used by these rewards; every scorer takes one
