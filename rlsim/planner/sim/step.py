@@ -41,21 +41,25 @@ def simulate_step(inputs: StepInputs, seed: int, step: int) -> StepResult:
     prompts, responses = inputs.workload.sample_step(seed, step)
     batch = deal(prompts, responses, res.engines)
     work = completion_work_s(batch, profile.generation, res.engine_units, res.max_running, res.tp, res.pp)
-    if inputs.function is not None:
-        return _function_step(inputs, batch, work, int(responses.sum()), seed, step)
-    scorer = inputs.scorer
-    score_tokens = np.minimum(prompts + responses, spec.max_length or scorer.max_length)
-    noise = _noise(inputs, seed, step, len(responses))
-    contended = res.shared and schedule_kind(spec.schedule).streams
+    function = inputs.function
+    # A rule-based reward's CPU workers beside GPU engines share nothing with them; on a CPU node they do.
+    contended = res.shared and schedule_kind(spec.schedule).streams and (function is None or res.gen_device == "cpu")
+    if function is None:
+        score_tokens = np.minimum(prompts + responses, spec.max_length or inputs.scorer.max_length)
+        noise = _noise(inputs, seed, step, len(responses))
     gen_speeds = [SpeedProfile.constant()] * res.nodes
     previous, rounds = -1.0, 0
     while True:
         rounds += 1
         finish = _map_generation(work, batch, gen_speeds, res)
         engine_end = finish.max(axis=1)
-        outcome = _score(inputs, batch, finish, engine_end, score_tokens, noise, contended)
+        speeds = _scorer_speeds(inputs, engine_end) if contended else None
         experience: Experience | None = None
-        if inputs.roles is not None:
+        if function is not None:
+            outcome = _score_function(inputs, batch, finish, seed, step, speeds)
+        else:
+            outcome = _score(inputs, batch, finish, engine_end, score_tokens, noise, speeds)
+        if inputs.roles is not None and function is None:
             experience = run_experience(inputs, batch, finish, engine_end, outcome, contended)
             outcome = experience.scoring
         total = max(outcome.done_s, float(finish.max()), experience.done_s if experience else 0.0)
@@ -104,7 +108,7 @@ def _score(
     engine_end: np.ndarray,
     tokens: np.ndarray,
     noise: np.ndarray,
-    contended: bool,
+    speeds: list[SpeedProfile] | None,
 ) -> ScoringOutcome:
     """Run the scorers on rollouts arriving when generated (overlapped) or all at the end (sequential)."""
     res, spec, scorer = inputs.resources, inputs.spec, inputs.scorer
@@ -115,15 +119,6 @@ def _score(
     if not schedule_kind(spec.schedule).streams:
         arrive[:] = gen_done
         start = gen_done
-    speeds = None
-    if contended:
-        slowdown = inputs.contention.score_slowdown
-        per = res.engines_per_node
-        # An engine generates from the step's start until its last rollout is done.
-        speeds = [
-            SpeedProfile.from_ends(engine_end[n * per : (n + 1) * per].tolist(), per, slowdown)
-            for n in range(res.nodes)
-        ]
     per_node = res.replicas_per_node
 
     def latency(batch: int, padded: int) -> float:
@@ -152,34 +147,14 @@ def _score(
     )
 
 
-def _function_step(
-    inputs: StepInputs, batch: EngineBatch, work: np.ndarray, tokens: int, seed: int, step: int
-) -> StepResult:
-    """A step scored by a rule-based reward's worker pools. When the workers run on the engine's cores (a CPU
-    node, shared placement) while it generates (a streaming schedule), each slows the other by the profile's
-    contention entry, iterated to a fixed point as for reward models; CPU workers beside GPU engines do not."""
-    res = inputs.resources
-    contended = res.shared and res.gen_device == "cpu" and schedule_kind(inputs.spec.schedule).streams
-    gen_speeds = [SpeedProfile.constant()] * res.nodes
-    previous, rounds = -1.0, 0
-    while True:
-        rounds += 1
-        finish = _map_generation(work, batch, gen_speeds, res)
-        engine_end = finish.max(axis=1)
-        speeds = None
-        if contended:
-            per, slow = res.engines_per_node, inputs.contention.score_slowdown
-            speeds = [
-                SpeedProfile.from_ends(engine_end[n * per : (n + 1) * per].tolist(), per, slow)
-                for n in range(res.nodes)
-            ]
-        outcome = _score_function(inputs, batch, finish, seed, step, speeds)
-        total = max(outcome.done_s, float(finish.max()))
-        if not contended or abs(total - previous) <= 1e-4 * total or rounds >= _MAX_ROUNDS:
-            break
-        previous = total
-        gen_speeds = _generation_speeds(outcome, res, inputs.contention.gen_slowdown)
-    return _assemble(inputs, batch, finish, engine_end, outcome, tokens, rounds)
+def _scorer_speeds(inputs: StepInputs, engine_end: np.ndarray) -> list[SpeedProfile]:
+    """Each node's scorer speed while its engines generate (from the step's start until an engine's last
+    rollout is done), slowed by the contention entry's ``score_slowdown``."""
+    res, slowdown = inputs.resources, inputs.contention.score_slowdown
+    per = res.engines_per_node
+    return [
+        SpeedProfile.from_ends(engine_end[n * per : (n + 1) * per].tolist(), per, slowdown) for n in range(res.nodes)
+    ]
 
 
 def _score_function(
