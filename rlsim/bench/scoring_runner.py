@@ -38,7 +38,8 @@ def preflight(cfg: BenchScoringConfig) -> tuple[list[Cell], dict[str, Any]]:
     if problems:
         raise ConfigError(problems, source="rlsim bench scoring")
     cells = grid_cells(cfg)
-    lengths = workload_lengths(cfg)
+    texts = build_workload(cfg.workload).texts
+    lengths = workload_lengths(cfg, texts)
     longest = max(lengths)
     small = sorted({c.token_budget for c in cells if c.token_budget is not None and c.token_budget < longest})
     if small:
@@ -49,7 +50,7 @@ def preflight(cfg: BenchScoringConfig) -> tuple[list[Cell], dict[str, Any]]:
     text_rewards = [r for r in cfg.runtimes if r in SCORERS and SCORERS.info(r).kind != "model"]
     budgeted = sorted({c.token_budget for c in cells if c.token_budget is not None and c.runtime in text_rewards})
     if budgeted:  # rewards that are no model have no tokenizer: their batchers count characters
-        chars = max(len(t) for t in build_workload(cfg.workload).texts)
+        chars = max(len(t) for t in texts)
         if min(budgeted) < chars:
             raise RlsimError(
                 f"{', '.join(text_rewards)} count a text's characters (they have no tokenizer) and the workload's "
@@ -66,13 +67,12 @@ def preflight(cfg: BenchScoringConfig) -> tuple[list[Cell], dict[str, Any]]:
     return cells, info
 
 
-def workload_lengths(cfg: BenchScoringConfig) -> list[int]:
-    """Token lengths of the workload's texts with the reward model's tokenizer and truncation limit."""
+def workload_lengths(cfg: BenchScoringConfig, texts: list[str]) -> list[int]:
+    """Token lengths of the workload's ``texts`` with the reward model's tokenizer and truncation limit."""
     from transformers import AutoTokenizer
 
     spec = resolve_reward_model(cfg.model)
     max_length = min(scorer_settings(cfg.settings).max_length or spec.max_length, spec.max_length)
-    texts = build_workload(cfg.workload).texts
     tokenizer = AutoTokenizer.from_pretrained(str(spec.path))
     ids = tokenizer(texts, add_special_tokens=True, truncation=True, max_length=max_length)["input_ids"]
     return [len(x) for x in ids]
