@@ -28,6 +28,7 @@ from rlsim.rewards.call_worker import load_target
 
 OnTimeout = Literal["default", "drop", "fail"]
 DAY_S = 86400.0  # the longest wait any limit may set: past it sleeps and socket timeouts overflow
+MAX_WORKERS = 256  # processes one scoring actor may start: a typo of 1e6 must not fork a million
 DROPPED = float("nan")  # the reward of a rollout that on_timeout: drop leaves out (the loop drops its group)
 
 
@@ -43,7 +44,7 @@ class FunctionOptions(_Strict):
     step naming the rollout; ``on_error`` (the function raised): the same choice."""
 
     target: str = "rlsim.rewards.math_check:score"
-    workers: int = Field(2, ge=1)
+    workers: int = Field(2, ge=1, le=MAX_WORKERS)
     timeout_s: FiniteFloat = Field(10.0, gt=0, le=DAY_S)
     on_timeout: OnTimeout = "default"
     on_error: OnTimeout = "fail"
@@ -69,7 +70,7 @@ class SandboxOptions(_Strict):
     fails the step."""
 
     program: Literal["bank", "response"] = "bank"
-    workers: int = Field(2, ge=1)
+    workers: int = Field(2, ge=1, le=MAX_WORKERS)
     wall_s: FiniteFloat = Field(10.0, gt=0, le=DAY_S)
     cpu_s: FiniteFloat = Field(8.0, gt=0, le=DAY_S)
     memory_mb: int = Field(1024, ge=64)

@@ -63,8 +63,9 @@ def test_sandbox_runs_the_responses_code(model):
 
 
 def test_bad_options_are_config_errors(model):
-    for options, where in [({"workers": 0}, "sandbox: workers"), ({"wall_s": 0}, "sandbox: wall_s"),
-                           ({"memory_mb": 0}, "sandbox: memory_mb"), ({"nope": 1}, "sandbox: nope")]:  # fmt: skip
+    for options, where in [({"workers": 0}, "sandbox: workers"), ({"workers": 10**6}, "sandbox: workers"),
+                           ({"wall_s": 0}, "sandbox: wall_s"), ({"memory_mb": 0}, "sandbox: memory_mb"),
+                           ({"nope": 1}, "sandbox: nope")]:  # fmt: skip
         with pytest.raises(ConfigError, match=where):
             make_scorer("sandbox", model, ScorerSettings(options=options))
     with pytest.raises(ConfigError, match="no callable 'nope'"):
