@@ -12,6 +12,7 @@ from __future__ import annotations
 import pytest
 
 from rlsim.errors import RlsimError
+from rlsim.planner.profile.schema import ContentionEntry, ContentionModel
 from rlsim.planner.sim.evaluate import Evaluation, evaluate
 from rlsim.planner.sim.ppo_roles import RolesSpec
 from rlsim.planner.spec.cluster import NodeSpec
@@ -95,6 +96,32 @@ def test_overlapped_roles_work_while_generation_goes_on(two_core_node: NodeSpec)
     seq = step(two_core_node, roles, "sequential", workload).steps[0].time_s
     ovl = step(two_core_node, roles, "overlapped", workload).steps[0].time_s
     assert ovl["score_tail"] < seq["score_tail"] - 0.3
+
+
+def test_roles_beside_generation_split_the_pool_with_it_not_twice(two_core_node: NodeSpec) -> None:
+    # Contention 1 and 1: beside generation a process wanting both cores runs at half speed, and so does
+    # generation: generation claims the pool like one such process (core_sharing.GenerationClaim). Alone,
+    # generation takes 2.0 s and the short rollouts are done at 0.25 s. Their micro-batch (4) sends the scorer
+    # (two 0.5 s batches), the reference (0.4 s) and the critic (0.2 s) while the long ones generate: a
+    # quarter of the pool each (three processes and generation; the old product of their split and
+    # generation's slowdown gave a sixth), so the values end at 1.05 s; then a third each: the reference's
+    # last 0.2 s end at 1.65 s; then the scorer at half speed (its first batch's last 0.1 s at 1.85 s, its
+    # second at 2.85 s). Generation ran at 1/4, 1/3, 1/2 of its speed meanwhile (1.25 s of its 2 s done by
+    # 2.85 s): it ends at 3.6 s. The long rollouts' micro-batch then shares the pool without generation
+    # (values 0.6 s, reference 1.0 s, scorer 1.6 s: the tail).
+    trace = [([5] * 8, [5, 5, 5, 5, 40, 40, 40, 40])]
+    workload = ReplayWorkload(prompts_per_step=2, group_size=4, response_tokens=FixedLengths(tokens=5), trace=trace)
+    contention = ContentionModel(default=ContentionEntry(gen_slowdown=1.0, score_slowdown=1.0))
+    profile = roles_profile().model_copy(update={"contention": contention})
+    roles = RolesSpec(reference_runtime="ort", critic=True, micro_batch=4)
+    run = evaluate(
+        two_core_node, profile, workload, placement("overlapped", colocated=True), 1, noise=False, roles=roles
+    )
+    t = run.steps[0].time_s
+    assert t["generate"] == pytest.approx(3.6)
+    assert t["values"] == pytest.approx(0.8 + 0.6)
+    assert t["reference"] == pytest.approx(1.4 + 1.0)
+    assert t["score_tail"] == pytest.approx(1.6)
 
 
 def test_a_profile_without_roles_names_the_command_that_measures_them(two_core_node: NodeSpec) -> None:

@@ -8,9 +8,10 @@ actor and critic updates. The step simulated is ``rlsim.loop.schedules.ppo``'s:
   length, padded to the longest), on the scoring cores. Every process on those cores shares them
   (``core_sharing``): colocated roles take turns, the others split the cores (losing the
   ``sharing_efficiency`` measured at their thread count while they want more threads than the cores
-  hold); while generation runs on them too (shared placement, overlapped), every call also slows by
-  the profile's ``score_slowdown``, and generation by ``gen_slowdown`` per busy process, as with the
-  scorers alone.
+  hold); while generation runs on them too (shared placement, overlapped), it is one more claimant of
+  that pool, with the claim and the pool's throughput the profile's contention entry implies
+  (``core_sharing.GenerationClaim``): with one pool's worth of processes busy this is the scorers'
+  contention model, with more they split the pool beside generation rather than being slowed twice.
 - Then the advantages (the policy's forward on the trainer, costed as ``roles.reference["eager"]``:
   the same model and computation), then the actor update (the trainer's measured update minus that
   forward) and the critic update sent at once: sharing the cores, or in turn when colocated.
@@ -25,18 +26,19 @@ have with the scorers alone (a dynamic batcher would batch differently when slow
 from __future__ import annotations
 
 import dataclasses
+import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
 
 from rlsim.planner.profile.schema import ScorerLatencyModel
-from rlsim.planner.sim.core_sharing import Call, SpeedFn, busy_intervals, share_cores
+from rlsim.planner.sim.core_sharing import Call, GenerationClaim, StepFn, busy_intervals, share_cores
 from rlsim.planner.sim.events import SpeedProfile
 from rlsim.planner.sim.scoring import ScoringOutcome
 from rlsim.planner.sim.step_types import StepInputs, StepResult, union_s
 from rlsim.planner.sim.update_steps import UpdateShape, critic_update_s
-from rlsim.planner.spec.placement import PlacementError, Resources
+from rlsim.planner.spec.placement import PlacementError
 from rlsim.schedule_kinds import schedule_kind
 
 if TYPE_CHECKING:
@@ -95,17 +97,16 @@ def call_s(model: ScorerLatencyModel, tokens: np.ndarray, micro_batch: int, unit
     return compute * model.in_loop_factor + model.call_overhead_s
 
 
-def _pressure(engine_end: np.ndarray, engines: int, slowdown: float) -> SpeedFn:
-    """Speed of work on generation's cores while engines still generate: ``1 / (1 + slowdown x busy
-    engines / engines)`` (the scorers' contention model, ``SpeedProfile.from_ends``)."""
+def _engines_busy(engine_end: np.ndarray, engines: int) -> StepFn:
+    """The share of the node's ``engines`` still generating at t (each until its last rollout is done)."""
     ends = np.sort(engine_end)
 
-    def speed(t: float) -> tuple[float, float]:
+    def busy(t: float) -> tuple[float, float]:
         done = int(np.searchsorted(ends, t, side="right"))
         nxt = float(ends[done]) if done < len(ends) else float("inf")
-        return 1.0 / (1.0 + slowdown * (len(ends) - done) / engines), nxt
+        return (len(ends) - done) / engines, nxt
 
-    return speed
+    return busy
 
 
 @dataclass(frozen=True)
@@ -115,21 +116,33 @@ class Experience:
     scoring: ScoringOutcome
     calls: list[Call]
     gen_done: float
+    weights: dict[str, float]  # units each process wants
+    pool: float  # units of the scoring cores they share
 
     @property
     def done_s(self) -> float:
         """When the last experience output (reward, log-prob, value) is ready."""
         return max([self.gen_done, self.scoring.done_s] + [c.end for c in self.calls])
 
-    def generation_speeds(self, res: Resources, slowdown: float) -> list[SpeedProfile]:
-        """Generation's speed under the scorers and the roles (a reference or critic call counts as
-        every scorer replica busy: it wants all the scoring cores)."""
-        starts, ends = [], []
-        for call in self.calls:
-            repeat = 1 if call.role.startswith("scorer") else res.replicas_per_node
-            starts += [call.start] * repeat
-            ends += [call.end] * repeat
-        return [SpeedProfile.from_load(starts, ends, res.replicas_per_node, slowdown)]
+    def generation_speeds(self, generation: GenerationClaim | None) -> list[SpeedProfile]:
+        """Generation's speed beside the scorers and the roles: its share of the pool while the busy processes
+        want ``pools`` of it (``GenerationClaim.generation_rate``); full speed without contention."""
+        if generation is None:
+            return [SpeedProfile.constant()]
+        events = sorted(
+            [(c.start, self.weights[c.process]) for c in self.calls if not math.isnan(c.end)]
+            + [(c.end, -self.weights[c.process]) for c in self.calls if not math.isnan(c.end)]
+        )
+        times, speeds, wanted = [0.0], [1.0], 0.0
+        for t, delta in events:
+            wanted += delta
+            speed = generation.generation_rate(max(wanted, 0.0) / self.pool)
+            if t == times[-1]:
+                speeds[-1] = speed
+            else:
+                times.append(t)
+                speeds.append(speed)
+        return [SpeedProfile(times, speeds)]
 
     def assemble(
         self, result: StepResult, inputs: StepInputs, batch: EngineBatch, ordered: tuple[np.ndarray, np.ndarray]
@@ -209,9 +222,18 @@ def run_experience(
     for call in calls:
         wants = res.replica_units if call.role.startswith("scorer") else pool
         weights[call.process] = max(weights.get(call.process, 0.0), wants)
-    pressure = _pressure(engine_end, res.engines_per_node, slowdown) if slowdown else None
-    share_cores(calls, weights, pool, pressure, model.efficiency(max(weights.values())))
-    return Experience(_retimed(outcome, calls), calls, gen_done)
+    generation = contention_claim(inputs, engine_end) if contended else None
+    share_cores(calls, weights, pool, generation, model.efficiency(max(weights.values())))
+    return Experience(_retimed(outcome, calls), calls, gen_done, weights, pool)
+
+
+def contention_claim(inputs: StepInputs, engine_end: np.ndarray) -> GenerationClaim | None:
+    """Generation on the scoring cores as a claimant of their pool, from the profile's contention entry; None
+    where the entry measured none (generation and the processes beside it do not slow each other)."""
+    busy, c = _engines_busy(engine_end, inputs.resources.engines_per_node), inputs.contention
+    if c.score_slowdown <= 0 and c.gen_slowdown <= 0:
+        return None
+    return GenerationClaim(busy, c.score_slowdown, c.gen_slowdown)
 
 
 def _experience_calls(
