@@ -12,6 +12,7 @@ from rlsim.errors import RlsimError
 from rlsim.loop.config import RunConfig
 from rlsim.planner.measure.loop_results import LoopSteps
 from rlsim.planner.profile.fitting.loops import (
+    CONTENTION_BOUND,
     CalibrationRun,
     fit_contention,
     fit_generation,
@@ -184,6 +185,26 @@ def test_contention_fit_finds_the_slowdowns_the_measurements_came_from() -> None
     entry = fitted.per_runtime["eager"]
     assert entry.gen_slowdown == pytest.approx(0.7) and entry.score_slowdown == pytest.approx(1.3)
     assert fit_contention([run_of(config(2))], profile) is None  # no overlapped shared run: nothing to fit
+
+
+def test_contention_fit_rests_on_every_overlapped_run_and_reaches_past_the_old_bound() -> None:
+    # Two overlapped shared configs measured at slowdowns beyond the old search bound (3.25): both come back.
+    profile = loop_like_profile()
+    truth = profile.model_copy(
+        update={"contention": ContentionModel(default=ContentionEntry(gen_slowdown=4.5, score_slowdown=5.0))}
+    )
+    runs = [run_of(config(2))]
+    for prompts, micro_batch in ((4, 8), (6, 4)):
+        cfg = config(prompts, schedule="overlapped").model_copy(update={"micro_batch": micro_batch})
+        ev = predict_trace(cfg, truth, loop_trace(cfg, [2, 3, 4]))
+        gen = np.array([s.time_s["generate"] for s in ev.steps])
+        total = np.array([s.time_s["total"] for s in ev.steps])
+        runs.append(run_of(cfg, gen=gen, total=total))
+    fitted = fit_contention(runs, profile)
+    assert fitted is not None
+    entry = fitted.per_runtime["eager"]
+    assert (entry.gen_slowdown, entry.score_slowdown) == pytest.approx((4.5, 5.0))
+    assert CONTENTION_BOUND > 5.0
 
 
 def test_a_results_file_whose_config_does_not_match_its_tokens_is_refused(tmp_path: Path) -> None:

@@ -16,6 +16,7 @@ from rlsim.errors import RlsimError
 from rlsim.planner.measure.roles import measure_roles, measure_sharing
 from rlsim.planner.profile.fitting import fit_latency_model, fit_update_model
 from rlsim.planner.profile.fitting.loops import (
+    CONTENTION_BOUND,
     CalibrationRun,
     fit_contention,
     fit_generation,
@@ -130,10 +131,11 @@ def loop_contention(
     if fitted is None:
         return measured_file
     unmeasured[:] = [u for u in unmeasured if not u.startswith("contention: no contention_results")]
+    configs = sorted({r.path.name for r in usable if r.contended})
     measured.append(
-        "contention fitted to overlapped shared loop runs for "
+        f"contention fitted to overlapped shared loop runs ({', '.join(configs)}) for "
         + ", ".join(
-            f"{k} (gen +{v.gen_slowdown:.0%}, score +{v.score_slowdown:.0%})"
+            f"{k} (gen +{v.gen_slowdown:.0%}, score +{v.score_slowdown:.0%}{_at_bound(v)})"
             for k, v in sorted(fitted.per_runtime.items())
         )
     )
@@ -238,3 +240,10 @@ def _sharing_fields(by_threads: dict[int, float]) -> dict[str, Any]:
         "sharing_efficiency_measured": True,
         "sharing_efficiency_by_threads": by_threads,
     }
+
+
+def _at_bound(entry: ContentionEntry) -> str:
+    """A note where a fitted slowdown sits on the search's upper bound (the runs want more than it allows)."""
+    if max(entry.gen_slowdown, entry.score_slowdown) >= CONTENTION_BOUND - 1e-9:
+        return f"; at the search bound +{CONTENTION_BOUND:.0%}: the model explains these runs only by more contention"
+    return ""

@@ -53,8 +53,11 @@ from rlsim.schedule_kinds import schedule_kind
 if TYPE_CHECKING:
     from rlsim.loop.config import RunConfig
 
-_COARSE = np.round(np.arange(0.0, 3.0001, 0.25), 3).tolist()  # slowdowns, fractions (1.0 = twice as long)
+# Slowdowns searched, fractions (1.0 = twice as long). Up to 6: a fit to one overlapped config once sat at the
+# old bound (3.25 after the fine pass), so the bound and not the runs chose it; CONTENTION_BOUND names a fit on it.
+_COARSE = np.round(np.arange(0.0, 6.0001, 0.25), 3).tolist()
 _FINE = np.round(np.arange(-0.25, 0.2501, 0.05), 3).tolist()
+CONTENTION_BOUND = _COARSE[-1] + _FINE[-1]
 
 
 @dataclass(frozen=True)
@@ -266,7 +269,9 @@ def fit_contention(runs: list[CalibrationRun], profile: Profile) -> ContentionMo
     """Slowdowns that make the simulation of the contended ``runs`` match them (None without such runs).
 
     ``profile`` must already hold the generation, trainer and scorer models. Per runtime seen, a grid
-    search minimises the squared relative errors of the median generate phase and step time.
+    search minimises the squared relative errors of the median generate phase and step time over every
+    contended run of that runtime (the calibration set's overlapped shared configs), slowdowns 0 to
+    ``CONTENTION_BOUND``.
     """
     contended = [r for r in runs if r.contended]
     if not contended:
