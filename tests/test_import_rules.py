@@ -59,9 +59,10 @@ RULES: dict[str, Rule] = {
     # the metrics and the scoring runtimes all read; importing any of them back would tie them in a knot again
     # (fingerprint -> bench.gemm -> bench.peaks -> scoring once did).
     "rlsim.hardware": Rule(("rlsim.bench", "rlsim.metrics", "rlsim.scoring", "rlsim.fingerprint"), ANYWHERE),
-    # The texts that models are trained on and runtimes are judged on: the reward head, the int8 calibration and
-    # the fidelity checks all read the corpus, so it may read none of them (scoring <-> fidelity, models ->
-    # fidelity -> scoring were the knots when the corpus lived in rlsim/fidelity).
+    # The texts that models are trained on and runtimes are judged on, and the yardstick they are judged by
+    # (corpus.agreement: metrics, pass rules): the reward head, the int8 calibration and mixed choice and the
+    # fidelity checks all read the corpus, so it may read none of them (scoring <-> fidelity, models ->
+    # fidelity -> scoring were the knots when the corpus and the metrics lived in rlsim/fidelity).
     "rlsim.corpus": Rule(("rlsim.scoring", "rlsim.models", "rlsim.fidelity"), ANYWHERE),
     # The three HTTP protocols' bodies, shared by the server and the http runtime's client: one definition that
     # depends on neither end.

@@ -8,8 +8,8 @@ from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsed
 from rich.table import Table
 
 from rlsim.cli.common import add_model_arg, add_settings_args, correlation, fraction, settings_from_args
+from rlsim.corpus.agreement import FidelityRules
 from rlsim.errors import RlsimError
-from rlsim.fidelity.check import FidelityRules
 from rlsim.fidelity.sensitivity import sensitivity
 from rlsim.io import atomic_write_json, check_output_file
 from rlsim.models import resolve_reward_model

@@ -27,10 +27,9 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
+from rlsim.corpus.agreement import FidelityMetrics, fidelity_metrics, score_in_length_order
 from rlsim.corpus.fidelity_corpus import FidelityCorpus, calibration_corpus
 from rlsim.errors import RlsimError
-from rlsim.fidelity.check import score_in_length_order
-from rlsim.fidelity.metrics import FidelityMetrics, fidelity_metrics
 from rlsim.scoring.export import export_reward_model
 from rlsim.scoring.ort_scorer import OrtScorer
 

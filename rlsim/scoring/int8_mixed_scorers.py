@@ -17,7 +17,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from rlsim.fidelity.check import FidelityRules
+from rlsim.corpus.agreement import FidelityRules
 from rlsim.fidelity.sensitivity import choose_mixed
 from rlsim.models.reward import RewardModelSpec
 from rlsim.paths import build_folder_once, cache_dir

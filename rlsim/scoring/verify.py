@@ -17,10 +17,9 @@ from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
+from rlsim.corpus.agreement import FidelityRules, fidelity_metrics, score_in_length_order
 from rlsim.corpus.fidelity_corpus import FidelityCorpus, build_corpus
 from rlsim.errors import RlsimError
-from rlsim.fidelity.check import FidelityRules, score_in_length_order
-from rlsim.fidelity.metrics import fidelity_metrics
 from rlsim.models.reward import RewardModelSpec
 from rlsim.models.reward_head import read_report
 from rlsim.scoring.base import SCORERS, ScorerSettings, UnsupportedRuntime, make_scorer
