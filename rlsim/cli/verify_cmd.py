@@ -10,12 +10,12 @@ from rich.table import Table
 from rlsim.cli.common import add_model_arg, add_settings_args, correlation, fraction, settings_from_args
 from rlsim.corpus.agreement import FidelityRules
 from rlsim.errors import RlsimError
+from rlsim.fidelity.verify import verify
 from rlsim.io import atomic_write_json, check_output_file
 from rlsim.models import resolve_reward_model
 from rlsim.progress import LineProgress, make_console
 from rlsim.scoring import SCORERS, expand_runtimes
 from rlsim.scoring.int8_sensitivity import sensitivity
-from rlsim.scoring.verify import verify
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:

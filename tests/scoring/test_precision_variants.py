@@ -5,8 +5,8 @@ import json
 import numpy as np
 import pytest
 
+from rlsim.fidelity.verify import spearman
 from rlsim.scoring import SCORERS, ScorerSettings, make_scorer, unavailable_reason
-from rlsim.scoring.verify import spearman
 
 
 def test_static_calibration_is_reproducible(minilm, tmp_path):
