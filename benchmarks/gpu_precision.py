@@ -11,7 +11,7 @@ a Hugging Face sequence-classification folder and the fidelity corpus, both writ
 Per (mode, dtype): sequences/s at 32 x 128 tokens (5 repeats of 20 timed batches after warm-up, CUDA events),
 as a fraction of that dtype's measured GEMM peak, and the fidelity of its rewards on the corpus against fp32
 eager (Spearman, Kendall tau, within-group pair flips, GRPO advantage sign flips and MAE, reward MAE / std:
-rlsim.fidelity.metrics). The model travels as fp16 weights to fit the device tool's 64 MiB; every dtype then
+rlsim.corpus.agreement). The model travels as fp16 weights to fit the device tool's 64 MiB; every dtype then
 computes from the same (fp16-rounded) weights, so what is compared is the arithmetic, not the weights. The JSON
 is rewritten after every cell, so a run cut short still leaves what it measured.
 """
@@ -145,7 +145,7 @@ def measure(
     import torch
     from transformers import AutoModelForSequenceClassification, AutoTokenizer
 
-    from rlsim.fidelity.metrics import fidelity_metrics
+    from rlsim.corpus.agreement import fidelity_metrics
     from rlsim.fingerprint import machine_fingerprint
 
     if device == "cuda" and not torch.cuda.is_available():

@@ -44,8 +44,11 @@ RULES: dict[str, Rule] = {
     # Scorers, batchers and generators are building blocks that run and test without Ray, and know nothing of
     # the loop or the actors that use them (STYLE.md). Nor does scoring know the server that runs its scorers:
     # the http runtime is a client of `rlsim serve` and reads the bodies from rlsim.http_schemas, which the
-    # server writes them with (scoring <-> serve was a knot while those lived in rlsim/serve).
-    "rlsim.scoring": Rule(("ray", "rlsim.actors", "rlsim.loop", "rlsim.serve"), ANYWHERE),
+    # server writes them with (scoring <-> serve was a knot while those lived in rlsim/serve). Nor the fidelity
+    # checks that judge its runtimes: the int8-mixed choice judges by rlsim.corpus.agreement, and verify, a judge,
+    # lives in rlsim.fidelity (scoring <-> fidelity was a knot while verify lived in scoring and the layer
+    # sensitivity in fidelity).
+    "rlsim.scoring": Rule(("ray", "rlsim.actors", "rlsim.loop", "rlsim.serve", "rlsim.fidelity"), ANYWHERE),
     "rlsim.batching": Rule(("ray", "rlsim.actors", "rlsim.loop"), ANYWHERE),
     "rlsim.rollout": Rule(("ray", "rlsim.actors", "rlsim.loop"), ANYWHERE),
     # Ray lives in the actors and the loop that drives them, plus the two places that start a loop's Ray
@@ -59,9 +62,10 @@ RULES: dict[str, Rule] = {
     # the metrics and the scoring runtimes all read; importing any of them back would tie them in a knot again
     # (fingerprint -> bench.gemm -> bench.peaks -> scoring once did).
     "rlsim.hardware": Rule(("rlsim.bench", "rlsim.metrics", "rlsim.scoring", "rlsim.fingerprint"), ANYWHERE),
-    # The texts that models are trained on and runtimes are judged on: the reward head, the int8 calibration and
-    # the fidelity checks all read the corpus, so it may read none of them (scoring <-> fidelity, models ->
-    # fidelity -> scoring were the knots when the corpus lived in rlsim/fidelity).
+    # The texts that models are trained on and runtimes are judged on, and the yardstick they are judged by
+    # (corpus.agreement: metrics, pass rules): the reward head, the int8 calibration and mixed choice and the
+    # fidelity checks all read the corpus, so it may read none of them (scoring <-> fidelity, models ->
+    # fidelity -> scoring were the knots when the corpus and the metrics lived in rlsim/fidelity).
     "rlsim.corpus": Rule(("rlsim.scoring", "rlsim.models", "rlsim.fidelity"), ANYWHERE),
     # The three HTTP protocols' bodies, shared by the server and the http runtime's client: one definition that
     # depends on neither end.
@@ -188,6 +192,10 @@ def test_a_forbidden_import_planted_in_a_copy_of_rlsim_is_caught(tmp_path: Path)
         ("corpus/text_source.py", "from rlsim.scoring import SCORERS", "rlsim.corpus may not import rlsim.scoring"),
         ("scoring/http_protocols.py", "def _h():\n    from rlsim.serve.settings import ServeSettings",
          "rlsim.scoring may not import rlsim.serve.settings"),
+        ("scoring/int8_mixed_scorers.py", "def _i():\n    from rlsim.fidelity import check",
+         "rlsim.scoring may not import rlsim.fidelity"),
+        ("corpus/agreement.py", "def _j():\n    from rlsim.fidelity.check import runtime_fidelity",
+         "rlsim.corpus may not import rlsim.fidelity"),
         ("http_schemas.py", "from rlsim.serve.metrics import CONTENT_TYPE",
          "rlsim.http_schemas may not import rlsim.serve"),
     ]  # fmt: skip

@@ -8,14 +8,14 @@ from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsed
 from rich.table import Table
 
 from rlsim.cli.common import add_model_arg, add_settings_args, correlation, fraction, settings_from_args
+from rlsim.corpus.agreement import FidelityRules
 from rlsim.errors import RlsimError
-from rlsim.fidelity.check import FidelityRules
-from rlsim.fidelity.sensitivity import sensitivity
+from rlsim.fidelity.verify import verify
 from rlsim.io import atomic_write_json, check_output_file
 from rlsim.models import resolve_reward_model
 from rlsim.progress import LineProgress, make_console
 from rlsim.scoring import SCORERS, expand_runtimes
-from rlsim.scoring.verify import verify
+from rlsim.scoring.int8_sensitivity import sensitivity
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -38,7 +38,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         action="store_true",
         help="instead: quantize each node of the model's fp32 ONNX graph that ort-int8 quantizes (weight "
         "MatMul/Gemm, embedding Gather) to int8 on its own and rank them by the pair flips and Spearman they cost "
-        "on the fidelity corpus's calibration split (rlsim.fidelity.sensitivity)",
+        "on the fidelity corpus's calibration split (rlsim.scoring.int8_sensitivity)",
     )
     p.add_argument(
         "--sensitivity-by",

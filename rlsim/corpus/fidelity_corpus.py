@@ -106,7 +106,7 @@ def _maybe_corrupt(text: str, rng: random.Random) -> str:
 
 def calibration_corpus(min_texts: int = 160, seed: int = 0) -> FidelityCorpus:
     """The calibration split in groups, built like the corpus: what a choice of precision per layer is made on
-    (``rlsim.fidelity.sensitivity``), so the corpus that judges the result never took part in it."""
+    (``rlsim.scoring.int8_sensitivity``), so the corpus that judges the result never took part in it."""
     return build_corpus(min_texts, seed, CALIBRATION_BUCKETS)
 
 

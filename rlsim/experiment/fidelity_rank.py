@@ -2,7 +2,7 @@
 
 A faster scorer frees cores for generation (``freed_core_s`` against the baseline), but a quantized one may also
 change which sample of a group the reward model prefers, and in GRPO/PPO that changes the training signal. So
-only runtimes that pass the fidelity rules (``rlsim.fidelity.check.FidelityRules``: within-group pair flips and
+only runtimes that pass the fidelity rules (``rlsim.corpus.agreement.FidelityRules``: within-group pair flips and
 Spearman against fp32 eager on the fidelity corpus) are ranked; each one that fails is listed with the rule it
 breaks and what it would have freed; a runtime whose fidelity is unknown (hardware lacking, an external reward
 server) is listed apart, neither ranked nor condemned. Runtimes with equal mean freed core-s share a rank and are

@@ -20,11 +20,10 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from rlsim.corpus.agreement import FidelityMetrics, FidelityRules
 from rlsim.corpus.fidelity_corpus import build_corpus
 from rlsim.errors import RlsimError
 from rlsim.fidelity.cache import METRICS, cached_runtime_fidelity
-from rlsim.fidelity.check import FidelityRules
-from rlsim.fidelity.metrics import FidelityMetrics
 from rlsim.io import read_user_text
 from rlsim.models import resolve_reward_model
 from rlsim.scoring import SCORERS  # the package: importing it registers every built-in runtime
@@ -32,7 +31,6 @@ from rlsim.scoring.base import ScorerSettings
 
 if TYPE_CHECKING:
     from rlsim.experiment.config import ContentionConfig
-    from rlsim.fidelity.check import FidelityRules
 
 FIX = "write one with `rlsim verify --fidelity --json FILE`"
 

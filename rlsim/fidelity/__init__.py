@@ -1,9 +1,14 @@
 """Reward fidelity: what a faster (reduced-precision) runtime does to rewards, in RLHF terms.
 
-The texts scored (the fidelity corpus and its calibration split) are ``rlsim.corpus``'s.
+The texts scored (the fidelity corpus and its calibration split), the metrics and the pass rules are
+``rlsim.corpus``'s (``fidelity_corpus``, ``agreement``).
 
-- ``metrics``: rank and advantage metrics of a runtime's rewards against fp32 eager.
 - ``check``: score the corpus with runtimes and apply the pass rules.
-- ``sensitivity``: which weight MatMuls cost the reward order when quantized to int8 alone (``rlsim verify
-  --sensitivity``), measured on the calibration split.
+- ``cache``: those figures kept per model, runtime and machine, so the next experiment or benchmark need not
+  re-score.
+- ``verify``: the engine of ``rlsim verify``: every runtime against fp32 eager on one fixed batch, and with the
+  pass rules on the corpus too.
+
+Which layers cost the order in int8 (``rlsim verify --sensitivity``) is how the int8-mixed runtimes are built, so
+it is ``rlsim.scoring.int8_sensitivity``; scoring imports nothing from here (``tests/test_import_rules.py``).
 """

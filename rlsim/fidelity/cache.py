@@ -19,9 +19,9 @@ from dataclasses import fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from rlsim.corpus.agreement import FidelityMetrics, FidelityRules
 from rlsim.corpus.fidelity_corpus import FidelityCorpus, build_corpus
-from rlsim.fidelity.check import FidelityRules, runtime_fidelity
-from rlsim.fidelity.metrics import FidelityMetrics
+from rlsim.fidelity.check import runtime_fidelity
 from rlsim.fingerprint import machine_fingerprint
 from rlsim.io import atomic_write_json
 from rlsim.paths import cache_dir

@@ -1,7 +1,7 @@
 """Mixed int8/fp32 graphs that keep the reward order: ``ort-int8-mixed`` and ``native-int8-mixed``.
 
 ``ort-int8`` quantizes every weight MatMul (dynamic int8) and flips ~9% of within-group pairs on the fidelity
-corpus. Here the layers that cost the order are left in fp32: ``rlsim.fidelity.sensitivity.choose_mixed`` ranks
+corpus. Here the layers that cost the order are left in fp32: ``rlsim.scoring.int8_sensitivity.choose_mixed`` ranks
 the layers by harm on the fidelity corpus's calibration split and keeps the fewest of the most harmful in fp32
 with which the rest in int8 passes the fidelity rules (pair flips <= 2%, Spearman >= 0.99) on that split. The
 corpus that judges the runtime afterwards (``rlsim verify --fidelity``) never took part in the choice.
@@ -17,11 +17,11 @@ import json
 from pathlib import Path
 from typing import Any
 
-from rlsim.fidelity.check import FidelityRules
-from rlsim.fidelity.sensitivity import choose_mixed
+from rlsim.corpus.agreement import FidelityRules
 from rlsim.models.reward import RewardModelSpec
 from rlsim.paths import build_folder_once, cache_dir
 from rlsim.scoring.base import RuntimeInfo, ScorerSettings, register_scorer
+from rlsim.scoring.int8_sensitivity import choose_mixed
 from rlsim.scoring.native_scorer import NativeScorer
 from rlsim.scoring.needs import NATIVE, ORT
 from rlsim.scoring.ort_scorer import OrtScorer

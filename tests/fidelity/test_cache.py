@@ -8,9 +8,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from rlsim.corpus.agreement import FidelityRules
 from rlsim.corpus.fidelity_corpus import FidelityCorpus
 from rlsim.fidelity.cache import cache_key, cached_runtime_fidelity, entry_path
-from rlsim.fidelity.check import FidelityRules
 from rlsim.scoring.base import ScorerSettings
 from tests.helpers.fidelity_doubles import METRICS
 
@@ -40,7 +40,7 @@ class Measure:
 
 
 def _metrics():
-    from rlsim.fidelity.metrics import FidelityMetrics
+    from rlsim.corpus.agreement import FidelityMetrics
 
     return FidelityMetrics(**METRICS)
 

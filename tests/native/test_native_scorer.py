@@ -20,7 +20,7 @@ pytestmark = pytest.mark.native
 
 @pytest.fixture(scope="module")
 def texts() -> list[str]:
-    from rlsim.scoring.verify import verification_texts
+    from rlsim.fidelity.verify import verification_texts
 
     return verification_texts()
 

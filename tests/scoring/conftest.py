@@ -1,7 +1,7 @@
 import pytest
 
+from rlsim.fidelity.verify import verification_texts
 from rlsim.models import resolve_reward_model
-from rlsim.scoring.verify import verification_texts
 
 
 @pytest.fixture(scope="session")

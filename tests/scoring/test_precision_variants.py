@@ -5,8 +5,8 @@ import json
 import numpy as np
 import pytest
 
+from rlsim.fidelity.verify import spearman
 from rlsim.scoring import SCORERS, ScorerSettings, make_scorer, unavailable_reason
-from rlsim.scoring.verify import spearman
 
 
 def test_static_calibration_is_reproducible(minilm, tmp_path):
@@ -55,8 +55,8 @@ def test_half_precision_runs_where_the_hardware_has_it(minilm, texts, runtime):
 @pytest.mark.slow  # the first use chooses the layers: a sensitivity report and a bisection (~30 s on tiny-llama-rm)
 @pytest.mark.parametrize("runtime", ["ort-int8-mixed", "native-int8-mixed"])
 def test_mixed_int8_runtimes_score_with_the_chosen_graph(tiny_llama_rm, texts, runtime):
-    from rlsim.fidelity.sensitivity import graph_scores
     from rlsim.scoring.int8_mixed_scorers import mixed_int8_choice, mixed_int8_graph
+    from rlsim.scoring.int8_sensitivity import graph_scores
 
     if runtime.startswith("native") and unavailable_reason(runtime):
         pytest.skip(unavailable_reason(runtime))

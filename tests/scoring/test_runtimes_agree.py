@@ -3,8 +3,8 @@
 import numpy as np
 import pytest
 
+from rlsim.fidelity.verify import FP32_ABS_TOL, spearman
 from rlsim.scoring import ScorerSettings, make_scorer
-from rlsim.scoring.verify import FP32_ABS_TOL, spearman
 
 
 @pytest.fixture(scope="module", params=["minilm", "tiny_llama_rm"])

@@ -16,7 +16,10 @@ import pytest
 from rlsim.cli.main import main
 from rlsim.corpus.fidelity_corpus import calibration_corpus
 from rlsim.errors import RlsimError
-from rlsim.fidelity.sensitivity import (
+from rlsim.models import resolve_reward_model
+from rlsim.scoring.base import ScorerSettings
+from rlsim.scoring.export import export_reward_model
+from rlsim.scoring.int8_sensitivity import (
     MixedChoice,
     UnitHarm,
     choose_mixed,
@@ -28,9 +31,6 @@ from rlsim.fidelity.sensitivity import (
     units_of,
     weight_matmuls,
 )
-from rlsim.models import resolve_reward_model
-from rlsim.scoring.base import ScorerSettings
-from rlsim.scoring.export import export_reward_model
 
 pytest.importorskip("onnxruntime")
 SETTINGS = ScorerSettings(threads=1, max_length=128)

@@ -4,8 +4,11 @@ fp32 runtimes pass at ``max_abs_diff <= FP32_ABS_TOL``. Reduced-precision runtim
 fp16: ``RuntimeInfo.reduced_precision``) are *expected* to deviate: their deviation and Spearman
 rank correlation with the reference are reported, and they pass when the ranking mostly survives
 (``INT8_MIN_SPEARMAN``), since a reward's job is to rank. With ``fidelity`` rules the runtimes also score the
-fidelity corpus (``rlsim.fidelity``) and reduced precision is judged by its within-group pair flips and Spearman
+fidelity corpus (``rlsim.corpus``) and reduced precision is judged by its within-group pair flips and Spearman
 there instead; a runtime this machine cannot run is reported as skipped, with the reason.
+
+The engine of ``rlsim verify``: it judges the runtimes, so it lives with the fidelity checks, beside scoring rather
+than in it (``tests/test_import_rules.py``: scoring imports nothing of rlsim.fidelity).
 """
 
 from __future__ import annotations
@@ -17,10 +20,9 @@ from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
+from rlsim.corpus.agreement import FidelityRules, fidelity_metrics, score_in_length_order
 from rlsim.corpus.fidelity_corpus import FidelityCorpus, build_corpus
 from rlsim.errors import RlsimError
-from rlsim.fidelity.check import FidelityRules, score_in_length_order
-from rlsim.fidelity.metrics import fidelity_metrics
 from rlsim.models.reward import RewardModelSpec
 from rlsim.models.reward_head import read_report
 from rlsim.scoring.base import SCORERS, ScorerSettings, UnsupportedRuntime, make_scorer

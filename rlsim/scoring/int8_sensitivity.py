@@ -12,6 +12,10 @@ FFN, pooler, head). The reference is the plain fp32 graph itself on the same
 texts and batches: it matches fp32 eager to ~1e-6 (``rlsim verify``'s fp32 rule is 1e-4), and it makes the
 report a function of the graph alone, so a graph with one layer broken on purpose can be checked. Only the
 calibration split is scored: a precision choice made from this report is judged afterwards on the corpus.
+
+``choose_mixed`` makes that choice for the ``*-int8-mixed`` runtimes (``int8_mixed_scorers``): the fewest of the most
+harmful layers kept in fp32 with which the rest in int8 passes the fidelity rules on the calibration split. It is
+how a runtime is built, so it lives with the runtimes and judges by ``rlsim.corpus.agreement`` alone.
 """
 
 from __future__ import annotations
@@ -27,10 +31,9 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
+from rlsim.corpus.agreement import FidelityMetrics, fidelity_metrics, score_in_length_order
 from rlsim.corpus.fidelity_corpus import FidelityCorpus, calibration_corpus
 from rlsim.errors import RlsimError
-from rlsim.fidelity.check import score_in_length_order
-from rlsim.fidelity.metrics import FidelityMetrics, fidelity_metrics
 from rlsim.scoring.export import export_reward_model
 from rlsim.scoring.ort_scorer import OrtScorer
 

@@ -1,4 +1,5 @@
-"""How far a runtime's rewards are from the reference's, in the terms RLHF training cares about.
+"""How far a runtime's rewards are from the reference's, in the terms RLHF training cares about, and when that is
+close enough.
 
 GRPO and PPO with group baselines use a reward model to *order* the samples of a group (the
 responses to one prompt), so next to global rank correlation this measures what happens inside
@@ -8,17 +9,30 @@ take float arrays of rewards, shape ``(n,)``, and integer group ids, shape ``(n,
 Worked example (used in the tests): reference ``[1, 2, 3, 4]``, candidate ``[1, 3, 2, 4]``, one
 group. Ranks differ at two places by 1: Spearman ``1 - 6 * 2 / (4 * 15) = 0.8``; of the 6 pairs
 one is discordant: Kendall tau ``(5 - 1) / 6 = 0.667``, pair-flip rate ``1/6``.
+
+Pass rules (``FidelityRules``): an fp32 runtime must match the reference to ``fp32_max_abs_diff``;
+a reduced-precision one (``RuntimeInfo.reduced_precision``) passes when within-group pair flips stay at
+or under ``max_pair_flip_rate`` and Spearman at or over ``min_spearman``: a reward model's job in
+GRPO/PPO is to order a group's samples, so these two say whether the training signal survives.
+``score_in_length_order`` gives every runtime compared the same batches of a corpus.
+
+The yardstick beside the corpus it is applied to: the fidelity checks (``rlsim.fidelity``) judge runtimes by it
+and the int8-mixed runtime (``rlsim.scoring.int8_sensitivity``) chooses its fp32 layers by it, so it is plain
+numpy that imports neither (``tests/test_import_rules.py``).
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from itertools import combinations
 
 import numpy as np
 
 from rlsim.algorithms.advantages import group_advantages
+
+SCORE_BATCH = 16
 
 
 def ranks(x: np.ndarray) -> np.ndarray:
@@ -120,3 +134,42 @@ def fidelity_metrics(reference: np.ndarray, candidate: np.ndarray, groups: np.nd
         reward_mae_over_std=reward_mae_over_std(ref, cand),
         max_abs_diff=float(np.max(np.abs(ref - cand))) if len(ref) else 0.0,
     )
+
+
+@dataclass(frozen=True)
+class FidelityRules:
+    max_pair_flip_rate: float = 0.02
+    min_spearman: float = 0.99
+    fp32_max_abs_diff: float = 1e-4
+
+    def passes(self, reduced_precision: bool, metrics: FidelityMetrics) -> bool:
+        return not self.failures(reduced_precision, metrics)
+
+    def failures(self, reduced_precision: bool, metrics: FidelityMetrics) -> list[str]:
+        """Each rule ``metrics`` breaks, in words (``pair flips 11.6% > 2.0%``); empty when it passes."""
+        if not reduced_precision:
+            if metrics.max_abs_diff <= self.fp32_max_abs_diff:
+                return []
+            return [f"max |diff| {metrics.max_abs_diff:.2e} > {self.fp32_max_abs_diff:.0e} (fp32)"]
+        out = []
+        if metrics.pair_flip_rate > self.max_pair_flip_rate:
+            out.append(f"pair flips {metrics.pair_flip_rate:.1%} > {self.max_pair_flip_rate:.1%}")
+        if metrics.spearman < self.min_spearman:
+            out.append(f"Spearman {metrics.spearman:.4f} < {self.min_spearman:g}")
+        return out
+
+    def as_dict(self) -> dict[str, float]:
+        return dict(self.__dict__)
+
+
+def score_in_length_order(scorer, texts: Sequence[str], batch: int = SCORE_BATCH) -> np.ndarray:
+    """Rewards for ``texts`` in input order, scored ``batch`` at a time sorted by length (little padding).
+
+    Every runtime gets the same batches, so differences come from the runtime, not the batching.
+    """
+    order = sorted(range(len(texts)), key=lambda i: (len(texts[i]), i))
+    out = np.empty(len(texts), dtype=np.float64)
+    for start in range(0, len(order), batch):
+        idx = order[start : start + batch]
+        out[idx] = scorer.score_batch([texts[i] for i in idx])
+    return out
