@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from rlsim.corpus.agreement import FidelityMetrics, FidelityRules, fidelity_metrics, score_in_length_order
+from rlsim.corpus.agreement import FidelityRules, fidelity_metrics, score_in_length_order
 from rlsim.corpus.fidelity_corpus import FidelityCorpus, build_corpus
 from rlsim.errors import RlsimError
 from rlsim.scoring.base import SCORERS, UnsupportedRuntime, make_scorer
@@ -19,10 +19,6 @@ from rlsim.scoring.base import SCORERS, UnsupportedRuntime, make_scorer
 if TYPE_CHECKING:
     from rlsim.models.reward import RewardModelSpec
     from rlsim.scoring.base import ScorerSettings
-
-
-def corpus_fidelity(reference: np.ndarray, candidate: np.ndarray, corpus: FidelityCorpus) -> FidelityMetrics:
-    return fidelity_metrics(reference, candidate, corpus.groups)
 
 
 def runtime_fidelity(

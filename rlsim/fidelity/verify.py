@@ -13,14 +13,13 @@ than in it (``tests/test_import_rules.py``: scoring imports nothing of rlsim.fid
 
 from __future__ import annotations
 
-import math
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
-from rlsim.corpus.agreement import FidelityRules, fidelity_metrics, score_in_length_order
+from rlsim.corpus.agreement import FidelityRules, fidelity_metrics, score_in_length_order, spearman
 from rlsim.corpus.fidelity_corpus import FidelityCorpus, build_corpus
 from rlsim.errors import RlsimError
 from rlsim.models.reward import RewardModelSpec
@@ -189,13 +188,3 @@ def _check_runtime(
         int8=int8,
         precision=precision,
     )
-
-
-def spearman(a: np.ndarray, b: np.ndarray) -> float:
-    """Spearman rank correlation (no tie correction: rewards are continuous)."""
-    if len(a) < 2:
-        return 1.0
-    ra = np.argsort(np.argsort(a)).astype(np.float64)
-    rb = np.argsort(np.argsort(b)).astype(np.float64)
-    r = np.corrcoef(ra, rb)[0, 1]
-    return 1.0 if math.isnan(r) else float(r)

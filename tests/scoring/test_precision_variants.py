@@ -5,7 +5,7 @@ import json
 import numpy as np
 import pytest
 
-from rlsim.fidelity.verify import spearman
+from rlsim.corpus.agreement import spearman
 from rlsim.scoring import SCORERS, ScorerSettings, make_scorer, unavailable_reason
 
 

@@ -3,7 +3,8 @@
 import numpy as np
 import pytest
 
-from rlsim.fidelity.verify import FP32_ABS_TOL, spearman
+from rlsim.corpus.agreement import spearman
+from rlsim.fidelity.verify import FP32_ABS_TOL
 from rlsim.scoring import ScorerSettings, make_scorer
 
 
