@@ -53,3 +53,12 @@ def test_it_loads_and_describes_h100s() -> None:
     assert not profile.illustrative and profile.generation is not None and profile.generation.device == "cuda"
     assert profile.machine is not None and "H100" in profile.machine["gpus"][0]["name"]
     assert profile.generation.parallel is not None and 8 in profile.generation.parallel.tp_speedup
+
+
+def test_the_vllm_reward_model_is_the_padded_one_charged_per_real_token() -> None:
+    # vLLM's pooling runner (rm-7b@vllm) computes a flat batch of real tokens; the same model through a padded
+    # runtime (rm-7b@cuda) has the same cost per computed token, so only the padding differs between them.
+    runtimes = load_profile(H100).runtimes
+    vllm, padded = runtimes["rm-7b@vllm"], runtimes["rm-7b@cuda"]
+    assert not vllm.pads and padded.pads
+    assert vllm.model_dump(exclude={"pads"}) == padded.model_dump(exclude={"pads"})
