@@ -11,6 +11,7 @@ import pytest
 from rlsim.errors import RlsimError
 from rlsim.loop.config import RunConfig
 from rlsim.planner.measure.loop_results import LoopSteps
+from rlsim.planner.measure.sections import bound_note, loop_contention
 from rlsim.planner.profile.fitting.loops import (
     CONTENTION_BOUND,
     CalibrationRun,
@@ -205,6 +206,17 @@ def test_contention_fit_rests_on_every_overlapped_run_and_reaches_past_the_old_b
     entry = fitted.per_runtime["eager"]
     assert (entry.gen_slowdown, entry.score_slowdown) == pytest.approx((4.5, 5.0))
     assert CONTENTION_BOUND > 5.0
+    # The profile's note names the runs the fit rests on.
+    measured: list[str] = []
+    assert profile.generation is not None and profile.trainer is not None
+    loop_contention(runs, profile.runtimes, profile.generation, profile.trainer, None, measured, [])
+    assert measured == ["contention fitted to overlapped shared loop runs (overlapped-4, overlapped-6) for eager "
+                        "(gen +450%, score +500%)"]  # fmt: skip
+
+
+def test_a_contention_fit_on_the_search_bound_says_so() -> None:
+    assert bound_note(ContentionEntry(gen_slowdown=0.5, score_slowdown=CONTENTION_BOUND)).startswith("; at the search")
+    assert bound_note(ContentionEntry(gen_slowdown=0.5, score_slowdown=5.0)) == ""
 
 
 def test_a_results_file_whose_config_does_not_match_its_tokens_is_refused(tmp_path: Path) -> None:

@@ -131,11 +131,11 @@ def loop_contention(
     if fitted is None:
         return measured_file
     unmeasured[:] = [u for u in unmeasured if not u.startswith("contention: no contention_results")]
-    configs = sorted({r.path.name for r in usable if r.contended})
+    configs = sorted({r.path.parent.name or str(r.path) for r in usable if r.contended})
     measured.append(
         f"contention fitted to overlapped shared loop runs ({', '.join(configs)}) for "
         + ", ".join(
-            f"{k} (gen +{v.gen_slowdown:.0%}, score +{v.score_slowdown:.0%}{_at_bound(v)})"
+            f"{k} (gen +{v.gen_slowdown:.0%}, score +{v.score_slowdown:.0%}{bound_note(v)})"
             for k, v in sorted(fitted.per_runtime.items())
         )
     )
@@ -242,7 +242,7 @@ def _sharing_fields(by_threads: dict[int, float]) -> dict[str, Any]:
     }
 
 
-def _at_bound(entry: ContentionEntry) -> str:
+def bound_note(entry: ContentionEntry) -> str:
     """A note where a fitted slowdown sits on the search's upper bound (the runs want more than it allows)."""
     if max(entry.gen_slowdown, entry.score_slowdown) >= CONTENTION_BOUND - 1e-9:
         return f"; at the search bound +{CONTENTION_BOUND:.0%}: the model explains these runs only by more contention"
