@@ -14,8 +14,9 @@ from rlsim.scoring import SCORERS  # the package: importing it registers every b
 
 def runtime_precision(runtime: str, server_runtime: str = "ort") -> str | None:
     """The number format ``runtime`` computes in (``http``: its server's runtime's); None for a name not
-    registered in this process (recorded results of a plug-in runtime): it then has no peak to compare with."""
-    if runtime not in SCORERS:
+    registered in this process (recorded results of a plug-in runtime), or a reward that does no model
+    arithmetic (a Python verifier, a code sandbox): it then has no peak to compare with."""
+    if runtime not in SCORERS or SCORERS.info(runtime).kind in ("function", "sandbox"):
         return None
     precision = SCORERS.info(runtime).precision
     if precision is None and server_runtime in SCORERS:

@@ -16,6 +16,9 @@ def test_precisions_come_from_the_registry() -> None:
     assert needed_precisions(["eager", "ort-int8", "eager-bf16", "native-int8"]) == ["bf16", "int8"]
     assert needed_precisions(["eager", "ort", "http"]) == []
     assert runtime_precision("my-plugin-runtime") is None  # not registered here: no peak, not an error
+    # A verifier and a sandbox do no model arithmetic: no precision, no peak (their cells read "-").
+    assert runtime_precision("function") is None and runtime_precision("sandbox") is None
+    assert needed_precisions(["eager", "function", "sandbox"]) == []
 
 
 def test_peak_fraction_arithmetic() -> None:
