@@ -292,3 +292,23 @@ def test_deep_merge_replaces_a_mapping_that_switches_kind() -> None:
     base = {"response": {"kind": "lognormal", "mean": 64, "sigma": 0.6}, "prompt": {"kind": "fixed", "tokens": 4}}
     merged = deep_merge(base, {"response": {"kind": "fixed", "tokens": 8}, "prompt": {"tokens": 6}})
     assert merged == {"response": {"kind": "fixed", "tokens": 8}, "prompt": {"kind": "fixed", "tokens": 6}}
+
+
+@pytest.mark.parametrize("name", sorted(p.name for p in (ROOT / "configs").glob("validate_cpu*.yaml")))
+def test_every_shipped_validation_set_is_apart_from_calibration_and_predictable(name: str) -> None:
+    # Each set loads, shares no configuration name with the calibration set, anchors on a calibration config, and
+    # every configuration is predicted from the set's own profile (its runtimes, roles and entries all there).
+    from rlsim.planner.profile.schema import load_profile
+    from rlsim.planner.validate.predict import case_profile
+
+    loop_set, base = load_loop_set(ROOT / "configs" / name)
+    calibration, cal_base = load_loop_set(ROOT / "configs" / "profiles" / "calibrate_cpu.yaml")
+    cal_names = {c.name for c in resolve_cases(calibration, cal_base)}
+    cases = resolve_cases(loop_set, base)
+    assert cases and not {c.name for c in cases} & cal_names
+    assert loop_set.anchor is not None and loop_set.anchor.config in cal_names
+    profile = load_profile(base / loop_set.profile)
+    for case in cases:
+        steps = predict_step(case.config, case_profile(profile, case.config.reward.runtime, case.profile_runtime),
+                             replay=[2]).steps  # fmt: skip
+        assert steps[0].time_s["total"] > 0, case.name
