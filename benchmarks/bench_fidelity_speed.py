@@ -23,6 +23,8 @@ results.json holds the verdict; this script's last stdout line gathers both.
     .venv/bin/python benchmarks/bench_fidelity_speed.py --out /tmp/fs --repeats 2 --count 8   # a check of the command
     .venv/bin/python benchmarks/bench_fidelity_speed.py --runtimes eager,eager-bf16,ort,native,ort-int8-mixed,vllm \
         --out benchmarks/results/bench_vllm_vs_faithful          # vLLM's pooling runner beside them (issue 28)
+    .venv/bin/python benchmarks/bench_fidelity_speed.py --runtimes eager,eager-bf16,vllm,vllm-bf16 \
+        --out benchmarks/results/bench_vllm_bf16                 # the pooling runner in bf16 too (issue 30)
 
 Time on a 2-core machine: 40 worker processes (5 runtimes x 4 rounds x 2 grids, about 5 s of start-up each),
 4 GEMM runs, and, unless this machine's fidelity cache holds them, the corpus scored with 5 runtimes (about 1.5

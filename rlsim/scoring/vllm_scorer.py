@@ -1,4 +1,5 @@
-"""``vllm``: the reward model on vLLM's pooling runner, an engine inside the scoring process.
+"""``vllm``: the reward model on vLLM's pooling runner, an engine inside the scoring process; ``vllm-bf16``: the
+same engine in bfloat16 (CPUs with AVX512-BF16 or AMX, or CUDA), a precision variant judged by the fidelity rules.
 
 This is the path the frameworks serve discriminative reward models on: verl's reward loop sends rollouts to a
 vLLM (or SGLang) server's classify endpoint behind a router (verl ``docs/advance/reward_loop.rst``). Here the
@@ -27,6 +28,7 @@ from typing import Any
 import numpy as np
 
 from rlsim.errors import RlsimError
+from rlsim.hardware.cpu import BF16_CPU_FLAGS
 from rlsim.models.reward import RewardModelSpec
 from rlsim.rollout.engine_errors import engine_failure, is_engine_failure
 from rlsim.rollout.vllm_processes import engine_process_args, shutdown_engine
@@ -70,15 +72,17 @@ def _engine_failure(err: BaseException, doing: str, model: RewardModelSpec) -> R
 
 @register_scorer("vllm", RuntimeInfo(needs=VLLM, explicit=True, pads=False))
 class VllmPoolingScorer(TokenizingScorer):
-    """A ``vllm.LLM(runner="pooling")`` engine, fp32, scoring token-id rows with the classify task."""
+    """A ``vllm.LLM(runner="pooling")`` engine in ``dtype`` (fp32 here), scoring token-id rows with the classify
+    task."""
 
     name = "vllm"
+    dtype = "float32"
 
     def __init__(self, model: RewardModelSpec, settings: ScorerSettings) -> None:
         architecture = model_architecture(model)
         if not vllm_can_serve(architecture, _supported_architectures()):
             raise RlsimError(
-                f"runtime 'vllm' cannot serve {model.name} ({model.path}): vLLM has no implementation of "
+                f"runtime {self.name!r} cannot serve {model.name} ({model.path}): vLLM has no implementation of "
                 f"{architecture}; score it with eager, ort or native"
             )
         super().__init__(model, settings)
@@ -89,7 +93,7 @@ class VllmPoolingScorer(TokenizingScorer):
             model=str(model.path),
             runner="pooling",
             convert="classify",
-            dtype="float32",
+            dtype=self.dtype,
             max_model_len=self.max_length,
             enforce_eager=True,
             seed=0,
@@ -102,7 +106,7 @@ class VllmPoolingScorer(TokenizingScorer):
         except Exception as err:
             if is_engine_failure(err):
                 raise _engine_failure(err, "starting", model) from None
-            raise RlsimError(f"runtime 'vllm' could not start an engine for {architecture}: {err}") from None
+            raise RlsimError(f"runtime {self.name!r} could not start an engine for {architecture}: {err}") from None
         self._params = PoolingParams(use_activation=False)
 
     def _forward(self, batch: EncodedBatch) -> np.ndarray:
@@ -126,3 +130,19 @@ class VllmPoolingScorer(TokenizingScorer):
     def close(self) -> None:
         if hasattr(self, "_llm"):
             shutdown_engine(self._llm.llm_engine)
+
+
+# vLLM's CPU backend accepts bfloat16 on every x86 CPU (vllm 0.32 ``vllm/platforms/cpu.py``,
+# ``CpuPlatform.supported_dtypes``), with or without AVX512-BF16: without it ``import_kernels`` loads the
+# ``_C_AVX512``/``_C_AVX2`` kernels and torch emulates bf16, slower than fp32. So the CPU flags are rlsim's check
+# (``RuntimeInfo.cpu_flags``). The pooling runner keeps the classifier head in fp32 unless the model's config says
+# otherwise (``vllm/config/model.py`` ``_get_head_dtype``); the encoder runs in bf16.
+VLLM_BF16 = RuntimeInfo(needs=VLLM, precision="bf16", cpu_flags=BF16_CPU_FLAGS, variant=True, explicit=True, pads=False)
+
+
+@register_scorer("vllm-bf16", VLLM_BF16)
+class VllmBf16Scorer(VllmPoolingScorer):
+    """The same engine in bfloat16: unpadded scheduling and bf16 matrix products (AMX or AVX512-BF16 on CPU)."""
+
+    name = "vllm-bf16"
+    dtype = "bfloat16"

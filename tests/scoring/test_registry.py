@@ -43,6 +43,28 @@ def test_bf16_is_refused_on_a_cpu_without_bf16_instructions_naming_the_flag() ->
     assert "cuda only" in SCORERS.info("eager-fp16").hardware_reason("eager-fp16", "cpu")
 
 
+def test_vllm_bf16_is_the_vllm_engine_in_bf16_named_only_explicitly() -> None:
+    info, cls = SCORERS.info("vllm-bf16"), SCORERS.get("vllm-bf16")
+    assert (info.precision, info.pads, info.explicit, info.variant) == ("bf16", False, True, True)
+    assert info.reduced_precision and info.needs == SCORERS.info("vllm").needs
+    assert issubclass(cls, SCORERS.get("vllm")) and (cls.dtype, SCORERS.get("vllm").dtype) == ("bfloat16", "float32")
+    assert "vllm-bf16" not in expand_runtimes("all,variants")  # an engine start: named only explicitly, like vllm
+    assert expand_runtimes("eager,vllm-bf16") == ["eager", "vllm-bf16"]
+
+
+def test_vllm_bf16_is_refused_before_an_engine_on_a_cpu_without_bf16(monkeypatch) -> None:
+    from rlsim.scoring import base
+    from rlsim.scoring.base import UnsupportedRuntime
+
+    monkeypatch.setattr(base, "cpu_flags", lambda: frozenset({"avx2", "avx512f", "avx512_vnni", "fma"}))
+    with pytest.raises(UnsupportedRuntime, match=r"'vllm-bf16' needs a CPU with bf16 .*avx512_bf16 or amx_bf16"):
+        make_scorer("vllm-bf16", None)  # type: ignore[arg-type]  (refused before the model is touched)
+    info = SCORERS.info("vllm-bf16")
+    assert info.hardware_reason("vllm-bf16", "cpu", flags=frozenset({"avx2", "amx_bf16"})) is None
+    assert info.hardware_reason("vllm-bf16", "cuda", flags=frozenset()) is None  # a GPU has bf16
+    assert SCORERS.info("vllm").hardware_reason("vllm", "cpu", flags=frozenset({"avx2"})) is None  # fp32 runs anywhere
+
+
 def test_make_scorer_refuses_what_the_hardware_lacks_before_loading(monkeypatch) -> None:
     from rlsim.scoring.base import UnsupportedRuntime
 
