@@ -188,6 +188,7 @@ def test_contention_fit_finds_the_slowdowns_the_measurements_came_from() -> None
     assert fit_contention([run_of(config(2))], profile) is None  # no overlapped shared run: nothing to fit
 
 
+@pytest.mark.slow  # a calibration-sized fit: two configs over the whole grid (~10 s on 2 cores)
 def test_contention_fit_rests_on_every_overlapped_run_and_reaches_past_the_old_bound() -> None:
     # Two overlapped shared configs measured at slowdowns beyond the old search bound (3.25): both come back.
     profile = loop_like_profile()

@@ -55,7 +55,9 @@ if TYPE_CHECKING:
 
 # Slowdowns searched, fractions (1.0 = twice as long). Up to 6: a fit to one overlapped config once sat at the
 # old bound (3.25 after the fine pass), so the bound and not the runs chose it; CONTENTION_BOUND names a fit on it.
-_COARSE = np.round(np.arange(0.0, 6.0001, 0.25), 3).tolist()
+# Steps of 0.25 to 3 (the score slowdown moves a step little, so a coarser grid there can settle in the wrong
+# place) and of 0.5 beyond, which the fine pass (+-0.25) still covers without a gap: 19 x 19 trials, not 25 x 25.
+_COARSE = np.round(np.concatenate([np.arange(0.0, 3.0001, 0.25), np.arange(3.5, 6.0001, 0.5)]), 3).tolist()
 _FINE = np.round(np.arange(-0.25, 0.2501, 0.05), 3).tolist()
 CONTENTION_BOUND = _COARSE[-1] + _FINE[-1]
 
