@@ -15,6 +15,7 @@ from collections.abc import Iterator
 import numpy as np
 import pytest
 
+from rlsim.corpus.agreement import spearman
 from rlsim.scoring import SCORERS, make_scorer
 from rlsim.scoring.base import ScorerSettings
 
@@ -48,4 +49,6 @@ def test_vllm_bf16_scores_close_to_fp32_eager_and_keeps_the_order(vllm_bf16, min
     # Past fp32 round-off (the fp32 vllm runtime is within 1.5e-5 of eager on these texts), so the engine did run in
     # bf16; and within bf16's few significant digits.
     assert 1e-3 < gap <= TOLERANCE * float(np.abs(reference).max())
-    assert np.array_equal(np.argsort(rewards), np.argsort(reference))
+    # The order: at most what one adjacent swap of the 12 costs (rho 0.993), the fidelity rules' Spearman floor;
+    # the closest pair (0.12 apart in fp32) is within bf16's rounding on some CPUs, so exact equality would be luck.
+    assert spearman(rewards, reference) >= 0.99
