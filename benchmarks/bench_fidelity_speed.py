@@ -75,6 +75,8 @@ def main(argv: list[str]) -> int:
         help="the ratio to fp32 eager the fastest faithful runtime must reach (default 1.5, issue 14; issue 30: 2.5)",
     )
     args, extra = parser.parse_known_args(argv)
+    if not 0 < args.target_ratio < float("inf"):
+        parser.error(f"--target-ratio must be a positive finite ratio to fp32 eager, not {args.target_ratio}")
     sys.path.insert(0, str(ROOT))
     from rlsim.cli.main import main as rlsim_main
 
