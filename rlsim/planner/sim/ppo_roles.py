@@ -118,15 +118,17 @@ class Experience:
     gen_done: float
     weights: dict[str, float]  # units each process wants
     pool: float  # units of the scoring cores they share
+    generation: GenerationClaim | None  # generation on those cores (None: it slows nothing there)
 
     @property
     def done_s(self) -> float:
         """When the last experience output (reward, log-prob, value) is ready."""
         return max([self.gen_done, self.scoring.done_s] + [c.end for c in self.calls])
 
-    def generation_speeds(self, generation: GenerationClaim | None) -> list[SpeedProfile]:
+    def generation_speeds(self) -> list[SpeedProfile]:
         """Generation's speed beside the scorers and the roles: its share of the pool while the busy processes
         want ``pools`` of it (``GenerationClaim.generation_rate``); full speed without contention."""
+        generation = self.generation
         if generation is None:
             return [SpeedProfile.constant()]
         events = sorted(
@@ -222,12 +224,12 @@ def run_experience(
     for call in calls:
         wants = res.replica_units if call.role.startswith("scorer") else pool
         weights[call.process] = max(weights.get(call.process, 0.0), wants)
-    generation = contention_claim(inputs, engine_end) if contended else None
+    generation = _contention_claim(inputs, engine_end) if contended else None
     share_cores(calls, weights, pool, generation, model.efficiency(max(weights.values())))
-    return Experience(_retimed(outcome, calls), calls, gen_done, weights, pool)
+    return Experience(_retimed(outcome, calls), calls, gen_done, weights, pool, generation)
 
 
-def contention_claim(inputs: StepInputs, engine_end: np.ndarray) -> GenerationClaim | None:
+def _contention_claim(inputs: StepInputs, engine_end: np.ndarray) -> GenerationClaim | None:
     """Generation on the scoring cores as a claimant of their pool, from the profile's contention entry; None
     where the entry measured none (generation and the processes beside it do not slow each other)."""
     busy, c = _engines_busy(engine_end, inputs.resources.engines_per_node), inputs.contention

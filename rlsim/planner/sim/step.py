@@ -21,7 +21,7 @@ import numpy as np
 
 from rlsim.planner.sim.events import SpeedProfile
 from rlsim.planner.sim.generation import EngineBatch, completion_work_s, deal
-from rlsim.planner.sim.ppo_roles import Experience, contention_claim, run_experience
+from rlsim.planner.sim.ppo_roles import Experience, run_experience
 from rlsim.planner.sim.reward_pool import chunked, score_in_chunks, service_times
 from rlsim.planner.sim.scoring import ScoringOutcome, simulate_round_robin, simulate_scoring
 from rlsim.planner.sim.step_types import CRITICAL_PATH, PHASES, StepInputs, StepResult, union_s
@@ -67,7 +67,7 @@ def simulate_step(inputs: StepInputs, seed: int, step: int) -> StepResult:
             break
         previous = total
         if experience is not None:
-            gen_speeds = experience.generation_speeds(contention_claim(inputs, engine_end))
+            gen_speeds = experience.generation_speeds()
         else:
             gen_speeds = _generation_speeds(outcome, res, inputs.contention.gen_slowdown)
     result = _assemble(inputs, batch, finish, engine_end, outcome, int(responses.sum()), rounds)
