@@ -188,15 +188,15 @@ def run_experience(
     finish: np.ndarray,
     engine_end: np.ndarray,
     outcome: ScoringOutcome,
-    contended: bool,
+    scorer_speed: SpeedProfile | None,
 ) -> Experience:
-    """The scorers' batches of ``outcome`` plus the reference and critic calls, sharing the scoring cores."""
+    """The scorers' batches of ``outcome`` plus the reference and critic calls, sharing the scoring cores.
+    ``scorer_speed``: the speed ``outcome``'s batches ran at beside generation (None: not contended)."""
     roles, res, spec = inputs.roles, inputs.resources, inputs.spec
     assert roles is not None and inputs.profile.roles is not None
     model = inputs.profile.roles
     pool = res.scoring_units_per_node
-    slowdown = inputs.contention.score_slowdown if contended else 0.0
-    work_of = SpeedProfile.from_ends(engine_end.tolist(), res.engines_per_node, slowdown)
+    work_of = scorer_speed or SpeedProfile.constant()
     gen_done = float(engine_end.max())
     n = int(batch.valid.sum())
     arrive, tokens = np.zeros(n), np.zeros(n, dtype=np.int64)
@@ -224,7 +224,7 @@ def run_experience(
     for call in calls:
         wants = res.replica_units if call.role.startswith("scorer") else pool
         weights[call.process] = max(weights.get(call.process, 0.0), wants)
-    generation = _contention_claim(inputs, engine_end) if contended else None
+    generation = _contention_claim(inputs, engine_end) if scorer_speed is not None else None
     share_cores(calls, weights, pool, generation, model.efficiency(max(weights.values())))
     return Experience(_retimed(outcome, calls), calls, gen_done, weights, pool, generation)
 

@@ -60,7 +60,7 @@ def simulate_step(inputs: StepInputs, seed: int, step: int) -> StepResult:
         else:
             outcome = _score(inputs, batch, finish, engine_end, score_tokens, noise, speeds)
         if inputs.roles is not None and function is None:
-            experience = run_experience(inputs, batch, finish, engine_end, outcome, contended)
+            experience = run_experience(inputs, batch, finish, engine_end, outcome, speeds[0] if speeds else None)
             outcome = experience.scoring
         total = max(outcome.done_s, float(finish.max()), experience.done_s if experience else 0.0)
         if not contended or abs(total - previous) <= 1e-4 * total or rounds >= _MAX_ROUNDS:
