@@ -37,7 +37,8 @@ def main() -> None:
     runs = {
         p.parent.name: read_calibration_run(p, disturbed_above=0.15) for p in sorted(args.runs.glob("*/results.json"))
     }
-    cases = json.loads(args.validation.read_text())["configs"]
+    validation = json.loads(args.validation.read_text())
+    cases, warmup = validation["configs"], int(validation.get("warmup_steps", 1))
     out = []
     for names in (f.split(",") for f in args.fit):
         missing = [n for n in names if n not in runs]
@@ -58,7 +59,7 @@ def main() -> None:
             config = RunConfig.model_validate(
                 json.loads((Path(case["run_dir"]) / "results.json").read_text())["config"]
             )
-            steps = predict_step(config, trial, replay=list(range(2, config.steps + 1))).steps
+            steps = predict_step(config, trial, replay=list(range(warmup + 1, config.steps + 1))).steps
             predicted = {k: float(np.median([s.time_s[k] for s in steps])) for k in ("total", "generate", "score")}
             measured = {
                 "total": case["measured_step_s"],
