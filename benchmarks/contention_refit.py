@@ -17,6 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
+from rlsim.errors import RlsimError
 from rlsim.fingerprint import machine_fingerprint
 from rlsim.io import atomic_write_json
 from rlsim.loop.config import RunConfig
@@ -33,6 +34,13 @@ def main() -> None:
     parser.add_argument("--fit", action="append", required=True, help="comma-separated overlapped configs to fit on")
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
+    try:
+        refit(args, parser)
+    except (RlsimError, OSError, ValueError, KeyError, TypeError) as err:  # a missing, cut or foreign file
+        parser.error(f"{type(err).__name__}: {err}")
+
+
+def refit(args: argparse.Namespace, parser: argparse.ArgumentParser) -> None:
     profile = load_profile(args.profile)
     runs = {
         p.parent.name: read_calibration_run(p, disturbed_above=0.15) for p in sorted(args.runs.glob("*/results.json"))
