@@ -20,6 +20,8 @@ from rlsim.loop.roles.reward_stage import RewardStage, RewardStageSettings
 from rlsim.rollout.types import Rollout
 from tests.helpers.loop_doubles import FakeStage
 
+# Every test here but the last shares one worker whose http runtime starts an `rlsim serve` process with a real
+# model, and waits out stalls and a restart: slow, as tests/serve/test_serve_process.py marks its server tests.
 DEADLINE_S = 3.0
 ROLLOUTS = [Rollout(uid, uid // 2, [1, 2, 3], [100 + uid] * (4 + uid)) for uid in range(6)]
 
@@ -43,6 +45,7 @@ def unfaulted(worker: ScoringWorker) -> dict[int, float]:
     return rewards
 
 
+@pytest.mark.slow
 def test_a_stall_shorter_than_the_deadline_is_answered_late_by_the_same_server(worker, unfaulted) -> None:
     pid = worker.server_pid()
     t0 = time.monotonic()
@@ -51,6 +54,7 @@ def test_a_stall_shorter_than_the_deadline_is_answered_late_by_the_same_server(w
     assert rewards == unfaulted and worker.server_pid() == pid
 
 
+@pytest.mark.slow
 def test_a_stall_past_the_deadline_fails_naming_the_setting_and_the_server_is_resumed(worker, unfaulted) -> None:
     pid = worker.server_pid()
     with pytest.raises(RlsimError, match=r"(?s)within 3 s.*reward\.http_deadline_s, now 3 s"):
@@ -60,6 +64,7 @@ def test_a_stall_past_the_deadline_fails_naming_the_setting_and_the_server_is_re
     assert rewards == unfaulted and worker.server_pid() == pid
 
 
+@pytest.mark.slow
 def test_a_killed_server_is_replaced_and_the_batch_scored_again(worker, unfaulted) -> None:
     old = worker.server_pid()
     restarts = worker.stage.server_restarts

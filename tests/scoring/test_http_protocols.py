@@ -24,6 +24,7 @@ from rlsim.scoring.http_protocols import PROTOCOLS
 ROOT = Path(__file__).resolve().parents[2]
 
 
+@pytest.mark.slow  # starts an rlsim serve process with a real model, as tests/serve/test_serve_process.py's do
 def test_every_protocol_gives_the_in_process_rewards(minilm, texts) -> None:
     eager = make_scorer("eager", minilm, ScorerSettings(threads=1, max_length=64))
     # This one starts its own server and speaks OpenRLHF's /get_reward to it; the others use its URL.
