@@ -3,6 +3,8 @@ value loss that falls as it is fitted to fixed returns."""
 
 from __future__ import annotations
 
+import logging
+
 import numpy as np
 import pytest
 import torch
@@ -27,7 +29,16 @@ def batch() -> list[Rollout]:
 def test_values_come_per_response_token_from_the_policy_backbone(tiny_policy) -> None:
     from transformers import AutoModelForCausalLM
 
-    critic = CriticModel(tiny_policy, CriticSettings(threads=1, micro_batch=4))
+    # transformers' own handler holds whatever stderr was at its first log, so listen on its logger instead.
+    heard: list[str] = []
+    listener = logging.Handler()
+    listener.emit = lambda record: heard.append(record.getMessage())  # type: ignore[method-assign]
+    logging.getLogger("transformers").addHandler(listener)
+    try:
+        critic = CriticModel(tiny_policy, CriticSettings(threads=1, micro_batch=4))
+    finally:
+        logging.getLogger("transformers").removeHandler(listener)
+    assert not [m for m in heard if "LOAD REPORT" in m]  # the policy's lm_head is not reported as unexpected
     rs = batch()
     values = critic.values(rs)
     assert {u: v.shape for u, v in values.items()} == {r.uid: (len(r.response_ids),) for r in rs}

@@ -67,11 +67,15 @@ class CriticModel:
     """Backbone + value head in fp32; ``values`` (no grad) and ``update`` (in place)."""
 
     def __init__(self, source_dir: Path, settings: CriticSettings) -> None:
-        from transformers import AutoModel
+        from transformers import AutoModelForCausalLM
 
         self.settings = settings
         self._device = prepare_torch(settings.device, "critic.device", settings.threads, settings.seed)
-        self._backbone = AutoModel.from_pretrained(str(source_dir), dtype=torch.float32).to(self._device)
+        # The causal LM's backbone (``base_model``), loaded as the checkpoint was saved: ``AutoModel`` on a causal-LM
+        # folder drops its ``lm_head`` and transformers 5 prints a "LOAD REPORT" table for it on every load
+        # (`rlsim profile` times the critic six times), while the report stays on for a checkpoint really amiss.
+        causal = AutoModelForCausalLM.from_pretrained(str(source_dir), dtype=torch.float32)
+        self._backbone = causal.base_model.to(self._device)
         hidden = int(self._backbone.config.hidden_size)
         head = torch.nn.Linear(hidden, 1).to(self._device)
         # OpenRLHF's value-head init: small weights, so the first values are near 0, not of order 1.
