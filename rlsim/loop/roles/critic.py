@@ -76,7 +76,7 @@ class CriticModel:
         # (`rlsim profile` times the critic six times), while the report stays on for a checkpoint really amiss.
         causal = AutoModelForCausalLM.from_pretrained(str(source_dir), dtype=torch.float32)
         self._backbone: Any = causal.base_model.to(self._device)
-        hidden = int(self._backbone.config.hidden_size)
+        hidden = int(causal.config.hidden_size)
         head = torch.nn.Linear(hidden, 1).to(self._device)
         # OpenRLHF's value-head init: small weights, so the first values are near 0, not of order 1.
         gen = torch.Generator().manual_seed(settings.seed)
