@@ -13,6 +13,8 @@ from __future__ import annotations
 import logging
 import os
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 VERBOSE_ENV = "RLSIM_VERBOSE"
 
@@ -33,6 +35,30 @@ def configure(verbose_flag: bool = False) -> None:
     root.setLevel(logging.DEBUG if verbose() else logging.INFO)
     # rlsim's lines keep their own format even where a library has configured the root logger.
     root.propagate = False
+
+
+@contextmanager
+def quiet_transformers() -> Iterator[None]:
+    """Silence transformers' warnings and progress bars unless -v (``verbose``).
+
+    Loading MiniLM with ``num_labels=1`` prints a load report listing ``classifier.weight MISSING``: true and
+    intended (the builder seeds that head), but alarming on a newcomer's first screen; ``rlsim profile`` loads the
+    policy for its roles timing in its own process, where "Loading weights" bars would tear through its progress.
+    """
+    if verbose():
+        yield
+        return
+    from transformers.utils import logging as hf_logging
+
+    level, bars = hf_logging.get_verbosity(), hf_logging.is_progress_bar_enabled()
+    hf_logging.set_verbosity_error()
+    hf_logging.disable_progress_bar()
+    try:
+        yield
+    finally:
+        hf_logging.set_verbosity(level)
+        if bars:
+            hf_logging.enable_progress_bar()
 
 
 class _Formatter(logging.Formatter):

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from rlsim.errors import RlsimError
-from rlsim.logs import verbose
+from rlsim.logs import quiet_transformers
 from rlsim.models.reward_head import HeadTraining, train_head, write_report
 from rlsim.paths import cache_dir
 
@@ -186,35 +186,12 @@ def materialise(name: str, builder: Callable[[Path], None]) -> Path:
         tmp = Path(tempfile.mkdtemp(prefix=f".{name}.", dir=root))
         log.info(f"building {name}: {DESCRIPTIONS.get(name, 'built-in model')} -> {target}")
         try:
-            with _quiet_transformers():
+            with quiet_transformers():
                 builder(tmp)
             tmp.rename(target)
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
     return target
-
-
-@contextmanager
-def _quiet_transformers() -> Iterator[None]:
-    """Silence transformers' warnings and progress bars unless -v (``rlsim.logs.verbose``).
-
-    Loading MiniLM with ``num_labels=1`` prints a load report listing ``classifier.weight MISSING``: true and
-    intended (the builder seeds that head), but alarming on a newcomer's first screen.
-    """
-    if verbose():
-        yield
-        return
-    from transformers.utils import logging as hf_logging
-
-    level, bars = hf_logging.get_verbosity(), hf_logging.is_progress_bar_enabled()
-    hf_logging.set_verbosity_error()
-    hf_logging.disable_progress_bar()
-    try:
-        yield
-    finally:
-        hf_logging.set_verbosity(level)
-        if bars:
-            hf_logging.enable_progress_bar()
 
 
 @contextmanager

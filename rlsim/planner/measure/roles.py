@@ -35,6 +35,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from rlsim.errors import RlsimError
+from rlsim.logs import quiet_transformers
 from rlsim.models import resolve_policy
 from rlsim.planner.measure import machine_load
 from rlsim.planner.measure.scorers import timed_call
@@ -131,7 +132,8 @@ def measure_roles(
     out = RolesSamples({}, int(config.get("max_position_embeddings") or grid.prompt_tokens + max(grid.lengths)))
     for units in grid.units:
         optimizer = {"update_critic": [], "update_actor": []}  # type: dict[str, list[float]]
-        ops = _operations(policy_dir, grid, units, optimizer, only)
+        with quiet_transformers():  # no "Loading weights" bars through the profile's progress (unless -v)
+            ops = _operations(policy_dir, grid, units, optimizer, only)
         for batch in grid.batch_sizes:
             for length in grid.lengths:
                 rollouts = synthetic_rollouts(batch, grid.prompt_tokens, length, int(config["vocab_size"]))
@@ -284,7 +286,8 @@ def _critic_updates(
 
     from rlsim.loop.roles.critic import CriticModel, CriticSettings
 
-    critic = CriticModel(Path(policy_dir), CriticSettings(micro_batch=grid.micro_batch, threads=units))
+    with quiet_transformers():
+        critic = CriticModel(Path(policy_dir), CriticSettings(micro_batch=grid.micro_batch, threads=units))
     rollouts = synthetic_rollouts(max(grid.batch_sizes), grid.prompt_tokens, max(grid.lengths), vocab)
     zeros = {x.uid: np.zeros(len(x.response_ids), dtype=np.float32) for x in rollouts}
 
