@@ -213,3 +213,30 @@ def test_only_runtimes_that_read_a_setting_take_it() -> None:
     assert problem.startswith("settings.int8_calibration: applies to ort-int8-static, native-int8-static only")
     assert int8_setting_problems(ScorerSettings(int8_smooth_alpha=0.5), ["native-int8-mixed"]) == []
     assert int8_setting_problems(ScorerSettings(), ["eager"]) == []
+
+
+@pytest.mark.slow  # builds tiny-llama-rm's 64-text graphs (and a mixed choice) on the first run: about a minute
+@pytest.mark.parametrize(
+    ("runtime", "folder"),
+    [
+        ("ort-int8-static", "-percentile-sq0.5"),
+        ("native-int8-static", "-percentile-sq0.5"),
+        ("ort-int8-mixed", "-sq0.5"),
+        ("native-int8-mixed", "-sq0.5"),
+    ],
+)
+def test_runtimes_score_with_the_graph_their_options_name(tiny_llama_rm, texts, runtime: str, folder: str) -> None:
+    from rlsim.scoring import make_scorer
+
+    settings = ScorerSettings(threads=1, int8_calibration="percentile", int8_smooth_alpha=0.5)
+    if runtime.startswith("native"):
+        pytest.importorskip("rlsim._native")
+    scorer = make_scorer(runtime, tiny_llama_rm, settings)
+    try:
+        rewards = scorer.score_batch(texts[:8])
+        graph = Path(scorer.graph_path)  # type: ignore[attr-defined]
+    finally:
+        scorer.close()
+    assert graph.parent.name.endswith(folder) and np.all(np.isfinite(rewards))
+    record = json.loads((graph.parent / ("choice.json" if "mixed" in runtime else "calibration.json")).read_text())
+    assert record["smoothing"]["alpha"] == 0.5
