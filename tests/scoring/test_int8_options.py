@@ -206,6 +206,17 @@ def test_run_config_and_cli_refuse_bad_or_unread_values(tmp_path: Path, capsys: 
     assert "--int8-smooth-alpha" in err and "(0, 1]" in err
 
 
+def test_a_run_config_hands_its_int8_options_to_the_scoring_stage(tmp_path: Path) -> None:
+    from rlsim.loop.config import load_run_config
+    from rlsim.loop.roles.build import reward_settings
+    from rlsim.placement import ResolvedPlacement
+
+    config = tmp_path / "run.yaml"
+    config.write_text("reward: {runtime: native-int8-static, int8_calibration: percentile, int8_smooth_alpha: 0.5}\n")
+    stage = reward_settings(load_run_config(config, []), ResolvedPlacement(cores=(0,), threads=1))
+    assert (stage.runtime, stage.int8_calibration, stage.int8_smooth_alpha) == ("native-int8-static", "percentile", 0.5)
+
+
 def test_only_runtimes_that_read_a_setting_take_it() -> None:
     entropy = ScorerSettings(int8_calibration="entropy")
     assert int8_setting_problems(entropy, ["ort-int8-static", "eager"]) == []
