@@ -63,8 +63,9 @@ class Int8Options:
 
     @property
     def smoothing_suffix(self) -> str:
-        """``-sq0.5`` with smoothing, else empty (so the unsmoothed cache folders keep their names)."""
-        return "" if self.smooth_alpha is None else f"-sq{float(self.smooth_alpha):g}"
+        """``-sq0.5`` with smoothing, else empty (so the unsmoothed cache folders keep their names); every digit of
+        alpha, so two alphas never share a folder."""
+        return "" if self.smooth_alpha is None else f"-sq{float(self.smooth_alpha)!r}"
 
     @property
     def static_suffix(self) -> str:

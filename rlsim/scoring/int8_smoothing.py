@@ -63,7 +63,7 @@ def calibration_batches(spec: RewardModelSpec, count: int = CALIBRATION_TEXTS) -
 def smoothed_graph(spec: RewardModelSpec, alpha: float, count: int = CALIBRATION_TEXTS) -> tuple[Path, dict]:
     """The model's plain fp32 graph smoothed with ``alpha`` on ``count`` calibration texts (built once, cached
     under ``<model key>-smoothed-v1-a<alpha>-c<count>``), and what was smoothed."""
-    out = cache_dir() / "onnx" / f"{spec.key}-smoothed-{SMOOTH_VERSION}-a{float(alpha):g}-c{count}"
+    out = cache_dir() / "onnx" / f"{spec.key}-smoothed-{SMOOTH_VERSION}-a{float(alpha)!r}-c{count}"
 
     def build(tmp: Path) -> None:
         record = smooth_graph(export_reward_model(spec).plain, tmp / SMOOTHED, calibration_batches(spec, count), alpha)

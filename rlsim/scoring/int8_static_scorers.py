@@ -9,7 +9,8 @@ How the ranges are set and whether the graph is smoothed first are the settings 
 ``int8_smooth_alpha`` (``rlsim.scoring.int8_options``; default MinMax, no smoothing).
 The calibration texts, their batching and the method are fixed, so the same model, seed and options give the
 same graph bytes; the graph is cached next to the other exports (``<model key>-int8-static-v2-c64``, with
-``-percentile`` / ``-entropy`` / ``-sq<alpha>`` appended for the options) with ``calibration.json``.
+``-percentile`` / ``-entropy`` / ``-sq<alpha>`` appended for the options) with ``calibration.json`` and, for the
+histogram methods, ``ranges.json`` (ORT's calibration cache: every quantized input's range and histogram).
 """
 
 from __future__ import annotations

@@ -158,7 +158,8 @@ def test_default_options_keep_the_cache_folders_and_fidelity_keys() -> None:
 
     assert Int8Options().static_suffix == "" and Int8Options().smoothing_suffix == ""
     assert Int8Options("entropy", 0.5).static_suffix == "-entropy-sq0.5"
-    assert Int8Options("minmax", 1).smoothing_suffix == "-sq1"
+    assert Int8Options("minmax", 1).smoothing_suffix == "-sq1.0"
+    assert Int8Options(smooth_alpha=0.1234567891).smoothing_suffix == "-sq0.1234567891"  # no two alphas share
     spec = resolve_reward_model("minilm-rm")
     assert "int8" not in cache_key(spec, "ort-int8-static", ScorerSettings(), "d")
     smoothed = cache_key(spec, "ort-int8-static", ScorerSettings(int8_smooth_alpha=0.5), "d")
