@@ -24,6 +24,7 @@ from rlsim.errors import ConfigError, RlsimError
 from rlsim.io import atomic_write_json
 from rlsim.models import resolve_reward_model
 from rlsim.scoring import SCORERS
+from rlsim.scoring.base import int8_setting_problems
 from rlsim.workloads import build_workload
 
 Progress = Callable[[str, int, int], None]  # (what is running, done, total)
@@ -32,7 +33,7 @@ Progress = Callable[[str, int, int], None]  # (what is running, done, total)
 def preflight(cfg: BenchScoringConfig) -> tuple[list[Cell], dict[str, Any]]:
     """Every check that can fail, before any process starts; returns the cells and workload facts."""
     settings = scorer_settings(cfg.settings)
-    problems = check_grid(cfg)
+    problems = check_grid(cfg) + int8_setting_problems(settings, cfg.runtimes, where="settings.")
     if "http" in cfg.runtimes:  # the server wraps another runtime, which must be installed too
         problems += check_runtimes([settings.server_runtime])
     if problems:

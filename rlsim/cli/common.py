@@ -10,6 +10,7 @@ from typing import NoReturn
 
 from rlsim.registry import import_modules
 from rlsim.scoring.base import ScorerSettings
+from rlsim.scoring.int8_options import CALIBRATION_METHODS, DEFAULT_CALIBRATION
 
 
 class Parser(argparse.ArgumentParser):
@@ -55,6 +56,7 @@ port_number = _number(int, "a TCP port 0..65535 (0 picks a free one)", low=0, hi
 positive_float = _number(float, "a number > 0", above=0.0)
 non_negative_float = _number(float, "a number >= 0", low=0.0)
 fraction = _number(float, "a number from 0 to 1", low=0.0, high=1.0)
+smoothing_alpha = _number(float, "a number in (0, 1], SmoothQuant's alpha (e.g. 0.5)", above=0.0, high=1.0)
 correlation = _number(float, "a number from -1 to 1", low=-1.0, high=1.0)
 
 
@@ -97,6 +99,19 @@ def add_settings_args(parser: argparse.ArgumentParser) -> None:
         type=positive_float,
         default=60.0,
         help="http runtime: seconds one batch may take, retries included (default 60)",
+    )
+    g.add_argument(
+        "--int8-calibration",
+        choices=list(CALIBRATION_METHODS),
+        default=DEFAULT_CALIBRATION,
+        help="*-int8-static: how activation ranges are set from the calibration split (default minmax)",
+    )
+    g.add_argument(
+        "--int8-smooth-alpha",
+        type=smoothing_alpha,
+        default=None,
+        help="*-int8-static / *-int8-mixed: smooth the graph first (SmoothQuant) with this alpha in (0, 1], "
+        "e.g. 0.5 (default: no smoothing)",
     )
 
 
@@ -141,4 +156,6 @@ def settings_from_args(args: argparse.Namespace) -> ScorerSettings:
         ort_path=args.ort_lib,
         http_deadline_s=args.http_deadline_s,
         http_protocol=args.http_protocol,
+        int8_calibration=args.int8_calibration,
+        int8_smooth_alpha=args.int8_smooth_alpha,
     )

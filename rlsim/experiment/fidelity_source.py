@@ -154,7 +154,12 @@ def _measure(config: ContentionConfig, targets: list[str], rules: FidelityRules,
     if not targets:  # every compared reward is no model, or an external server: nothing to score the corpus with
         return {}
     reward = config.loop.reward
-    settings = ScorerSettings(device=reward.device, server_runtime=reward.server_runtime)  # verify's defaults
+    settings = ScorerSettings(  # verify's defaults, and the int8 graphs the loop's reward would build
+        device=reward.device,
+        server_runtime=reward.server_runtime,
+        int8_calibration=reward.int8_calibration,  # type: ignore[arg-type]
+        int8_smooth_alpha=reward.int8_smooth_alpha,
+    )
     corpus = build_corpus()
     say(f"fidelity: scoring the corpus ({len(corpus.texts)} texts) with {', '.join(targets)} (cached ones are read)")
     out: dict[str, Any] = cached_runtime_fidelity(

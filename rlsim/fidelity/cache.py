@@ -2,7 +2,8 @@
 
 Scoring the fidelity corpus takes seconds to a minute per runtime on a 2-core CPU, and its answer only changes
 when something that changes the rewards changes. So an entry is keyed by all of that: the model's weights
-(``RewardModelSpec.key``), the corpus (its digest), the runtime, device, threads and truncation, the CPU (model and
+(``RewardModelSpec.key``), the corpus (its digest), the runtime, device, threads and truncation, how a calibrated
+int8 graph was built (range method, smoothing; only when not the default), the CPU (model and
 the flags that pick kernels), the GPUs on ``cuda``, and the versions of rlsim, torch, onnxruntime and transformers.
 An entry holds the metrics only: pass or fail is judged afresh with the caller's rules. One JSON file per key
 under ``cache_dir()/fidelity/``, written atomically; a file that does not parse, or whose recorded key differs
@@ -38,7 +39,7 @@ VERSIONED = ("rlsim", "torch", "onnxruntime", "transformers")
 def cache_key(spec: RewardModelSpec, runtime: str, settings: ScorerSettings, corpus_digest: str) -> dict[str, Any]:
     """Everything an entry's metrics depend on, as a JSON-ready dict."""
     machine = machine_fingerprint()
-    return {
+    key: dict[str, Any] = {
         "model": spec.key,
         "runtime": runtime,
         "corpus": corpus_digest,
@@ -51,6 +52,10 @@ def cache_key(spec: RewardModelSpec, runtime: str, settings: ScorerSettings, cor
         "gpus": [g.get("name") for g in machine["gpus"]] if settings.device == "cuda" else [],
         "versions": {pkg: machine["versions"].get(pkg) for pkg in VERSIONED},
     }
+    options = settings.int8_options()
+    if options != type(options)():  # only then: the entries measured before these options existed stay valid
+        key["int8"] = options.as_dict()
+    return key
 
 
 def entry_path(key: dict[str, Any], root: Path | None = None) -> Path:

@@ -25,6 +25,7 @@ from rlsim.errors import RlsimError
 from rlsim.hardware.cpu import cpu_flags
 from rlsim.registry import Registry, missing_modules
 from rlsim.scoring.http_protocols import check_protocol as check_http_protocol
+from rlsim.scoring.int8_options import Int8Options, check_int8_options
 
 if TYPE_CHECKING:
     from rlsim.models.reward import RewardModelSpec
@@ -46,6 +47,10 @@ class ScorerSettings:
     ``http_protocol``: for ``http``: ``rlsim`` (``/score``), ``openrlhf`` (``/get_reward``) or ``vllm-classify``
     (``/classify``), see ``rlsim.scoring.http_protocols``; checked when the settings are made.
     ``engine_inline``: for ``vllm``: the engine core and worker run in this process, not two spawned ones.
+    ``int8_calibration`` / ``int8_smooth_alpha``: how the calibrated int8 graphs are built (``*-int8-static``: the
+    activation range method, ``minmax`` / ``percentile`` / ``entropy``; ``*-int8-static`` and ``*-int8-mixed``:
+    SmoothQuant's alpha in (0, 1], None for no smoothing), see ``rlsim.scoring.int8_options``; checked when the
+    settings are made.
     """
 
     device: Literal["cpu", "cuda"] = "cpu"
@@ -61,10 +66,16 @@ class ScorerSettings:
     ort_path: str | None = None
     http_deadline_s: float = 60.0
     http_protocol: Literal["rlsim", "openrlhf", "vllm-classify"] = "rlsim"
+    int8_calibration: Literal["minmax", "percentile", "entropy"] = "minmax"
+    int8_smooth_alpha: float | None = None
     options: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         check_http_protocol(self.http_protocol)
+        check_int8_options(self.int8_calibration, self.int8_smooth_alpha)
+
+    def int8_options(self) -> Int8Options:
+        return Int8Options(self.int8_calibration, self.int8_smooth_alpha)
 
     def resolved_threads(self) -> int:
         return self.threads if self.threads else len(os.sched_getaffinity(0))
@@ -168,6 +179,8 @@ class RuntimeInfo:
     minute to start on a small CPU would add that to every ``all`` run).
     ``pads``: a batch is padded to its longest text; False: the runtime schedules the rows itself with no
     padding (``vllm``), so its cost is in real tokens (the planner's ``ScorerLatencyModel.pads``).
+    ``int8_settings``: the ``ScorerSettings`` fields that say how it builds its int8 graph (``int8_calibration``,
+    ``int8_smooth_alpha``); a config that sets one for a runtime that does not read it is refused.
     """
 
     needs: tuple[tuple[str, str], ...] = ()
@@ -181,6 +194,7 @@ class RuntimeInfo:
     kind: Literal["model", "function", "sandbox", "judge"] = "model"
     explicit: bool = False
     pads: bool = True
+    int8_settings: tuple[str, ...] = ()
 
     @property
     def reduced_precision(self) -> bool:
@@ -238,6 +252,21 @@ def runtime_names(builtin_only: bool = True, variants: bool = False, device: str
         and not e.info.explicit
         and (device is None or e.info.hardware_reason(e.name, device) is None)
     ]
+
+
+def int8_setting_problems(settings: ScorerSettings, runtimes: Sequence[str], where: str = "") -> list[str]:
+    """A line for each int8 build setting changed from its default that none of ``runtimes`` reads, naming the
+    runtimes that do; ``where``: the prefix of the setting's name in the message (``reward.``)."""
+    defaults = ScorerSettings()
+    problems = []
+    for key in ("int8_calibration", "int8_smooth_alpha"):
+        if getattr(settings, key) == getattr(defaults, key):
+            continue
+        if not any(key in SCORERS.info(r).int8_settings for r in runtimes):
+            readers = [e.name for e in SCORERS.entries() if key in e.info.int8_settings]
+            problems.append(f"{where}{key}: applies to {', '.join(readers)} only, not to {', '.join(runtimes)}; "
+                            "drop the setting or pick one of those runtimes")  # fmt: skip
+    return problems
 
 
 def unavailable_reason(runtime: str, device: str | None = "cpu") -> str | None:

@@ -179,6 +179,10 @@ NUMERIC_FLAGS = [
         (prefix, "--http-deadline-s", _floats_not_above(0.0, inclusive=True))
         for prefix in (SCORE, ["verify", "--runtimes", "nope"], BENCH, SERVE)
     ],
+    *[  # SmoothQuant's alpha: (0, 1], so 0 itself is refused too
+        (prefix, "--int8-smooth-alpha", _outside(0.0, 1.0) | st.sampled_from(["0", "0.0", "-0"]))
+        for prefix in (SCORE, ["verify", "--runtimes", "nope"], BENCH, SERVE)
+    ],
     (SCORE, "--batch-size", _ints_below(1)),
     (["verify", "--runtimes", "nope"], "--max-pair-flip-rate", _outside(0.0, 1.0)),
     (["verify", "--runtimes", "nope"], "--min-spearman", _outside(-1.0, 1.0)),

@@ -38,6 +38,8 @@ from rlsim.rewards.options import (
 from rlsim.rollout.prompts import max_prompt_tokens, max_response_tokens
 from rlsim.schedule_kinds import ScheduleName
 from rlsim.scoring import SCORERS, unavailable_reason
+from rlsim.scoring.base import ScorerSettings, int8_setting_problems
+from rlsim.scoring.int8_options import DEFAULT_CALIBRATION, int8_option_problems
 from rlsim.workloads import LognormalLengths, WorkloadSpec
 
 WEEK_S = 7 * 86400.0  # the longest any deadline or simulated wait may be: longer ones overflow the waits they reach
@@ -89,6 +91,9 @@ class RewardConfig(_Strict):
     ``function`` / ``sandbox`` / ``genrm``: the settings of those runtimes (rewards that are no model: a Python
     verifier in a worker pool, code run in a sandbox, a judge LLM on vLLM; rlsim.rewards.options); ``model`` is
     then not used.
+    ``int8_calibration`` / ``int8_smooth_alpha``: how the calibrated int8 runtimes build their graphs (the range
+    method of ``*-int8-static``; SmoothQuant's alpha for ``*-int8-static`` and ``*-int8-mixed``, None: no smoothing),
+    ``rlsim.scoring.int8_options``; other runtimes ignore them.
     ``on_timeout`` / ``default_reward``: when set, the running runtime's section takes them (``default``: the
     rollout gets ``default_reward``, counted; ``drop``: its group is left out of the update, counted; ``fail``:
     the step fails), for any reward that can time out (http, function, sandbox)."""
@@ -109,6 +114,8 @@ class RewardConfig(_Strict):
     server_runtime: str = "ort"
     http_deadline_s: FiniteFloat = Field(60.0, gt=0, le=DAY_S)
     http_protocol: Literal["rlsim", "openrlhf", "vllm-classify"] = "rlsim"
+    int8_calibration: str = DEFAULT_CALIBRATION
+    int8_smooth_alpha: float | None = None
     url: str | None = Field(None, min_length=1, description="http: a running reward server (e.g. http://host:8000)")
     http: RemoteOptions = Field(default_factory=RemoteOptions)
     function: FunctionOptions = Field(default_factory=FunctionOptions)
@@ -122,6 +129,22 @@ class RewardConfig(_Strict):
     def _http_url(cls, v: str | None) -> str | None:
         if v is not None and not v.startswith(("http://", "https://")):
             raise ValueError(f"{v!r} is not an http:// or https:// URL")
+        return v
+
+    @field_validator("int8_calibration")
+    @classmethod
+    def _range_method(cls, v: str) -> str:
+        problems = int8_option_problems(v, None)
+        if problems:
+            raise ValueError(problems[0].removeprefix("int8_calibration: "))
+        return v
+
+    @field_validator("int8_smooth_alpha", mode="before")
+    @classmethod
+    def _smoothing_alpha(cls, v: object) -> object:
+        problems = int8_option_problems(DEFAULT_CALIBRATION, v)
+        if problems:
+            raise ValueError(problems[0].removeprefix("int8_smooth_alpha: "))
         return v
 
     @field_validator("imports")
@@ -392,6 +415,9 @@ def _fault_problems(config: RunConfig) -> list[str]:
     for key in ("url", "http_protocol"):
         if getattr(config.reward, key) not in (None, "rlsim") and config.reward.runtime != "http":
             problems.append(f"reward.{key}: applies to reward.runtime: http only (it is {config.reward.runtime})")
+    r = config.reward
+    int8 = ScorerSettings(int8_calibration=r.int8_calibration, int8_smooth_alpha=r.int8_smooth_alpha)  # type: ignore[arg-type]
+    problems += int8_setting_problems(int8, [r.runtime], where="reward.")
     if http_faults and config.reward.url is not None:
         problems.append(
             f"faults.{http_faults[0]}: server faults act on the server the http runtime starts; leave reward.url unset"

@@ -61,6 +61,8 @@ def reward_settings(config: RunConfig, placement: ResolvedPlacement) -> RewardSt
         http_deadline_s=r.http_deadline_s,
         imports=tuple(r.imports),
         http_protocol=r.http_protocol,
+        int8_calibration=r.int8_calibration,
+        int8_smooth_alpha=r.int8_smooth_alpha,
         url=r.url,
         options=r.options(),
     )

@@ -43,7 +43,8 @@ class RewardStageSettings:
     ``server_runtime``: for ``http``, the runtime its server wraps; ``http_deadline_s``: for ``http``, the
     longest one batch may take including the client's retries (seconds). ``imports``: modules that register
     plug-in runtimes, imported before the scorer is built (this may be a fresh Ray worker process).
-    ``options``: the settings of a reward that is no model (``function``, ``sandbox``)."""
+    ``options``: the settings of a reward that is no model (``function``, ``sandbox``).
+    ``int8_calibration`` / ``int8_smooth_alpha``: how a calibrated int8 runtime builds its graph (ScorerSettings)."""
 
     runtime: str = "eager"
     model: str = "minilm-rm"
@@ -60,6 +61,8 @@ class RewardStageSettings:
     http_deadline_s: float = 60.0
     imports: tuple[str, ...] = ()
     http_protocol: str = "rlsim"
+    int8_calibration: str = "minmax"
+    int8_smooth_alpha: float | None = None
     url: str | None = None
     options: dict[str, Any] = field(default_factory=dict)
 
@@ -86,6 +89,8 @@ class RewardStage:
                 server_runtime=settings.server_runtime,
                 http_deadline_s=settings.http_deadline_s,
                 http_protocol=settings.http_protocol,  # type: ignore[arg-type]
+                int8_calibration=settings.int8_calibration,  # type: ignore[arg-type]
+                int8_smooth_alpha=settings.int8_smooth_alpha,
                 url=settings.url,
                 options=dict(settings.options),
             )
