@@ -165,12 +165,27 @@ def _optimize(spec: RewardModelSpec, plain: Path, out: Path) -> dict[str, int]:
     return {}
 
 
+@contextmanager
+def quantizer_input(graph: Path) -> Iterator[Path]:
+    """A copy of ``graph`` in a temporary folder of its own, to hand ONNX Runtime's quantizers.
+
+    ``quantize_dynamic`` and ``quantize_static`` write ``<name>-inferred.onnx`` beside their input and delete it
+    (``onnxruntime/quantization/quant_utils.py`` ``load_model_with_shape_infer``), so two processes quantizing one
+    cached graph at once (two runs, a verify beside a bench) delete each other's file mid-way: "No such file or
+    directory: .../model-inferred.onnx". A copy per call costs one file copy."""
+    with tempfile.TemporaryDirectory(prefix="rlsim-quantize-") as folder:
+        copy = Path(folder) / graph.name
+        shutil.copyfile(graph, copy)
+        yield copy
+
+
 def _quantize(plain: Path, out: Path) -> None:
     # Quantize the plain export: shape inference fails on the fused graph (ENVIRONMENT.md).
     from onnxruntime.quantization import QuantType, quantize_dynamic
 
     try:
-        quantize_dynamic(str(plain), str(out), weight_type=QuantType.QInt8)
+        with quantizer_input(plain) as source:
+            quantize_dynamic(str(source), str(out), weight_type=QuantType.QInt8)
     except Exception as err:  # a user's exotic model: say so, keep fp32 usable
         raise RlsimError(f"int8 quantization of {plain} failed ({err}); use the fp32 runtimes for this model") from err
 

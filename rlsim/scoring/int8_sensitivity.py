@@ -34,7 +34,7 @@ import numpy as np
 from rlsim.corpus.agreement import FidelityMetrics, fidelity_metrics, score_in_length_order
 from rlsim.corpus.fidelity_corpus import FidelityCorpus, calibration_corpus
 from rlsim.errors import RlsimError
-from rlsim.scoring.export import export_reward_model
+from rlsim.scoring.export import export_reward_model, quantizer_input
 from rlsim.scoring.ort_scorer import OrtScorer
 
 if TYPE_CHECKING:
@@ -133,7 +133,8 @@ def quantize_nodes(plain: Path, out: Path, nodes: Sequence[str] | None) -> Path:
     previous = logging.root.manager.disable
     logging.disable(logging.WARNING)
     try:
-        quantize_dynamic(str(plain), str(out), weight_type=QuantType.QInt8, **kwargs)
+        with quantizer_input(plain) as source:
+            quantize_dynamic(str(source), str(out), weight_type=QuantType.QInt8, **kwargs)
     except Exception as err:  # onnxruntime raises bare Exceptions for graphs it cannot quantize
         raise RlsimError(f"int8 quantization of {plain} failed ({err}); the fp32 runtimes still work") from err
     finally:

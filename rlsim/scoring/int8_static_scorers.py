@@ -29,7 +29,7 @@ from rlsim.errors import RlsimError
 from rlsim.models.reward import RewardModelSpec
 from rlsim.paths import build_folder_once, cache_dir
 from rlsim.scoring.base import RuntimeInfo, register_scorer
-from rlsim.scoring.export import export_reward_model
+from rlsim.scoring.export import export_reward_model, quantizer_input
 from rlsim.scoring.int8_options import Int8Options
 from rlsim.scoring.int8_smoothing import CALIBRATION_BATCH, CALIBRATION_TEXTS, calibration_batches, smoothed_graph
 from rlsim.scoring.native_scorer import NativeScorer
@@ -91,19 +91,20 @@ def quantize_with_calibration(spec: RewardModelSpec, out: Path, count: int, opti
     try:
         if method != "MinMax":
             _histogram_ranges(plain, batches, method, calibrator_options, ranges)
-        quantize_static(
-            str(plain),
-            str(out),
-            _Reader(batches) if method == "MinMax" else None,
-            quant_format=QuantFormat.QDQ,
-            per_channel=True,
-            op_types_to_quantize=list(QUANTIZED_OPS),
-            activation_type=QuantType.QUInt8,
-            weight_type=QuantType.QInt8,
-            calibrate_method=CalibrationMethod[method],
-            calibration_cache_path=None if method == "MinMax" else ranges,
-            # The augmented model used for calibration goes to a temp folder ORT makes and removes.
-        )
+        with quantizer_input(plain) as source:
+            quantize_static(
+                str(source),
+                str(out),
+                _Reader(batches) if method == "MinMax" else None,
+                quant_format=QuantFormat.QDQ,
+                per_channel=True,
+                op_types_to_quantize=list(QUANTIZED_OPS),
+                activation_type=QuantType.QUInt8,
+                weight_type=QuantType.QInt8,
+                calibrate_method=CalibrationMethod[method],
+                calibration_cache_path=None if method == "MinMax" else ranges,
+                # The augmented model used for calibration goes to a temp folder ORT makes and removes.
+            )
     except Exception as err:
         raise RlsimError(f"static int8 quantization of {plain} failed ({err}); use ort-int8 for this model") from err
     info = {

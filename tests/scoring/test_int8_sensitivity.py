@@ -8,6 +8,7 @@ tensor rounds every other weight of that layer to -1, 0 or 1 step, so quantizing
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import numpy as np
@@ -191,3 +192,18 @@ def test_a_graph_with_non_finite_rewards_is_refused_naming_it(spec, corpus, tmp_
     onnx.save(model, str(path))
     with pytest.raises(RlsimError, match="non-finite rewards in fp32"):
         sensitivity(spec, SETTINGS, "group", plain=path, corpus=corpus)
+
+
+def test_quantizing_writes_nothing_beside_the_cached_graph(spec, tmp_path) -> None:
+    # ONNX Runtime writes <name>-inferred.onnx beside its input and deletes it: on the shared cached graph two
+    # processes quantizing at once deleted each other's file (seen in the suite). Quantizing works on a copy, so
+    # a file of that name beside the input (here a sentinel, there another process's) is left alone.
+    folder = tmp_path / "cache"
+    folder.mkdir()
+    plain = folder / "model.onnx"
+    shutil.copyfile(export_reward_model(spec).plain, plain)
+    sentinel = folder / "model-inferred.onnx"
+    sentinel.write_text("another process's file")
+    quantize_nodes(plain, tmp_path / "all.onnx", None)
+    assert sentinel.read_text() == "another process's file"
+    assert sorted(p.name for p in folder.iterdir()) == ["model-inferred.onnx", "model.onnx"]
