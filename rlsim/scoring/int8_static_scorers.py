@@ -127,9 +127,9 @@ def _histogram_ranges(
     saved at ``out`` as the calibration cache ``quantize_static`` reads (``save_tensors_data``)."""
     from onnxruntime.quantization.calibrate import CalibrationMethod, create_calibrator, save_tensors_data
 
-    with tempfile.TemporaryDirectory(prefix="rlsim-calibrate-") as tmp:
+    with tempfile.TemporaryDirectory(prefix="rlsim-calibrate-") as tmp, quantizer_input(plain) as source:
         calibrator = create_calibrator(
-            plain,
+            source,  # ORT's calibrator writes <name>-inferred.onnx beside its input too (quantizer_input)
             list(QUANTIZED_OPS),
             augmented_model_path=str(Path(tmp) / "augmented.onnx"),
             calibrate_method=CalibrationMethod[method],
