@@ -18,8 +18,9 @@ import pytest
 from rlsim.corpus.agreement import spearman
 from rlsim.scoring import SCORERS, make_scorer
 from rlsim.scoring.base import ScorerSettings
+from tests.helpers.installed import skip_module_unless_installed
 
-pytest.importorskip("vllm")
+skip_module_unless_installed("vllm")
 pytestmark = pytest.mark.slow
 SETTINGS = ScorerSettings(threads=1, max_length=128)
 # bf16 keeps 8 bits of mantissa (2-3 significant digits); the pooler and the head stay fp32 in vLLM. Relative to the

@@ -16,8 +16,9 @@ import pytest
 
 from rlsim.scoring import make_scorer
 from rlsim.scoring.base import ScorerSettings
+from tests.helpers.installed import skip_module_unless_installed
 
-pytest.importorskip("vllm")
+skip_module_unless_installed("vllm")
 pytestmark = pytest.mark.slow
 SETTINGS = ScorerSettings(threads=1, max_length=128)
 

@@ -16,9 +16,10 @@ import pytest
 
 from rlsim.scoring import make_scorer
 from rlsim.scoring.base import ScorerSettings
+from tests.helpers.installed import skip_module_unless_installed
 from tests.helpers.tiny_run import tiny_hf_run
 
-pytest.importorskip("vllm")
+skip_module_unless_installed("vllm")
 pytestmark = pytest.mark.slow
 SERVED = ScorerSettings(server_runtime="vllm", http_protocol="vllm-classify", max_length=128, threads=1)
 

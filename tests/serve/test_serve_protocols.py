@@ -16,8 +16,18 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from tests.helpers.serve_helpers import WAIT
 
-vllm_classify = pytest.importorskip("vllm.entrypoints.pooling.classify.protocol")
-vllm_engine = pytest.importorskip("vllm.entrypoints.serve.engine.protocol")
+
+# vLLM's protocol modules import vLLM itself (about 10 s here): fixtures, so only the tests that read them pay it, and
+# only in the worker that runs them, not in every worker collecting this file.
+@pytest.fixture(scope="module")
+def vllm_classify():
+    return pytest.importorskip("vllm.entrypoints.pooling.classify.protocol")
+
+
+@pytest.fixture(scope="module")
+def vllm_engine():
+    return pytest.importorskip("vllm.entrypoints.serve.engine.protocol")
+
 
 TEXTS = ["a short text", "another one, a little longer than the first", "word " * 60]  # the last is truncated
 MODEL = "tiny-test"  # the conftest server's --model
@@ -44,7 +54,9 @@ def test_openrlhf_payload_gets_the_rewards_score_gives(start_server) -> None:
     assert bare.json()["rewards"] == expected[:1]
 
 
-def test_classify_parses_into_vllms_response_and_matches_score(start_server, tiny_scorer_factory) -> None:
+def test_classify_parses_into_vllms_response_and_matches_score(
+    start_server, tiny_scorer_factory, vllm_classify
+) -> None:
     srv = start_server()
     direct = tiny_scorer_factory()
     with srv.client() as client:
@@ -78,7 +90,7 @@ def test_classify_token_rows_score_like_texts(start_server) -> None:
     assert by_rows["usage"]["prompt_tokens"] == len(rows[0]) + len(rows[1])
 
 
-def test_models_lists_the_served_model_as_vllm_does(start_server) -> None:
+def test_models_lists_the_served_model_as_vllm_does(start_server, vllm_engine) -> None:
     srv = start_server()
     with srv.client() as client:
         r = client.get("/v1/models")
