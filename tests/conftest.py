@@ -75,6 +75,10 @@ def vllm_generator(tiny_policy) -> Iterator[object]:
 SHARED_WORKER = {
     f"tests/loop/test_loop_{name}.py": "vllm-loop" for name in ("async_ray", "genrm", "ppo", "ray", "rewards")
 }
+# The fast tests that read vLLM's own protocol classes: importing vLLM costs 5-10 s, paid once, in one worker.
+SHARED_WORKER |= {
+    path: "vllm-classes" for path in ("tests/scoring/test_http_protocols.py", "tests/serve/test_serve_protocols.py")
+}
 
 
 def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object:

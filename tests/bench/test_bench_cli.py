@@ -29,6 +29,7 @@ def fake_runtime(monkeypatch: pytest.MonkeyPatch):
     return fake_runtime
 
 
+@pytest.mark.slow  # the real benchmark: a GEMM process before and after, a fresh process per cell and repeat
 def test_quick_style_run_writes_every_output(tmp_path: Path, capsys, fake_runtime) -> None:
     out = tmp_path / "bench"
     argv = ["bench", "scoring", "--runtimes", "fake-words", "--batch-sizes", "4", "--budgets", "600",

@@ -88,6 +88,7 @@ def test_bench_refuses_an_unused_section_and_a_budget_below_one_text(
     assert not out.exists()
 
 
+@pytest.mark.slow  # the real benchmark: a GEMM process before and after, a fresh process per repeat
 def test_bench_runs_a_function_with_its_section_and_judges_no_fidelity(tmp_path: Path) -> None:
     config = _write(tmp_path / "reward.yaml", {"function": {"target": f"{FNS}:length", "workers": 1}})
     out = tmp_path / "out"

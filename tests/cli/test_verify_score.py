@@ -48,6 +48,7 @@ def test_score_rejects_bad_jsonl(tmp_path, capsys):
     assert '"text" field' in capsys.readouterr().err
 
 
+@pytest.mark.slow  # scores the whole fidelity corpus (328 texts) with three runtimes and the eager reference
 def test_verify_fidelity_reports_rlhf_metrics_and_skips_what_the_hardware_lacks(tmp_path):
     out = tmp_path / "verify.json"
     # fp16 runs on CUDA only: on this CPU it is reported as skipped (with the reason), not failed. Texts cut to
