@@ -113,9 +113,10 @@ def test_a_measured_runtime_that_pads_nothing_is_marked_so_from_its_registry_ent
                 for b, n in cells for _ in range(2)], 512  # fmt: skip
 
     monkeypatch.setattr(building, "measure_runtime", fake_measure)  # patched where it is called
-    config = ProfileConfig(hardware_kind="test", runtimes=["eager", "vllm"])
+    config = ProfileConfig(hardware_kind="test", runtimes=["eager", "vllm", "vllm-bf16"])
     built = build_profile(config, tmp_path)
-    assert (built.profile.runtimes["eager"].pads, built.profile.runtimes["vllm"].pads) == (True, False)
+    pads = {name: model.pads for name, model in built.profile.runtimes.items()}
+    assert pads == {"eager": True, "vllm": False, "vllm-bf16": False}  # bf16 on the same runner (issue 30 item 5)
     again = build_profile(config, tmp_path, scorers_from=built.profile)
     assert again.profile.runtimes["vllm"].pads is False and "re-fitted" in " ".join(again.measured)
 
