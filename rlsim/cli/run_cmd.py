@@ -17,8 +17,8 @@ from rlsim.workloads import read_texts
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.description = (
-        "Run N GRPO steps as the config says and write results.json, timeline.json, report.md "
-        "and PNGs into --out, rewritten after every step."
+        "Run N steps of the config's algorithm (GRPO, RLOO or PPO: trainer.algorithm) and write results.json, "
+        "timeline.json, report.md and PNGs into --out, rewritten after every step."
     )
     p.add_argument("config", help="YAML config, e.g. configs/default.yaml")
     p.add_argument(
