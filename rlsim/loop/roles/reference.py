@@ -36,12 +36,16 @@ NATIVE_REFUSED = (
 
 @dataclass(frozen=True)
 class ReferenceSettings:
-    """``micro_batch``: sequences per forward; ``threads``: torch / ORT intra-op threads (None: all cores)."""
+    """``micro_batch``: sequences per forward; ``threads``: torch / ORT intra-op threads (None: all cores);
+    ``spinning``: ORT's threads spin between ops (``ScorerSettings``' default). Whether a spinning reference slows
+    the critic beside it was measured and not settled (``benchmarks/roles_core_sharing.py``, benchmarks/README.md
+    2026-12-06 14:08-14:14 UTC: one run for, one against), so the default stays ORT's."""
 
     runtime: ReferenceRuntime = "eager"
     micro_batch: int = 16
     device: str = "cpu"
     threads: int | None = None
+    spinning: bool = True
 
 
 class ReferenceModel(Protocol):
@@ -90,7 +94,9 @@ class OrtReference:
         self.graph_path = export_reference(policy_dir)
         check_reference_graph(self.graph_path)
         device: Literal["cpu", "cuda"] = "cuda" if settings.device == "cuda" else "cpu"
-        self._session = ort_session(self.graph_path, ScorerSettings(device=device, threads=settings.threads))
+        self._session = ort_session(
+            self.graph_path, ScorerSettings(device=device, threads=settings.threads, spinning=settings.spinning)
+        )
         config = json.loads((policy_dir / "config.json").read_text())
         self._pad = config.get("pad_token_id") or 0
 
