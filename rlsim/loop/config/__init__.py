@@ -15,7 +15,7 @@ from collections.abc import Collection, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, FiniteFloat, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, FiniteFloat, ValidationInfo, field_validator, model_validator
 
 from rlsim.batching import BATCHERS, batcher_names
 from rlsim.config_loader import load_config
@@ -131,20 +131,14 @@ class RewardConfig(_Strict):
             raise ValueError(f"{v!r} is not an http:// or https:// URL")
         return v
 
-    @field_validator("int8_calibration")
+    @field_validator("int8_calibration", "int8_smooth_alpha", mode="before")
     @classmethod
-    def _range_method(cls, v: str) -> str:
-        problems = int8_option_problems(v, None)
+    def _int8_option(cls, v: object, info: ValidationInfo) -> object:
+        name = str(info.field_name)
+        given = {"int8_calibration": DEFAULT_CALIBRATION, "int8_smooth_alpha": None, name: v}
+        problems = int8_option_problems(given["int8_calibration"], given["int8_smooth_alpha"])
         if problems:
-            raise ValueError(problems[0].removeprefix("int8_calibration: "))
-        return v
-
-    @field_validator("int8_smooth_alpha", mode="before")
-    @classmethod
-    def _smoothing_alpha(cls, v: object) -> object:
-        problems = int8_option_problems(DEFAULT_CALIBRATION, v)
-        if problems:
-            raise ValueError(problems[0].removeprefix("int8_smooth_alpha: "))
+            raise ValueError(problems[0].removeprefix(f"{name}: "))
         return v
 
     @field_validator("imports")
