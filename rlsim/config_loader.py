@@ -150,6 +150,8 @@ def describe_error(e: Mapping[str, Any]) -> str:
     """One pydantic error as ``where: what (got X)``."""
     where = ".".join(str(p) for p in e.get("loc", ())) or "(top level)"
     msg = e.get("msg", "invalid")
+    if e.get("type") == "value_error":  # pydantic prefixes our own ValueError's text with "Value error, "
+        msg = msg.removeprefix("Value error, ")
     if e.get("type") == "extra_forbidden":
         msg = "unknown setting (check the spelling against the documented configs)"
     got = e.get("input")

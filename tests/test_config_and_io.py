@@ -70,3 +70,11 @@ def test_registry_is_idempotent_and_lists_names():
         reg.register("a")(lambda: None)
     with pytest.raises(RlsimError, match="valid names: a"):
         reg.get("b")
+
+
+def test_a_validators_own_message_is_shown_without_pydantics_prefix() -> None:
+    from rlsim.config_loader import describe_error
+
+    error = {"type": "value_error", "loc": ("reward", "url"), "msg": "Value error, 'ftp://x' is not a URL",
+             "input": "ftp://x"}  # fmt: skip
+    assert describe_error(error) == "reward.url: 'ftp://x' is not a URL (got 'ftp://x')"
