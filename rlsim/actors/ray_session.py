@@ -6,6 +6,7 @@ here, so each gets the same quiet logs, the same "local" rule and a SIGTERM that
 
 from __future__ import annotations
 
+import math
 import os
 import shutil
 import tempfile
@@ -18,9 +19,10 @@ from rlsim.errors import RlsimError
 from rlsim.signals import unwind_on_sigterm
 
 # Ray counts a disk as full when 1 - available/capacity reaches this fraction (its system setting
-# ``local_fs_capacity_threshold``, default 0.95, read from RAY_local_fs_capacity_threshold): it then refuses to
-# spill or create objects, and a step dies mid-way with OutOfDiskError. Note "available", not df's "Used": on a
-# disk with reserved blocks Ray's figure is the higher one.
+# ``local_fs_capacity_threshold``, default 0.95, read from RAY_local_fs_capacity_threshold; a threshold of 1 or more
+# turns the check off: ray-project/ray src/ray/common/file_system_monitor.cc, ``CheckIfAnyPathOverCapacity`` and
+# ``OverCapacityImpl``): it then refuses to spill or create objects, and a step dies mid-way with OutOfDiskError.
+# Note "available", not df's "Used": on a disk with reserved blocks Ray's figure is the higher one.
 RAY_DISK_THRESHOLD = 0.95
 
 
@@ -61,9 +63,10 @@ def ray_disk_threshold() -> float:
     """Ray's full-disk fraction, as the environment sets it for the Ray about to start."""
     raw = os.environ.get("RAY_local_fs_capacity_threshold")
     try:
-        return float(raw) if raw else RAY_DISK_THRESHOLD
+        value = float(raw) if raw else RAY_DISK_THRESHOLD
     except ValueError:
         return RAY_DISK_THRESHOLD  # Ray itself will refuse the value; not this check's to name
+    return value if math.isfinite(value) else RAY_DISK_THRESHOLD
 
 
 def disk_room_problem(folder: Path, threshold: float) -> str | None:
@@ -71,6 +74,8 @@ def disk_room_problem(folder: Path, threshold: float) -> str | None:
 
     Checked before ``ray.init`` so a nearly full disk is one clear line at start-up, not an OutOfDiskError
     from some actor half-way through a step."""
+    if threshold >= 1:  # Ray's own reading: the check is off
+        return None
     existing = next((p for p in (folder, *folder.parents) if p.exists()), Path("/"))
     usage = shutil.disk_usage(existing)
     if usage.total <= 0:

@@ -44,6 +44,16 @@ def test_rays_own_settings_choose_the_folder_and_the_line(monkeypatch: pytest.Mo
     assert ray_temp_dir() == tmp_path and ray_disk_threshold() == 0.99
     monkeypatch.delenv("RAY_local_fs_capacity_threshold")
     assert ray_disk_threshold() == 0.95
+    for bad in ("nan", "inf", "lots"):  # not a fraction: Ray's default is what it would fall back to
+        monkeypatch.setenv("RAY_local_fs_capacity_threshold", bad)
+        assert ray_disk_threshold() == 0.95
+
+
+def test_a_threshold_of_one_or_more_turns_the_check_off_as_in_ray(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    fake_disk(monkeypatch, 100 * GB, 0)
+    assert disk_room_problem(tmp_path, 1.0) is None and disk_room_problem(tmp_path, 0.95) is not None
 
 
 def test_connect_refuses_before_ray_starts(monkeypatch: pytest.MonkeyPatch) -> None:
