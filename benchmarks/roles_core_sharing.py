@@ -40,31 +40,36 @@ def load():
     return p, json.loads((p / "config.json").read_text())["vocab_size"]
 
 
-def critic_worker(timed, start, stop, out):
-    os.sched_setaffinity(0, {0, 1})
-    from rlsim.loop.roles.critic import CriticModel, CriticSettings
-    from rlsim.planner.measure.roles import synthetic_rollouts
-
-    p, vocab = load()
-    c = CriticModel(p, CriticSettings(threads=2, micro_batch=16))
-    rs = synthetic_rollouts(16, 32, 160, vocab)
-    c.values(rs)
+def _serve(call, timed, start, stop, out):
+    """Warm ``call`` up, say ready, then per signal on ``start``: time it for 6 s and report calls/s (``timed``),
+    or run it until ``start`` is cleared; ``stop`` ends the process."""
+    call()
     out.put("ready")
     while True:
         start.wait()
         if stop.is_set():
             return
         if timed:
-            t0 = time.perf_counter()
-            k = 0
+            t0, calls = time.perf_counter(), 0
             while time.perf_counter() - t0 < 6:
-                c.values(rs)
-                k += 1
-            out.put(k / (time.perf_counter() - t0))
+                call()
+                calls += 1
+            out.put(calls / (time.perf_counter() - t0))
             start.clear()
         else:
             while start.is_set() and not stop.is_set():
-                c.values(rs)
+                call()
+
+
+def critic_worker(timed, start, stop, out):
+    os.sched_setaffinity(0, {0, 1})
+    from rlsim.loop.roles.critic import CriticModel, CriticSettings
+    from rlsim.planner.measure.roles import synthetic_rollouts
+
+    p, vocab = load()
+    critic = CriticModel(p, CriticSettings(threads=2, micro_batch=16))
+    rollouts = synthetic_rollouts(16, 32, 160, vocab)
+    _serve(lambda: critic.values(rollouts), timed, start, stop, out)
 
 
 def ref_worker(spin, start, stop, out):
@@ -73,16 +78,9 @@ def ref_worker(spin, start, stop, out):
     from rlsim.planner.measure.roles import synthetic_rollouts
 
     p, vocab = load()
-    r = OrtReference(p, ReferenceSettings("ort", 16, "cpu", 2, spinning=spin))
-    rs = synthetic_rollouts(16, 32, 160, vocab, salt=1)
-    r.logprobs(rs)
-    out.put("ready")
-    while True:
-        start.wait()
-        if stop.is_set():
-            return
-        while start.is_set() and not stop.is_set():
-            r.logprobs(rs)
+    reference = OrtReference(p, ReferenceSettings("ort", 16, "cpu", 2, spinning=spin))
+    rollouts = synthetic_rollouts(16, 32, 160, vocab, salt=1)
+    _serve(lambda: reference.logprobs(rollouts), False, start, stop, out)
 
 
 def main(argv: list[str]) -> int:
@@ -90,7 +88,10 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--rounds", type=int, default=2, help="interleaved rounds over every condition")
     parser.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "roles_core_sharing.json")
     args = parser.parse_args(argv)
-    if len(os.sched_getaffinity(0)) < 2 or not {0, 1} <= os.sched_getaffinity(0):
+    if args.rounds < 1:
+        print("--rounds: give 1 or more", file=sys.stderr)
+        return 2
+    if not {0, 1} <= os.sched_getaffinity(0):
         print("needs cores 0 and 1", file=sys.stderr)
         return 2
     ctx = mp.get_context("spawn")
