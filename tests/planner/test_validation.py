@@ -179,6 +179,63 @@ def test_every_bad_entry_is_reported_at_once(tmp_path: Path) -> None:
         resolve_cases(*load_loop_set(write_set(tmp_path, [{"name": "x"}], steps=1)))
 
 
+def test_a_set_that_extends_another_runs_its_entries_unchanged_and_adds_its_own(tmp_path: Path) -> None:
+    anchor = {"set": "set.yaml", "config": "a"}
+    parent = write_set(tmp_path, [{"name": "a", "run": {"schedule": "overlapped"}}], anchor=anchor)
+    sub = tmp_path / "more"
+    sub.mkdir()
+    child = sub / "child.yaml"
+    child.write_text(
+        yaml.safe_dump(
+            {
+                "extends": "../set.yaml",
+                "run": {"reward": {"batch_size": 4}, "workload": {"group_size": 2}},
+                "configs": [{"name": "b", "run": {"workload": {"group_size": 8}}}, {"name": "c"}],
+            }
+        )
+    )
+    own = resolve_cases(*load_loop_set(parent))
+    loop_set, base_dir = load_loop_set(child, ["steps=4"])
+    cases = resolve_cases(loop_set, base_dir)
+    assert [c.name for c in cases] == ["a", "b", "c"] and loop_set.profile == str(tmp_path / "profile.json")
+    assert loop_set.anchor is not None and loop_set.anchor.set == str(parent)
+    # The other set's entry is its own run (the overrides aside); the new ones get this set's run under their own.
+    assert cases[0].config == own[0].config.model_copy(update={"steps": 4})
+    assert [c.config.workload.group_size for c in cases] == [own[0].config.workload.group_size, 8, 2]
+    assert [c.config.reward.batch_size for c in cases] == [own[0].config.reward.batch_size, 4, 4]
+    assert cases[1].config.reward.runtime == "eager" and cases[1].config.policy.backend == "hf"
+
+
+@pytest.mark.parametrize(
+    ("doc", "message"),
+    [
+        ({"extends": "set.yaml", "steps": 2, "configs": []}, "steps: a set that extends set.yaml takes it from there"),
+        ({"extends": "nowhere.yaml", "configs": []}, "nowhere.yaml is not a file"),
+        ({"extends": "child.yaml", "configs": []}, "leads back to a set already extended"),
+        ({"extends": 3, "configs": []}, "extends: name a loop-set YAML"),
+        ({"extends": "set.yaml", "configs": {"name": "x"}}, "configs must be a list"),
+        ({"extends": "set.yaml", "configs": [{"name": "a"}]}, "repeated: a"),
+    ],
+)
+def test_a_bad_extends_is_a_config_error(tmp_path: Path, doc: dict[str, Any], message: str) -> None:
+    write_set(tmp_path, [{"name": "a"}])
+    child = tmp_path / "child.yaml"
+    child.write_text(yaml.safe_dump(doc))
+    with pytest.raises(ConfigError, match=message):
+        load_loop_set(child)
+
+
+def test_the_vllm_calibration_set_is_the_calibration_set_and_three_vllm_runs() -> None:
+    base = resolve_cases(*load_loop_set(ROOT / "configs/profiles/calibrate_cpu.yaml"))
+    more = resolve_cases(*load_loop_set(ROOT / "configs/profiles/calibrate_cpu_vllm.yaml"))
+    assert [c.config for c in more[: len(base)]] == [c.config for c in base]
+    added = more[len(base) :]
+    assert [c.config.reward.runtime for c in added] == ["vllm"] * 3
+    assert sorted(c.config.schedule for c in added) == ["overlapped", "sequential", "sequential"]
+    validated = resolve_cases(*load_loop_set(ROOT / "configs/validate_cpu_vllm.yaml"))
+    assert not {c.name for c in validated} & {c.name for c in more}
+
+
 def test_cli_validate_errors_are_one_message(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["plan"]) == 2
     assert "rlsim plan validate" in capsys.readouterr().err

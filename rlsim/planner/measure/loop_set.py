@@ -17,6 +17,18 @@ Example (``configs/validate_cpu.yaml``)::
 
 Paths are relative to the YAML file. Every config is validated (``load_run_config`` rules included)
 before anything runs, and every problem of every entry is reported at once.
+
+A set may ``extends: other.yaml``: it is that set (its base, steps, quiet gate, common ``run`` and every entry,
+unchanged) plus entries of its own, whose ``run`` goes on top of the other set's common one after the set's own
+``run``. Such a set holds only ``extends``, ``run``, ``configs``, ``profile`` and ``anchor``: the rest is the other
+set's, so the entries they share are the same runs (``rlsim profile --reuse`` keeps them). Example
+(``configs/profiles/calibrate_cpu_vllm.yaml``: the calibration set plus runs scored on vLLM)::
+
+    extends: calibrate_cpu.yaml
+    run: {reward: {runtime: vllm}}
+    configs:
+      - name: cal-vllm-seq-24
+        run: {schedule: sequential, workload: {prompts_per_step: 6, group_size: 4}}
 """
 
 from __future__ import annotations
@@ -133,11 +145,51 @@ def deep_merge(base: dict[str, Any], changes: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+# What a set that ``extends`` another may hold; the rest comes from the other set.
+EXTENDING_KEYS = ("extends", "run", "configs", "profile", "anchor")
+
+
 def load_loop_set(path: str | Path, overrides: Sequence[str] = ()) -> tuple[LoopSet, Path]:
-    """Validate the set's YAML (with ``--set`` overrides); returns it and the folder paths are relative to."""
+    """Validate the set's YAML (with ``--set`` overrides, applied after ``extends``); returns it and the folder
+    paths are relative to."""
     p = Path(path)
-    data = apply_overrides(load_yaml(p), overrides)
+    data = apply_overrides(_extended(p, load_yaml(p), (p.resolve(),)), overrides)
     return validate(LoopSet, data, source=str(p)), p.resolve().parent
+
+
+def _extended(path: Path, data: dict[str, Any], chain: tuple[Path, ...]) -> dict[str, Any]:
+    """``data`` with the set it ``extends`` (if any) folded in: the other set's keys, its entries, then these
+    entries with this set's ``run`` under their own; the other set's paths made absolute."""
+    if "extends" not in data:
+        return data
+    name, source = data["extends"], str(path)
+    if not isinstance(name, str) or not name:
+        raise ConfigError([f"extends: name a loop-set YAML (a path relative to this file), not {name!r}"], source)
+    extra = sorted(set(data) - set(EXTENDING_KEYS))
+    if extra:
+        raise ConfigError(
+            [f"{k}: a set that extends {name} takes it from there; set it in {name} or drop extends" for k in extra],
+            source,
+        )
+    parent_path = resolve_path(path.resolve().parent, name).resolve()
+    if parent_path in chain:
+        raise ConfigError([f"extends: {name} leads back to a set already extended (a loop)"], source)
+    if not parent_path.is_file():
+        raise ConfigError([f"extends: {parent_path} is not a file; name a loop-set YAML relative to {path}"], source)
+    parent = _extended(parent_path, load_yaml(parent_path), (*chain, parent_path))
+    own, common = data.get("configs", []), data.get("run", {})
+    if not isinstance(own, list) or not isinstance(common, dict):
+        raise ConfigError(["configs must be a list of entries and run a mapping"], source)
+    merged = {k: v for k, v in parent.items() if k not in ("base", "profile", "anchor")}
+    for key in ("base", "profile"):
+        if isinstance(parent.get(key), str):
+            merged[key] = str(resolve_path(parent_path.parent, parent[key]))
+    if isinstance(parent.get("anchor"), dict) and isinstance(parent["anchor"].get("set"), str):
+        merged["anchor"] = {**parent["anchor"], "set": str(resolve_path(parent_path.parent, parent["anchor"]["set"]))}
+    merged.update({k: data[k] for k in ("profile", "anchor") if k in data})
+    mine = [{**e, "run": deep_merge(common, e.get("run") or {})} if isinstance(e, dict) else e for e in own]
+    merged["configs"] = [*(parent.get("configs") or []), *mine]
+    return merged
 
 
 def resolve_cases(loop_set: LoopSet, base_dir: Path, source: str = "validation set") -> list[LoopCase]:
