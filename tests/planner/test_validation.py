@@ -225,13 +225,13 @@ def test_a_bad_extends_is_a_config_error(tmp_path: Path, doc: dict[str, Any], me
         load_loop_set(child)
 
 
-def test_the_vllm_calibration_set_is_the_calibration_set_and_three_vllm_runs() -> None:
+def test_the_vllm_calibration_set_is_the_calibration_set_and_four_vllm_runs() -> None:
     base = resolve_cases(*load_loop_set(ROOT / "configs/profiles/calibrate_cpu.yaml"))
     more = resolve_cases(*load_loop_set(ROOT / "configs/profiles/calibrate_cpu_vllm.yaml"))
     assert [c.config for c in more[: len(base)]] == [c.config for c in base]
     added = more[len(base) :]
-    assert [c.config.reward.runtime for c in added] == ["vllm"] * 3
-    assert sorted(c.config.schedule for c in added) == ["overlapped", "sequential", "sequential"]
+    assert [c.config.reward.runtime for c in added] == ["vllm"] * 4
+    assert sorted(c.config.schedule for c in added) == ["overlapped"] * 2 + ["sequential"] * 2
     validated = resolve_cases(*load_loop_set(ROOT / "configs/validate_cpu_vllm.yaml"))
     assert not {c.name for c in validated} & {c.name for c in more}
 

@@ -180,7 +180,7 @@ def _extended(path: Path, data: dict[str, Any], chain: tuple[Path, ...]) -> dict
     own, common = data.get("configs", []), data.get("run", {})
     if not isinstance(own, list) or not isinstance(common, dict):
         raise ConfigError(["configs must be a list of entries and run a mapping"], source)
-    merged = {k: v for k, v in parent.items() if k not in ("base", "profile", "anchor")}
+    merged = {k: v for k, v in parent.items() if k != "configs"}
     for key in ("base", "profile"):
         if isinstance(parent.get(key), str):
             merged[key] = str(resolve_path(parent_path.parent, parent[key]))
