@@ -27,6 +27,8 @@ from rlsim.planner.measure.loop_set import load_loop_set, resolve_cases, resolve
 from rlsim.planner.profile.schema import CalibrationSet, load_profile, save_profile
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from rich.console import Console
 
     from rlsim.planner.measure.build_profile import Built, ProfileConfig
@@ -110,7 +112,7 @@ def run(args: argparse.Namespace) -> int:
     fill = load_profile(args.fill_from) if args.fill_from else None
     scorers_from = load_profile(args.scorers_from) if args.scorers_from else None
     console = make_console(stderr=True)
-    loop_results, records = _loop_runs(config, base_dir, args, console)
+    loop_results, records, check_fit = _loop_runs(config, base_dir, args, console)
     cells = config.cells()
     with LineProgress(
         TextColumn("measuring"),
@@ -132,15 +134,23 @@ def run(args: argparse.Namespace) -> int:
             notes=_provenance(args, scorers_from),
         )
     profile = built.profile.model_copy(update={"machine": _machine(config, measured=not args.no_scorers), **records})
+    fit_errors = check_fit(profile) if profile.generation and profile.trainer and profile.contention else {}
+    if profile.calibration is not None and fit_errors:
+        profile = profile.model_copy(
+            update={"calibration": profile.calibration.model_copy(update={"fit_errors": fit_errors})}
+        )
     save_profile(profile, args.out)
     if args.summary:
-        atomic_write_json(args.summary, _summary(built, args, time.perf_counter() - t0))
+        summary = _summary(built, args, time.perf_counter() - t0)
+        atomic_write_json(args.summary, {**summary, "fit_errors": fit_errors})
     out = make_console()
     out.print(f"wrote {args.out} ({built.profile.hardware_kind}, rlsim {built.profile.rlsim_version})")
     for line in built.measured:
         out.print(f"  [green]measured[/green]  {line}")
     for line in built.unmeasured:
         out.print(f"  [yellow]not measured[/yellow]  {line}")
+    if fit_errors:
+        out.print(fit_check_line(fit_errors))
     missing = [s for s in ("generation", "trainer", "contention") if getattr(built.profile, s) is None]
     if missing:
         out.print(
@@ -148,6 +158,31 @@ def run(args: argparse.Namespace) -> int:
             "contention_results in the config, or --fill-from a profile that has them"
         )
     return 0
+
+
+# A calibration run the finished profile misses by more than this is named: on this project's 2-core VMs a fit
+# made in one steady hour re-predicts its own runs within about 9% (benchmarks/README.md, 2026-12-06).
+FIT_MISS = 0.2
+
+
+def fit_check_line(errors: dict[str, float]) -> str:
+    """One line on how the finished profile re-predicts its own calibration runs, naming those it misses."""
+    size = sorted(abs(e) for e in errors.values())
+    line = (
+        f"  fit check: the profile re-predicts its {len(errors)} calibration run(s) within median "
+        f"{size[len(size) // 2]:.1%}, worst {size[-1]:.1%}"
+    )
+    missed = {k: e for k, e in errors.items() if abs(e) > FIT_MISS}
+    if not missed:
+        return line
+    named = ", ".join(f"{k} {e:+.0%}" for k, e in missed.items())
+    return (
+        f"{line}\n  [yellow]warning[/yellow]: the fit misses {named} by more than {FIT_MISS:.0%}: the model cannot "
+        "follow them, or they ran at another speed than the rest (a shared host drifting during the loop set does "
+        "this; other programs' share is in each run's machine_load.json); predictions from this profile carry it. "
+        "Delete those runs' folders and run the command again with --runs DIR --reuse at a steadier hour (the "
+        "other runs are kept)"
+    )
 
 
 def _check_outputs(args: argparse.Namespace) -> None:
@@ -160,24 +195,30 @@ def _check_outputs(args: argparse.Namespace) -> None:
 
 def _loop_runs(
     config: ProfileConfig, base_dir: Path, args: argparse.Namespace, console: Console
-) -> tuple[list[Path], dict[str, Any]]:
-    """Run the config's loop set (if any); returns its results.json paths and the profile's ``calibration``
-    and ``anchor`` records (what anchored validation checks and scales with)."""
+) -> tuple[list[Path], dict[str, Any], Callable[[Profile], dict[str, float]]]:
+    """Run the config's loop set (if any); returns its results.json paths, the profile's ``calibration``
+    and ``anchor`` records (what anchored validation checks and scales with), and the check of the finished
+    profile against these runs (``own_run_errors``)."""
     if not config.loop_set:
-        return [], {}
+        return [], {}, lambda _profile: {}
     from rlsim.planner.measure.loop_results import anchor_record
+    from rlsim.planner.validate.compare import own_run_errors
 
     loop_set, cases = _loop_cases(config, base_dir, args)
     runs_dir = args.runs or Path("runs") / "profile" / config.hardware_kind
     paths = run_cases(
         cases, RealLoopRunner(console=console, quiet=loop_set.quiet), runs_dir, reuse=args.reuse, note=console.print
     )
+
+    def check(profile: Profile) -> dict[str, float]:
+        return own_run_errors(cases, profile, runs_dir, loop_set.warmup_steps, loop_set.disturbed_above)
+
     calibration = CalibrationSet(
         loop_set=config.loop_set, configs={c.name: c.config.model_dump(mode="json") for c in cases}
     )
     anchor = next((c for c in cases if c.name == config.anchor), None)
     if anchor is None:
-        return paths, {"calibration": calibration}
+        return paths, {"calibration": calibration}, check
     out = runs_dir / anchor.name
     record = anchor_record(
         anchor.name,
@@ -188,7 +229,7 @@ def _loop_runs(
         step_loads(out),
         loop_set.disturbed_above,
     )
-    return paths, {"calibration": calibration, "anchor": record}
+    return paths, {"calibration": calibration, "anchor": record}, check
 
 
 def _loop_cases(config: ProfileConfig, base_dir: Path, args: argparse.Namespace) -> tuple[LoopSet, list[LoopCase]]:

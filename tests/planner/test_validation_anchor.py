@@ -12,6 +12,7 @@ import json
 import shutil
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -20,12 +21,14 @@ import yaml
 from rich.console import Console
 
 from rlsim.cli.main import build_parser
+from rlsim.cli.profile_cmd import fit_check_line
 from rlsim.errors import ConfigError, RlsimError
 from rlsim.planner.measure.loop_results import anchor_record
 from rlsim.planner.measure.loop_set import LoopCase, load_loop_set, resolve_cases
 from rlsim.planner.profile.schema import CalibrationSet, save_profile
 from rlsim.planner.validate.anchor import apply_anchor, identical_run_floor
 from rlsim.planner.validate.command import validate_command, validation_table
+from rlsim.planner.validate.compare import own_run_errors
 from rlsim.planner.validate.predict import predict_step
 from rlsim.rollout.prompts import make_step_requests
 from tests.helpers.planner_cases import make_profile
@@ -371,3 +374,25 @@ def test_a_profile_anchor_with_bad_values_is_refused_naming_the_field(tmp_path: 
     with pytest.raises(ConfigError, match="anchor.run_config"):
         validate(tmp_path, path, host)
     assert host.ran == []
+
+
+def test_the_profile_checks_its_own_fit_on_its_calibration_runs(tmp_path: Path) -> None:
+    # The validation set's three configs stand in for a calibration set here; v2 ran 60% slower than the model.
+    path = write_sets(tmp_path, None)
+    loop_set, base_dir = load_loop_set(path)
+    cases = resolve_cases(loop_set, base_dir)
+    runs = tmp_path / "profile-runs"
+    host = DriftingHost(0.0, off={"v2": 1.6})
+    for case in cases[:2]:  # v3 has no run: left out
+        host.run(case, runs / case.name)
+    other = cases[2].config.model_copy(update={"reward": cases[2].config.reward.model_copy(update={"batch_size": 3})})
+    host.run(replace(cases[2], config=other), runs / "v3")  # a run of other settings under v3's name: left out too
+    errors = own_run_errors(cases, profile(), runs, loop_set.warmup_steps, None)
+    assert list(errors) == ["v1", "v2"]
+    assert errors["v1"] == pytest.approx(0.0, abs=1e-4) and errors["v2"] == pytest.approx(1 / 1.6 - 1, abs=1e-4)
+    line = fit_check_line(errors)
+    assert "within median 37.5%, worst 37.5%" in line and "misses v2 -38% by more than 20%" in line
+    assert "warning" not in fit_check_line({"v1": 0.05, "v2": -0.19})
+    # A reward the profile has no entry for is left out, not an error after the loop set's work.
+    without = profile().model_copy(update={"runtimes": {}})
+    assert own_run_errors(cases, without, runs, loop_set.warmup_steps, None) == {}

@@ -380,6 +380,11 @@ class CalibrationSet(_Strict):
 
     loop_set: str = Field(description="the calibration loop set, as the profile config named it")
     configs: dict[str, dict[str, Any]] = Field(description="each configuration's `rlsim run` config (JSON)")
+    fit_errors: dict[str, float] = Field(
+        default_factory=dict,
+        description="each configuration's run re-predicted by this profile, predicted / measured step - 1 (its "
+        "own fit's miss; empty in profiles written before rlsim profile checked it)",
+    )
 
 
 class Profile(_Strict):

@@ -40,6 +40,7 @@ from rlsim.planner.validate.anchor import (
 )
 from rlsim.planner.validate.predict import case_profile, predict_step
 from rlsim.planner.validate.throughput import async_run_figures, async_validation_entry, with_trained_counts
+from rlsim.run_results import RunResults
 from rlsim.schedule_kinds import schedule_kind
 
 PHASES = ("generate", "score", "update", "sync", "idle")
@@ -206,6 +207,38 @@ def run_validation(
         if anchor is not None:
             run_anchor()
     return report(complete=True)
+
+
+class _NoRuns:
+    """A loop runner for runs that must already exist (``own_run_errors``): asked to run, it refuses."""
+
+    def run(self, case: LoopCase, out: Path) -> RunResults:
+        raise RlsimError(f"{case.name}: no complete run of this config in {out} to re-predict")
+
+    def close(self) -> None:
+        return None
+
+
+def own_run_errors(
+    cases: Sequence[LoopCase], profile: Profile, runs_dir: Path, warmup_steps: int, disturbed_above: float | None
+) -> dict[str, float]:
+    """``rlsim profile``'s check of its own fit: each calibration run in ``runs_dir/NAME`` re-predicted by the
+    finished ``profile``, ``{name: error}`` with the error as ``plan validate`` defines it. A fit that misses its
+    own runs by much cannot follow them: a host that ran at another speed for part of the loop set does this
+    (docs/planner.md). Cases without a complete run of their config there, or that the profile cannot predict
+    (a reward it has no entry for), are left out."""
+    errors = {}
+    for case in cases:
+        out = runs_dir / case.name
+        if reusable_results(out, case) is None:
+            continue
+        steps = list(range(warmup_steps + 1, case.config.steps + 1))
+        try:
+            entry = _compare_case(case, profile, _NoRuns(), out, steps, warmup_steps, True, disturbed_above)
+        except RlsimError:
+            continue
+        errors[case.name] = round(float(entry["error"]), 4)
+    return errors
 
 
 def _compare_case(
