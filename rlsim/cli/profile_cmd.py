@@ -134,12 +134,13 @@ def run(args: argparse.Namespace) -> int:
             notes=_provenance(args, scorers_from),
         )
     profile = built.profile.model_copy(update={"machine": _machine(config, measured=not args.no_scorers), **records})
+    save_profile(profile, args.out)  # before the check of its fit: whatever that meets, the measurements are kept
     fit_errors = check_fit(profile) if profile.generation and profile.trainer and profile.contention else {}
     if profile.calibration is not None and fit_errors:
         profile = profile.model_copy(
             update={"calibration": profile.calibration.model_copy(update={"fit_errors": fit_errors})}
         )
-    save_profile(profile, args.out)
+        save_profile(profile, args.out)
     if args.summary:
         summary = _summary(built, args, time.perf_counter() - t0)
         atomic_write_json(args.summary, {**summary, "fit_errors": fit_errors})
