@@ -215,6 +215,8 @@ def test_a_set_that_extends_another_runs_its_entries_unchanged_and_adds_its_own(
         ({"extends": 3, "configs": []}, "extends: name a loop-set YAML"),
         ({"extends": "set.yaml", "configs": {"name": "x"}}, "configs must be a list"),
         ({"extends": "set.yaml", "configs": [{"name": "a"}]}, "repeated: a"),
+        ({"extends": "a" * 5000, "configs": []}, "extends: cannot look for that file"),
+        ({"extends": None, "configs": []}, "extends: name a loop-set YAML"),
     ],
 )
 def test_a_bad_extends_is_a_config_error(tmp_path: Path, doc: dict[str, Any], message: str) -> None:

@@ -25,7 +25,7 @@ from rlsim.cli.profile_cmd import fit_check_line
 from rlsim.errors import ConfigError, RlsimError
 from rlsim.planner.measure.loop_results import anchor_record
 from rlsim.planner.measure.loop_set import LoopCase, load_loop_set, resolve_cases
-from rlsim.planner.profile.schema import CalibrationSet, save_profile
+from rlsim.planner.profile.schema import CalibrationSet, load_profile, save_profile
 from rlsim.planner.validate.anchor import apply_anchor, identical_run_floor
 from rlsim.planner.validate.command import validate_command, validation_table
 from rlsim.planner.validate.compare import own_run_errors
@@ -396,3 +396,14 @@ def test_the_profile_checks_its_own_fit_on_its_calibration_runs(tmp_path: Path) 
     # A reward the profile has no entry for is left out, not an error after the loop set's work.
     without = profile().model_copy(update={"runtimes": {}})
     assert own_run_errors(cases, without, runs, loop_set.warmup_steps, None) == {}
+
+
+def test_a_profile_whose_fit_errors_are_not_finite_is_refused(tmp_path: Path) -> None:
+    calibration = CalibrationSet(loop_set="cal.yaml", configs={}, fit_errors={"cal-a": 0.05})
+    save_profile(profile().model_copy(update={"calibration": calibration}), tmp_path / "p.json")
+    data = json.loads((tmp_path / "p.json").read_text())
+    assert load_profile(tmp_path / "p.json").calibration.fit_errors == {"cal-a": 0.05}  # type: ignore[union-attr]
+    data["calibration"]["fit_errors"]["cal-a"] = float("nan")
+    (tmp_path / "p.json").write_text(json.dumps(data))  # json writes NaN, as a hand-edited file may hold it
+    with pytest.raises(RlsimError, match="calibration.fit_errors.cal-a"):
+        load_profile(tmp_path / "p.json")

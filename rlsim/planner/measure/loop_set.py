@@ -171,10 +171,15 @@ def _extended(path: Path, data: dict[str, Any], chain: tuple[Path, ...]) -> dict
             [f"{k}: a set that extends {name} takes it from there; set it in {name} or drop extends" for k in extra],
             source,
         )
-    parent_path = resolve_path(path.resolve().parent, name).resolve()
+    try:
+        parent_path = resolve_path(path.resolve().parent, name).resolve()
+        found = parent_path.is_file()
+    except OSError as err:  # a name too long for the file system, a folder it may not read
+        problem = f"extends: cannot look for that file ({err.strerror}); name a loop-set YAML"
+        raise ConfigError([problem], source) from err
     if parent_path in chain:
         raise ConfigError([f"extends: {name} leads back to a set already extended (a loop)"], source)
-    if not parent_path.is_file():
+    if not found:
         raise ConfigError([f"extends: {parent_path} is not a file; name a loop-set YAML relative to {path}"], source)
     parent = _extended(parent_path, load_yaml(parent_path), (*chain, parent_path))
     own, common = data.get("configs", []), data.get("run", {})

@@ -378,6 +378,8 @@ class ProfileAnchor(_Strict):
 class CalibrationSet(_Strict):
     """The loop configurations ``rlsim profile`` calibrated on, by name: what an anchor must be one of."""
 
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
+
     loop_set: str = Field(description="the calibration loop set, as the profile config named it")
     configs: dict[str, dict[str, Any]] = Field(description="each configuration's `rlsim run` config (JSON)")
     fit_errors: dict[str, float] = Field(
