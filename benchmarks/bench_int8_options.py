@@ -36,6 +36,7 @@ sys.path.insert(0, str(ROOT))
 from rlsim.corpus.agreement import FidelityRules, fidelity_metrics, score_in_length_order  # noqa: E402
 from rlsim.corpus.fidelity_corpus import FidelityCorpus, build_corpus  # noqa: E402
 from rlsim.fingerprint import machine_fingerprint  # noqa: E402
+from rlsim.io import atomic_write_json  # noqa: E402
 from rlsim.models import resolve_reward_model  # noqa: E402
 from rlsim.paths import cache_dir  # noqa: E402
 from rlsim.scoring import make_scorer  # noqa: E402
@@ -124,7 +125,7 @@ def main(argv: list[str]) -> int:
         "models": results,
     }
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(data, indent=2) + "\n")
+    atomic_write_json(args.out, data)  # a run stopped mid-write leaves the previous results whole
     shown = ("runtime", "calibration", "smooth_alpha", "pair_flip_rate", "spearman", "passes")
     summary = {r["model"]: [{k: c[k] for k in shown} for c in r["cells"]] for r in results}
     print(json.dumps({"out": str(args.out), "cells": summary}))
