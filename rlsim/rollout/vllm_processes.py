@@ -1,21 +1,69 @@
-"""Where a ``vllm.LLM`` engine runs: in the processes vLLM spawns (its default) or in the caller's own.
+"""Where a ``vllm.LLM`` engine runs: in the processes vLLM spawns (its default) or in the caller's own; and where
+its ZMQ sockets live.
 
 ``inline``: vLLM's engine core stays in this process (``InprocClient``; vLLM reads
 ``VLLM_ENABLE_V1_MULTIPROCESSING`` from the environment at engine start, ``vllm/envs.py``) and its model runner
 too (the ``uni`` executor), so no two interpreters are spawned and started. Used by the rollout's generator
 (``policy.engine_process``), the ``vllm`` scoring runtime and the ``genrm`` judge (``reward.engine_process``).
+
+Sockets: vLLM names each IPC socket ``ipc://$VLLM_RPC_BASE_PATH/<uuid4>`` (``vllm/utils/network_utils.py``
+``get_open_zmq_ipc_path``; the default base is the temp folder) and leaves the socket file behind when it stops, so a
+day of runs left thousands of empty socket files in /tmp. Each process that starts an engine (or the OpenAI
+server, ``rlsim.scoring.vllm_server``) gets a folder of its own instead, ``rlsim-vllm-<pid>-*`` in the temp folder,
+removed when the process exits; a process killed outright (an actor ``ray.kill`` ends) cannot remove its own, so
+every new folder first removes those of processes that no longer exist.
 """
 
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
+import tempfile
+from pathlib import Path
 from typing import Any
+
+IPC_PREFIX = "rlsim-vllm-"
+_own_folder: list[Path] = []  # this process's, once made
 
 
 def engine_process_args(inline: bool) -> dict[str, Any]:
     """Set the environment for the next engine start and return the ``LLM(...)`` arguments it needs."""
     os.environ["VLLM_ENABLE_V1_MULTIPROCESSING"] = "0" if inline else "1"
+    os.environ["VLLM_RPC_BASE_PATH"] = str(ipc_folder())
     return {"distributed_executor_backend": "uni"} if inline else {}
+
+
+def ipc_folder() -> Path:
+    """This process's folder for vLLM's sockets: made on first use (after removing dead processes' folders) and
+    removed at exit."""
+    if not _own_folder:
+        remove_dead_folders()
+        folder = Path(tempfile.mkdtemp(prefix=f"{IPC_PREFIX}{os.getpid()}-"))
+        atexit.register(shutil.rmtree, folder, ignore_errors=True)
+        _own_folder.append(folder)
+    return _own_folder[0]
+
+
+def remove_dead_folders(base: Path | None = None) -> list[Path]:
+    """Remove the socket folders in ``base`` (the temp folder) whose process is gone; return them."""
+    removed = []
+    for folder in Path(base or tempfile.gettempdir()).glob(f"{IPC_PREFIX}*-*"):
+        pid = folder.name[len(IPC_PREFIX) :].split("-", 1)[0]
+        if folder.is_dir() and pid.isdigit() and not _exists(int(pid)):
+            shutil.rmtree(folder, ignore_errors=True)
+            removed.append(folder)
+    return removed
+
+
+def _exists(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # someone else's process
+        return True
+    return True
 
 
 def shutdown_engine(engine: Any) -> None:

@@ -11,6 +11,8 @@ process group of its own and stays beside it as its supervisor:
   SIGKILL after ``--stop-s`` seconds; the supervisor exits with the server's status.
 - The supervisor watches its parent and stops the group when the parent dies, as ``rlsim serve`` does, so
   no engine outlives the run that started it.
+- The server's ZMQ sockets go in the supervisor's folder (``rlsim.rollout.vllm_processes.ipc_folder``), removed
+  when the supervisor exits.
 
 Usage (what ``HttpScorer`` runs): ``python -m rlsim.scoring.vllm_server --parent-pid P -- ARGS...``.
 """
@@ -27,6 +29,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from rlsim.rollout.vllm_processes import ipc_folder
 from rlsim.scoring.base import ScorerSettings
 
 # The KV cache a pooling engine reserves on CPU (GiB); on a GPU, the share of its memory the engine may take
@@ -70,6 +73,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = p.parse_args(argv)
     rest = args.server_args[1:] if args.server_args[:1] == ["--"] else args.server_args
     cmd = [sys.executable, "-m", args.module, *rest]
+    os.environ["VLLM_RPC_BASE_PATH"] = str(ipc_folder())  # the server's sockets, removed when this one exits
     server = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, start_new_session=True)
     stopping: list[int] = []
 

@@ -40,9 +40,12 @@ def test_sigterm_stops_the_server_and_its_child(tmp_path: Path) -> None:
     me = str(psutil.Process().pid)
     sup = subprocess.Popen([*SUPERVISE, "tests.helpers.process_family", "--parent-pid", me, "--", str(pids_file)])
     family = _family(pids_file)
+    socket = Path((tmp_path / "pids.ipc").read_text())
+    assert socket.is_file() and socket.parent.name.startswith(f"rlsim-vllm-{sup.pid}-")
     sup.send_signal(signal.SIGTERM)
     assert sup.wait(30) == 0
     assert _all_gone(family)
+    assert not socket.parent.exists()  # the server's socket folder went with the supervisor
 
 
 def test_the_server_stops_when_the_process_that_started_it_dies(tmp_path: Path) -> None:
@@ -62,6 +65,7 @@ def test_the_server_stops_when_the_process_that_started_it_dies(tmp_path: Path) 
     parent.kill()
     parent.wait()
     assert _all_gone([sup_pid, *family])
+    assert not Path((tmp_path / "pids.ipc").read_text()).parent.exists()
 
 
 def test_server_arguments_and_environment_follow_the_settings(tmp_path: Path) -> None:

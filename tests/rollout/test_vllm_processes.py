@@ -1,0 +1,39 @@
+"""vLLM's socket folders: one per process, removed at its exit, and those of dead processes removed by the next."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from rlsim.rollout.vllm_processes import IPC_PREFIX, remove_dead_folders
+
+MAKE_FOLDER = (
+    "import os\n"
+    "from rlsim.rollout.vllm_processes import engine_process_args, ipc_folder\n"
+    "engine_process_args(True)\n"
+    "assert os.environ['VLLM_RPC_BASE_PATH'] == str(ipc_folder())\n"
+    "(ipc_folder() / 'socket').touch()\n"
+    "print(ipc_folder())\n"
+)
+
+
+def test_a_process_removes_its_socket_folder_at_exit(tmp_path: Path) -> None:
+    env = {**os.environ, "TMPDIR": str(tmp_path)}
+    out = subprocess.run([sys.executable, "-c", MAKE_FOLDER], capture_output=True, text=True, env=env, check=True)
+    folder = Path(out.stdout.strip())
+    assert folder.parent == tmp_path and folder.name.startswith(IPC_PREFIX)
+    assert not folder.exists()
+
+
+def test_dead_processes_folders_are_removed_and_live_ones_kept(tmp_path: Path) -> None:
+    gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    dead = tmp_path / f"{IPC_PREFIX}{gone.stdout.strip()}-abc"
+    alive = tmp_path / f"{IPC_PREFIX}{os.getpid()}-abc"
+    other = tmp_path / f"{IPC_PREFIX}notapid-abc"
+    for folder in (dead, alive, other):
+        folder.mkdir()
+        (folder / "socket").touch()
+    assert remove_dead_folders(tmp_path) == [dead]
+    assert not dead.exists() and alive.exists() and other.exists()
