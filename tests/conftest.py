@@ -56,13 +56,17 @@ def tiny_policy():
 
 @pytest.fixture(scope="session")
 def vllm_generator(tiny_policy) -> Iterator[object]:
-    """An in-process ``VllmGenerator`` on the tiny policy, greedy (temperature 0) so outputs are comparable."""
+    """An in-process ``VllmGenerator`` on the tiny policy, greedy (temperature 0) so outputs are comparable.
+
+    Inline (engine core and model runner in this process): its subject is generation, and a spawned engine costs
+    about 20 s more to start and 4 s to stop here; the engine's own processes are tested where they are the subject
+    (tests/rollout/test_vllm_engine_failures.py, tests/actors/test_sigterm.py)."""
     pytest.importorskip("vllm")
     from rlsim.rollout.generator import GeneratorSettings
     from rlsim.rollout.vllm_generator import VllmGenerator
 
     cores = tuple(sorted(os.sched_getaffinity(0)))
-    gen = VllmGenerator(tiny_policy, GeneratorSettings(temperature=0.0, cores=cores, seed=0))
+    gen = VllmGenerator(tiny_policy, GeneratorSettings(temperature=0.0, cores=cores, seed=0, engine_inline=True))
     try:
         yield gen
     finally:

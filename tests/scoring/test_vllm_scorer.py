@@ -20,7 +20,9 @@ from tests.helpers.installed import skip_module_unless_installed
 
 skip_module_unless_installed("vllm")
 pytestmark = pytest.mark.slow
-SETTINGS = ScorerSettings(threads=1, max_length=128)
+# The module's engine inline (in this process): a spawned one costs ~20 s more to start and ~4 s to stop here.
+# `rlsim verify` below starts the default (spawned) engine, as users get it.
+SETTINGS = ScorerSettings(threads=1, max_length=128, engine_inline=True)
 
 
 @pytest.fixture(scope="module")
