@@ -1,5 +1,5 @@
-"""The suite's own cache folder, and session-scoped fixtures for slow shared resources: a two-node Ray cluster
-and an in-process vLLM engine.
+"""The suite's own cache folder, and fixtures for slow shared resources: a two-node Ray cluster (the session's)
+and an in-process vLLM engine (a module's: an inline engine holds ``torch.set_num_threads`` while it runs).
 
 Both take tens of seconds to start on this 2-core machine, so every test that needs one shares it.
 They start lazily: a test run that selects neither never pays for them.
@@ -54,7 +54,7 @@ def tiny_policy():
     return resolve_policy("tiny-llama")
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def vllm_generator(tiny_policy) -> Iterator[object]:
     """An in-process ``VllmGenerator`` on the tiny policy, greedy (temperature 0) so outputs are comparable.
 

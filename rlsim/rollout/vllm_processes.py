@@ -6,6 +6,11 @@ its ZMQ sockets live.
 too (the ``uni`` executor), so no two interpreters are spawned and started. Used by the rollout's generator
 (``policy.engine_process``), the ``vllm`` scoring runtime and the ``genrm`` judge (``reward.engine_process``).
 
+An inline engine's CPU worker also replaces ``torch.set_num_threads`` with a no-op for the whole process, so
+nothing unbinds its threads (``vllm/v1/worker/cpu_worker.py``, ``skip_set_num_threads``); once the last inline
+engine of the process is shut down, the original is put back, so a process that goes on (a test, an actor that
+scores next) can set its threads again.
+
 Sockets: vLLM names each IPC socket ``ipc://$VLLM_RPC_BASE_PATH/<uuid4>`` (``vllm/utils/network_utils.py``
 ``get_open_zmq_ipc_path``; the default base is the temp folder) and leaves the socket file behind when it stops, so a
 day of runs left thousands of empty socket files in /tmp. Each process that starts an engine (or the OpenAI
@@ -25,13 +30,22 @@ from typing import Any
 
 IPC_PREFIX = "rlsim-vllm-"
 _own_folder: list[Path] = []  # this process's, once made
+_torch_set_num_threads: list[Any] = []  # torch's own, kept before the first inline engine replaces it
+_inline_engines = [0]  # started in this process and not yet shut down
 
 
 def engine_process_args(inline: bool) -> dict[str, Any]:
     """Set the environment for the next engine start and return the ``LLM(...)`` arguments it needs."""
     os.environ["VLLM_ENABLE_V1_MULTIPROCESSING"] = "0" if inline else "1"
     os.environ["VLLM_RPC_BASE_PATH"] = str(ipc_folder())
-    return {"distributed_executor_backend": "uni"} if inline else {}
+    if not inline:
+        return {}
+    import torch
+
+    if not _torch_set_num_threads:
+        _torch_set_num_threads.append(torch.set_num_threads)
+    _inline_engines[0] += 1
+    return {"distributed_executor_backend": "uni"}
 
 
 def ipc_folder() -> Path:
@@ -71,3 +85,9 @@ def shutdown_engine(engine: Any) -> None:
     core = getattr(engine, "engine_core", None)
     if core is not None and hasattr(core, "shutdown"):
         core.shutdown()
+    if type(core).__name__ == "InprocClient" and _inline_engines[0] > 0:
+        _inline_engines[0] -= 1
+        if _inline_engines[0] == 0 and _torch_set_num_threads:
+            import torch
+
+            torch.set_num_threads = _torch_set_num_threads[0]

@@ -6,6 +6,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 
 from rlsim.rollout.vllm_processes import IPC_PREFIX, remove_dead_folders
 
@@ -37,3 +38,28 @@ def test_dead_processes_folders_are_removed_and_live_ones_kept(tmp_path: Path) -
         (folder / "socket").touch()
     assert remove_dead_folders(tmp_path) == [dead]
     assert not dead.exists() and alive.exists() and other.exists()
+
+
+class InprocClient:  # named as vLLM's in-process engine core client
+    def shutdown(self) -> None:
+        pass
+
+
+def test_torch_set_num_threads_comes_back_when_the_last_inline_engine_stops(monkeypatch) -> None:
+    import torch
+
+    from rlsim.rollout import vllm_processes
+
+    original = torch.set_num_threads
+    monkeypatch.setattr(torch, "set_num_threads", original)  # put back whatever happens below
+    monkeypatch.setattr(vllm_processes, "_inline_engines", [0])
+    monkeypatch.setattr(vllm_processes, "_torch_set_num_threads", [])
+    engines = [SimpleNamespace(engine_core=InprocClient()) for _ in range(2)]
+    for _ in engines:
+        assert vllm_processes.engine_process_args(True) == {"distributed_executor_backend": "uni"}
+        torch.set_num_threads = lambda n: None  # what vLLM's CPU worker does at each inline start
+    vllm_processes.shutdown_engine(SimpleNamespace(engine_core=SimpleNamespace(shutdown=lambda: None)))  # spawned
+    vllm_processes.shutdown_engine(engines[0])
+    assert torch.set_num_threads is not original  # the other engine still runs with its threads bound
+    vllm_processes.shutdown_engine(engines[1])
+    assert torch.set_num_threads is original

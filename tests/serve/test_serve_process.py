@@ -24,7 +24,8 @@ from tests.helpers.tiny_scorer import TinyScorer
 
 @register_scorer("test-file-gated")
 class FileGatedScorer(TinyScorer):
-    """``test-tiny`` whose every batch waits until the file ``$RLSIM_TEST_GATE`` exists.
+    """``test-tiny`` whose every batch waits until the file ``$RLSIM_TEST_GATE`` exists, and says it is
+    waiting by creating ``$RLSIM_TEST_GATE.entered``.
 
     The server runs in another process, so a ``threading.Event`` cannot hold it: a file can. The
     server imports this module (``--import tests.serve.test_serve_process``) to find the runtime.
@@ -34,6 +35,7 @@ class FileGatedScorer(TinyScorer):
 
     def _forward(self, batch: EncodedBatch) -> np.ndarray:
         gate, end = Path(os.environ["RLSIM_TEST_GATE"]), time.monotonic() + WAIT
+        Path(f"{gate}.entered").touch()
         while not gate.exists():
             if time.monotonic() > end:
                 raise RuntimeError("test gate never opened")
@@ -81,7 +83,11 @@ def test_signal_finishes_every_accepted_request(tmp_path: Path, sig: signal.Sign
             bodies = [{"texts": [f"text {i}"]} for i in range(4)]
             futures = [pool.submit(httpx.post, f"{url}/score", json=body, timeout=WAIT) for body in bodies]
             end = time.monotonic() + WAIT
-            while queued_requests(url) < 3:  # one held in the model, three waiting behind it
+            # One held in the model, three waiting behind it. Both are read: three queued alone could be three
+            # requests that the batcher has not yet started, with the fourth still connecting (seen under load:
+            # the signal then closed the socket on it).
+            entered = Path(f"{gate}.entered")
+            while not entered.exists() or queued_requests(url) < 3:
                 assert time.monotonic() < end, "requests never queued"
                 time.sleep(0.02)
             proc.send_signal(sig)
