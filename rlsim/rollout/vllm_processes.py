@@ -54,9 +54,14 @@ def ipc_folder() -> Path:
     if not _own_folder:
         remove_dead_folders()
         folder = Path(tempfile.mkdtemp(prefix=f"{IPC_PREFIX}{os.getpid()}-"))
-        atexit.register(shutil.rmtree, folder, ignore_errors=True)
+        atexit.register(_remove_own, folder, os.getpid())
         _own_folder.append(folder)
     return _own_folder[0]
+
+
+def _remove_own(folder: Path, pid: int) -> None:
+    if os.getpid() == pid:  # not in a forked child that inherited the handler: the folder is its parent's
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 def remove_dead_folders(base: Path | None = None) -> list[Path]:

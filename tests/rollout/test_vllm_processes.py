@@ -63,3 +63,20 @@ def test_torch_set_num_threads_comes_back_when_the_last_inline_engine_stops(monk
     assert torch.set_num_threads is not original  # the other engine still runs with its threads bound
     vllm_processes.shutdown_engine(engines[1])
     assert torch.set_num_threads is original
+
+
+def test_a_forked_child_leaves_its_parents_folder(tmp_path: Path) -> None:
+    code = (
+        "import os, sys\n"
+        "from rlsim.rollout.vllm_processes import ipc_folder\n"
+        "folder = ipc_folder()\n"
+        "pid = os.fork()\n"
+        "if pid == 0:\n"
+        "    sys.exit(0)  # runs the atexit handlers it inherited\n"
+        "os.waitpid(pid, 0)\n"
+        "print(folder.is_dir(), folder)\n"
+    )
+    env = {**os.environ, "TMPDIR": str(tmp_path)}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True)
+    alive, folder = out.stdout.split()
+    assert alive == "True" and not Path(folder).exists()  # kept while the parent ran, removed at its exit
