@@ -44,6 +44,7 @@ from rlsim.experiment.stopping import (
     run_repeats,
     stopped_by,
 )
+from rlsim.fingerprint import machine_fingerprint
 from rlsim.io import atomic_write_json, atomic_write_text
 from rlsim.metrics.trace import experiment_trace
 from rlsim.progress import LineProgress, make_console
@@ -101,6 +102,7 @@ class ExperimentOutputs:
         self.started = time.time()
         self.stop_reason: str | None = None
         self.results: dict[str, Any] = {}
+        self.machine = machine_fingerprint()  # every figure belongs to the machine it was measured on
         self.flush()
 
     def add(self, measurement: Measurement) -> None:
@@ -117,7 +119,9 @@ class ExperimentOutputs:
             self.stop_reason,
             self.fidelity,
         )
-        self.results.update(sessions=self.sessions, elapsed_s=round(time.time() - self.started, 1))
+        self.results.update(
+            sessions=self.sessions, elapsed_s=round(time.time() - self.started, 1), machine=self.machine
+        )
         atomic_write_json(self.out / "results.json", self.results)
         atomic_write_text(self.out / "report.md", render_markdown(self.results, figures or []))
         if self.spans:

@@ -220,3 +220,13 @@ def test_bad_variants_are_listed_with_every_other_problem(tmp_path: Path) -> Non
         "unknown runtime 'bogus'",
     ):
         assert needle in text, (needle, text)
+
+
+def test_results_name_the_machine_they_were_measured_on(tmp_path: Path) -> None:
+    import json
+
+    from rlsim.experiment.runner import ExperimentOutputs
+
+    ExperimentOutputs(tmp_path, load_contention_config(CONFIGS / "contention_cpu.yaml"), pool_cores=2)
+    machine = json.loads((tmp_path / "results.json").read_text())["machine"]
+    assert machine["cpu_model"] and machine["cores"] >= 1 and isinstance(machine["cpu_flags"], list)

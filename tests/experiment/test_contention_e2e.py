@@ -79,6 +79,7 @@ def experiment(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict, di
 def test_every_condition_of_every_runtime_and_repeat_was_measured(experiment) -> None:
     out, results, summary = experiment
     assert results["complete"] and results["repeats_done"] == 2 and summary["complete"]
+    assert results["machine"]["cpu_model"] and results["machine"]["cores"] >= 1
     # A fixed count (repeats: 2, no target): it stopped on the count, and ort's precision is reported.
     assert results["stopping"]["reason"] == "repeats" and summary["stopped"] == "repeats"
     assert results["runtimes"]["ort"]["precision"]["stopped_by"] == "budget"
