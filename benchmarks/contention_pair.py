@@ -12,37 +12,29 @@ from __future__ import annotations
 
 import argparse
 import json
-import statistics
 import sys
-from collections import defaultdict
 from pathlib import Path
 
+from rlsim.experiment.capacity import paired, per_repeat
 from rlsim.io import atomic_write_json
 from rlsim.metrics.stats import mean_ci, paired_t_p, sign_flip_p
 
-
-def scoring_core_s_by_repeat(results: dict, runtime: str) -> dict[int, float]:
-    """Mean scoring core-s of ``runtime``'s together steps (over trials) per repeat."""
-    per: dict[int, list[float]] = defaultdict(list)
-    for m in results["measurements"]:
-        if m["condition"] == "together" and m["runtime"] == runtime:
-            per[m["repeat"]].append(m["figures"]["score_core_s"])
-    return {r: statistics.mean(v) for r, v in per.items()}
+SCORE_CORE_S = "together.score_core_s"  # rlsim.experiment.capacity.per_repeat's key: mean over a repeat's trials
 
 
 def compare(results: dict, a: str, b: str) -> dict:
     """How many more core-s per together step ``b`` scores with than ``a`` (positive: ``a`` frees more)."""
-    sa, sb = scoring_core_s_by_repeat(results, a), scoring_core_s_by_repeat(results, b)
-    repeats = sorted(set(sa) & set(sb))
-    if len(repeats) < 2:
-        raise SystemExit(f"{a} and {b} share {len(repeats)} repeat(s) in these results; at least 2 are needed")
-    diffs = [sb[r] - sa[r] for r in repeats]
+    per = per_repeat(results["measurements"])
+    sb, sa = paired(per, (b, SCORE_CORE_S), (a, SCORE_CORE_S))
+    if len(sa) < 2:
+        raise SystemExit(f"{a} and {b} share {len(sa)} repeat(s) in these results; at least 2 are needed")
+    diffs = [y - x for x, y in zip(sa, sb, strict=True)]
     est = mean_ci(diffs)
     return {
         "a": a,
         "b": b,
         "what": f"scoring core-s per together step, {b} minus {a} (= {a}'s freed core-s minus {b}'s)",
-        "repeats": repeats,
+        "repeats": sorted(set(per[a][SCORE_CORE_S]) & set(per[b][SCORE_CORE_S])),
         "per_repeat": [round(d, 4) for d in diffs],
         "mean": est.mean,
         "ci_low": est.ci_low,

@@ -28,6 +28,8 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+import psutil
+
 IPC_PREFIX = "rlsim-vllm-"
 _own_folder: list[Path] = []  # this process's, once made
 _torch_set_num_threads: list[Any] = []  # torch's own, kept before the first inline engine replaces it
@@ -69,20 +71,10 @@ def remove_dead_folders(base: Path | None = None) -> list[Path]:
     removed = []
     for folder in Path(base or tempfile.gettempdir()).glob(f"{IPC_PREFIX}*-*"):
         pid = folder.name[len(IPC_PREFIX) :].split("-", 1)[0]
-        if folder.is_dir() and pid.isdigit() and not _exists(int(pid)):
+        if folder.is_dir() and pid.isdigit() and not psutil.pid_exists(int(pid)):
             shutil.rmtree(folder, ignore_errors=True)
             removed.append(folder)
     return removed
-
-
-def _exists(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # someone else's process
-        return True
-    return True
 
 
 def shutdown_engine(engine: Any) -> None:
