@@ -22,12 +22,12 @@ from rlsim.metrics.stats import mean_ci, paired_t_p, sign_flip_p
 SCORE_CORE_S = "together.score_core_s"  # rlsim.experiment.capacity.per_repeat's key: mean over a repeat's trials
 
 
-def compare(results: dict, a: str, b: str) -> dict:
-    """How many more core-s per together step ``b`` scores with than ``a`` (positive: ``a`` frees more)."""
-    per = per_repeat(results["measurements"])
+def compare(results: dict, per: dict, a: str, b: str) -> dict:
+    """How many more core-s per together step ``b`` scores with than ``a`` (positive: ``a`` frees more); ``per``:
+    ``per_repeat`` of the results' measurements."""
     sb, sa = paired(per, (b, SCORE_CORE_S), (a, SCORE_CORE_S))
     if len(sa) < 2:
-        raise SystemExit(f"{a} and {b} share {len(sa)} repeat(s) in these results; at least 2 are needed")
+        raise ValueError(f"{a} and {b} share {len(sa)} repeat(s) in these results; at least 2 are needed")
     diffs = [y - x for x, y in zip(sa, sb, strict=True)]
     est = mean_ci(diffs)
     return {
@@ -52,7 +52,18 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("b")
     p.add_argument("--json", type=Path, help="also write the comparison here")
     args = p.parse_args(argv)
-    out = compare(json.loads(args.results.read_text()), args.a, args.b)
+    try:
+        results = json.loads(args.results.read_text())
+        per = per_repeat(results["measurements"])
+    except (OSError, ValueError, KeyError, TypeError) as err:
+        print(f"contention_pair: {args.results} is not a contention results.json ({err!r}); give the experiment's "
+              "results.json", file=sys.stderr)  # fmt: skip
+        return 2
+    try:
+        out = compare(results, per, args.a, args.b)
+    except ValueError as err:
+        print(f"contention_pair: {err}", file=sys.stderr)
+        return 2
     print(
         f"{out['what']}: {out['mean']:+.3f} [{out['ci_low']:+.3f}, {out['ci_high']:+.3f}] over "
         f"{len(out['repeats'])} repeats (paired t p = {out['paired_t_p']:.3g}, sign-flip p = {out['sign_flip_p']:.3g})"
