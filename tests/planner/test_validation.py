@@ -13,7 +13,7 @@ from rlsim.cli.main import main
 from rlsim.errors import ConfigError, RlsimError
 from rlsim.planner.measure.loop_runner import LOAD_FILE, actor_key, run_cases
 from rlsim.planner.measure.loop_set import LoopCase, deep_merge, load_loop_set, resolve_cases
-from rlsim.planner.profile.schema import save_profile
+from rlsim.planner.profile.schema import load_profile, save_profile
 from rlsim.planner.validate.command import validate_command
 from rlsim.planner.validate.compare import run_validation
 from rlsim.planner.validate.predict import loop_trace, predict_step
@@ -234,8 +234,14 @@ def test_the_vllm_calibration_set_is_the_calibration_set_and_four_vllm_runs() ->
     added = more[len(base) :]
     assert [c.config.reward.runtime for c in added] == ["vllm"] * 4
     assert sorted(c.config.schedule for c in added) == ["overlapped"] * 2 + ["sequential"] * 2
-    validated = resolve_cases(*load_loop_set(ROOT / "configs/validate_cpu_vllm.yaml"))
+    vset, folder = load_loop_set(ROOT / "configs/validate_cpu_vllm.yaml")
+    validated = resolve_cases(vset, folder)
     assert not {c.name for c in validated} & {c.name for c in more}
+    # The set's default profile was made with this calibration set: vllm's factor and contention are its own.
+    assert vset.profile is not None
+    profile = load_profile(folder / vset.profile)
+    assert profile.runtimes["vllm"].in_loop_factor_measured and not profile.runtimes["vllm"].pads
+    assert profile.contention is not None and "vllm" in profile.contention.per_runtime
 
 
 def test_cli_validate_errors_are_one_message(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
