@@ -39,7 +39,7 @@ from rlsim.models.reward import RewardModelSpec
 from rlsim.rewards.options import DROPPED, GenrmOptions, parse_options
 from rlsim.rewards.text_reward import TextReward
 from rlsim.rollout.engine_errors import engine_failure, is_engine_failure
-from rlsim.rollout.vllm_processes import engine_process_args, shutdown_engine
+from rlsim.rollout.vllm_processes import engine_process_args, engine_start_failed, shutdown_engine
 from rlsim.scoring.base import RuntimeInfo, ScorerSettings, register_scorer
 from rlsim.scoring.needs import VLLM
 from rlsim.scoring.vllm_server import vllm_env
@@ -114,6 +114,7 @@ class JudgeEngine:
         try:
             self.llm = LLM(**args)
         except Exception as err:
+            engine_start_failed(settings.engine_inline)
             if is_engine_failure(err):
                 raise self._failure(err, "starting") from None
             raise RlsimError(f"runtime 'genrm' could not start the judge {judge} on vLLM: {err}") from None

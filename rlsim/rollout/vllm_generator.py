@@ -33,7 +33,7 @@ from rlsim.rollout.engine_errors import engine_failure, is_engine_failure
 from rlsim.rollout.generator import GeneratorInfo, GeneratorSettings, SwapPoint, SyncResult, register_generator
 from rlsim.rollout.prompts import encode_prompt
 from rlsim.rollout.types import Rollout, RolloutRequest
-from rlsim.rollout.vllm_processes import engine_process_args, shutdown_engine
+from rlsim.rollout.vllm_processes import engine_process_args, engine_start_failed, shutdown_engine
 
 
 def configure_vllm_env(settings: GeneratorSettings) -> None:
@@ -94,6 +94,7 @@ class VllmGenerator:
         try:
             self._llm = LLM(**args)
         except Exception as err:
+            engine_start_failed(settings.engine_inline)
             if is_engine_failure(err):
                 raise engine_failure(err, "starting", policy_dir) from None
             raise

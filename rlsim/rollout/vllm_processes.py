@@ -82,7 +82,19 @@ def shutdown_engine(engine: Any) -> None:
     core = getattr(engine, "engine_core", None)
     if core is not None and hasattr(core, "shutdown"):
         core.shutdown()
-    if type(core).__name__ == "InprocClient" and _inline_engines[0] > 0:
+    if type(core).__name__ == "InprocClient":
+        _release_inline()
+
+
+def engine_start_failed(inline: bool) -> None:
+    """The ``LLM(...)`` that ``engine_process_args(inline)`` prepared raised: an inline engine it counted never
+    ran, so it is given back (else the process's threads would stay bound after its last real engine stops)."""
+    if inline:
+        _release_inline()
+
+
+def _release_inline() -> None:
+    if _inline_engines[0] > 0:
         _inline_engines[0] -= 1
         if _inline_engines[0] == 0 and _torch_set_num_threads:
             import torch

@@ -31,7 +31,7 @@ from rlsim.errors import RlsimError
 from rlsim.hardware.cpu import BF16_CPU_FLAGS
 from rlsim.models.reward import RewardModelSpec
 from rlsim.rollout.engine_errors import engine_failure, is_engine_failure
-from rlsim.rollout.vllm_processes import engine_process_args, shutdown_engine
+from rlsim.rollout.vllm_processes import engine_process_args, engine_start_failed, shutdown_engine
 from rlsim.scoring.base import RuntimeInfo, ScorerSettings, register_scorer
 from rlsim.scoring.needs import VLLM
 from rlsim.scoring.tokenizing import EncodedBatch, TokenizingScorer
@@ -104,6 +104,7 @@ class VllmPoolingScorer(TokenizingScorer):
         try:
             self._llm = LLM(**args)
         except Exception as err:
+            engine_start_failed(settings.engine_inline)
             if is_engine_failure(err):
                 raise _engine_failure(err, "starting", model) from None
             raise RlsimError(f"runtime {self.name!r} could not start an engine for {architecture}: {err}") from None

@@ -65,6 +65,25 @@ def test_torch_set_num_threads_comes_back_when_the_last_inline_engine_stops(monk
     assert torch.set_num_threads is original
 
 
+def test_an_inline_engine_that_failed_to_start_is_not_counted(monkeypatch) -> None:
+    import torch
+
+    from rlsim.rollout import vllm_processes
+
+    original = torch.set_num_threads
+    monkeypatch.setattr(torch, "set_num_threads", original)
+    monkeypatch.setattr(vllm_processes, "_inline_engines", [0])
+    monkeypatch.setattr(vllm_processes, "_torch_set_num_threads", [])
+    vllm_processes.engine_process_args(True)  # this one starts ...
+    torch.set_num_threads = lambda n: None
+    vllm_processes.engine_process_args(True)  # ... this one raises in LLM(...)
+    vllm_processes.engine_start_failed(True)
+    vllm_processes.engine_start_failed(False)  # a spawned engine counted nothing
+    assert torch.set_num_threads is not original
+    vllm_processes.shutdown_engine(SimpleNamespace(engine_core=InprocClient()))
+    assert torch.set_num_threads is original and vllm_processes._inline_engines == [0]
+
+
 def test_a_forked_child_leaves_its_parents_folder(tmp_path: Path) -> None:
     code = (
         "import os, sys\n"
