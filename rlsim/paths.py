@@ -1,4 +1,5 @@
-"""Where rlsim keeps materialised models and exported graphs, and how a cached folder is built once."""
+"""Where rlsim keeps materialised models and exported graphs, how a cached folder is built once, and the scratch
+folders a process makes in the temp folder."""
 
 from __future__ import annotations
 
@@ -8,6 +9,8 @@ import shutil
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
+
+import psutil
 
 
 def cache_dir() -> Path:
@@ -41,3 +44,22 @@ def build_folder_once(out: Path, done: Callable[[Path], bool], build: Callable[[
             tmp.rename(out)
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
+
+
+def process_folder(prefix: str) -> Path:
+    """A new folder ``<prefix><pid>-*`` in the temp folder for this process's scratch files, made after removing
+    the folders of that prefix whose process is gone: a process killed outright (an actor ``ray.kill`` ends)
+    cannot remove its own."""
+    remove_dead_folders(prefix)
+    return Path(tempfile.mkdtemp(prefix=f"{prefix}{os.getpid()}-"))
+
+
+def remove_dead_folders(prefix: str, base: Path | None = None) -> list[Path]:
+    """Remove the ``<prefix><pid>-*`` folders in ``base`` (the temp folder) whose process is gone; return them."""
+    removed = []
+    for folder in Path(base or tempfile.gettempdir()).glob(f"{prefix}*-*"):
+        pid = folder.name[len(prefix) :].split("-", 1)[0]
+        if folder.is_dir() and pid.isdigit() and not psutil.pid_exists(int(pid)):
+            shutil.rmtree(folder, ignore_errors=True)
+            removed.append(folder)
+    return removed

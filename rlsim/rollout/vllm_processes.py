@@ -24,11 +24,10 @@ from __future__ import annotations
 import atexit
 import os
 import shutil
-import tempfile
 from pathlib import Path
 from typing import Any
 
-import psutil
+from rlsim.paths import process_folder
 
 IPC_PREFIX = "rlsim-vllm-"
 _own_folder: list[Path] = []  # this process's, once made
@@ -54,8 +53,7 @@ def ipc_folder() -> Path:
     """This process's folder for vLLM's sockets: made on first use (after removing dead processes' folders) and
     removed at exit."""
     if not _own_folder:
-        remove_dead_folders()
-        folder = Path(tempfile.mkdtemp(prefix=f"{IPC_PREFIX}{os.getpid()}-"))
+        folder = process_folder(IPC_PREFIX)
         atexit.register(_remove_own, folder, os.getpid())
         _own_folder.append(folder)
     return _own_folder[0]
@@ -64,17 +62,6 @@ def ipc_folder() -> Path:
 def _remove_own(folder: Path, pid: int) -> None:
     if os.getpid() == pid:  # not in a forked child that inherited the handler: the folder is its parent's
         shutil.rmtree(folder, ignore_errors=True)
-
-
-def remove_dead_folders(base: Path | None = None) -> list[Path]:
-    """Remove the socket folders in ``base`` (the temp folder) whose process is gone; return them."""
-    removed = []
-    for folder in Path(base or tempfile.gettempdir()).glob(f"{IPC_PREFIX}*-*"):
-        pid = folder.name[len(IPC_PREFIX) :].split("-", 1)[0]
-        if folder.is_dir() and pid.isdigit() and not psutil.pid_exists(int(pid)):
-            shutil.rmtree(folder, ignore_errors=True)
-            removed.append(folder)
-    return removed
 
 
 def shutdown_engine(engine: Any) -> None:

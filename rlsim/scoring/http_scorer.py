@@ -24,7 +24,6 @@ import shutil
 import socket
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 from collections import Counter
@@ -37,6 +36,7 @@ import numpy as np
 
 from rlsim.errors import RlsimError
 from rlsim.models.builtin import BUILTIN_REWARD_MODELS
+from rlsim.paths import process_folder
 from rlsim.rewards.options import RemoteOptions, parse_options, unanswered_reward
 from rlsim.scoring.base import SCORERS, RuntimeInfo, ScorerSettings, ScorerStats, register_scorer, unavailable_reason
 from rlsim.scoring.http_process import LIVE as _LIVE
@@ -59,6 +59,7 @@ if TYPE_CHECKING:
     from rlsim.models.reward import RewardModelSpec
 
 log = logging.getLogger(__name__)
+HTTP_PREFIX = "rlsim-http-"  # the work folder of each scorer that starts a server (its port file and log)
 RETRIED = (429, 503, 504)  # rate limited, queue full or loading, timed out
 
 
@@ -98,7 +99,7 @@ class HttpScorer:
 
         self.model, self.settings, self.stats = model, settings, ScorerStats()
         self._proc: subprocess.Popen[bytes] | None = None
-        self._workdir = Path(tempfile.mkdtemp(prefix="rlsim-http-"))
+        self._workdir = process_folder(HTTP_PREFIX)
         self._lock = threading.Lock()
         self._client: Any = None
         self._tokenizer: Any = None

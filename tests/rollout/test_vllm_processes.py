@@ -8,7 +8,8 @@ import sys
 from pathlib import Path
 from types import SimpleNamespace
 
-from rlsim.rollout.vllm_processes import IPC_PREFIX, remove_dead_folders
+from rlsim.paths import remove_dead_folders
+from rlsim.rollout.vllm_processes import IPC_PREFIX
 
 MAKE_FOLDER = (
     "import os\n"
@@ -36,7 +37,7 @@ def test_dead_processes_folders_are_removed_and_live_ones_kept(tmp_path: Path) -
     for folder in (dead, alive, other):
         folder.mkdir()
         (folder / "socket").touch()
-    assert remove_dead_folders(tmp_path) == [dead]
+    assert remove_dead_folders(IPC_PREFIX, tmp_path) == [dead]
     assert not dead.exists() and alive.exists() and other.exists()
 
 

@@ -7,18 +7,21 @@ and error handling can be driven exactly; everything else runs the real server.
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import subprocess
 import sys
 import time
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler
+from pathlib import Path
 
 import numpy as np
 import psutil
 import pytest
 
 from rlsim.errors import RlsimError
+from rlsim.paths import process_folder
 from rlsim.scoring import http_scorer, make_scorer, register_scorer
 from rlsim.scoring.base import ScorerSettings
 from rlsim.scoring.http_scorer import HttpScorer
@@ -79,14 +82,18 @@ def test_server_dies_with_the_process_that_started_it(minilm) -> None:
         "from rlsim.models import resolve_reward_model; from rlsim.scoring import make_scorer, ScorerSettings\n"
         "settings = ScorerSettings(server_runtime='eager', threads=1)\n"
         "s = make_scorer('http', resolve_reward_model('minilm-rm'), settings)\n"
-        "print(s._proc.pid, flush=True)\nimport time; time.sleep(600)\n"
+        "print(s._proc.pid, s._workdir, flush=True)\nimport time; time.sleep(600)\n"
     )
     owner = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, env=dict(os.environ))
     try:
-        server_pid = int(owner.stdout.readline())
+        pid, folder = owner.stdout.readline().decode().split()
         owner.kill()  # SIGKILL: no cleanup code in the owner runs
         owner.wait()
-        wait_gone(server_pid)
+        wait_gone(int(pid))
+        # Its work folder (port file, server log) is left behind; the next scorer's folder removes it.
+        assert Path(folder).is_dir() and Path(folder).name.startswith(f"{http_scorer.HTTP_PREFIX}{owner.pid}-")
+        shutil.rmtree(process_folder(http_scorer.HTTP_PREFIX))
+        assert not Path(folder).exists()
     finally:
         owner.kill()
         owner.wait()
