@@ -7,18 +7,21 @@ one node); the generator's side writes them to a local folder its engine reloads
 from __future__ import annotations
 
 import shutil
-import tempfile
 import weakref
 from pathlib import Path
 
 import numpy as np
 from safetensors.numpy import save_file
 
+from rlsim.paths import process_folder
+
 
 class WeightsFolder:
     """A private temporary folder holding the latest weights as ``model.safetensors``, made on the first
     ``write`` (a worker whose weights never move makes none) and removed on ``close``, or when the object is
-    collected or the interpreter exits, whichever comes first (a process killed outright still leaves it)."""
+    collected or the interpreter exits, whichever comes first. A process killed outright (an actor ``ray.kill``
+    ends) still leaves it, with a whole policy inside: its name carries the process id, so the next folder made
+    removes those of processes that are gone (``rlsim.paths.process_folder``)."""
 
     def __init__(self, prefix: str = "rlsim-weights-") -> None:
         self._prefix = prefix
@@ -28,7 +31,7 @@ class WeightsFolder:
     @property
     def path(self) -> Path:
         if self._path is None:
-            self._path = Path(tempfile.mkdtemp(prefix=self._prefix))
+            self._path = process_folder(self._prefix)
             self._cleanup = weakref.finalize(self, shutil.rmtree, self._path, ignore_errors=True)
         return self._path
 

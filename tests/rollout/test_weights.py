@@ -44,3 +44,17 @@ def test_a_folder_dropped_without_close_is_removed(tmp_path) -> None:
 def test_an_empty_state_is_refused() -> None:
     with pytest.raises(ValueError, match="empty state"):
         WeightsFolder().write({})
+
+
+def test_a_killed_processes_folder_is_removed_by_the_next_one(tmp_path) -> None:
+    import subprocess
+    import sys
+
+    gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    left = tmp_path / f"rlsim-weights-{gone.stdout.strip()}-abc"  # what a worker killed outright leaves
+    left.mkdir()
+    (left / "model.safetensors").write_bytes(b"weights")
+    folder = WeightsFolder()
+    path = folder.write({"w": np.ones(4, np.float32)})
+    assert _folders(tmp_path) == [path] and not left.exists()
+    folder.close()
