@@ -28,6 +28,71 @@ def test_tiny_architecture_counts_by_hand() -> None:
     assert TINY.decode_weight_bytes(2.0) == 2464
 
 
+# the same attention, and 4 experts of MLP 2 with 2 routed per token instead of the dense MLP
+TINY_MOE = ModelShape(
+    name="tiny-moe",
+    layers=2,
+    hidden=8,
+    intermediate=16,
+    heads=2,
+    kv_heads=1,
+    head_dim=4,
+    vocab=10,
+    experts=4,
+    experts_per_token=2,
+    expert_intermediate=2,
+)
+
+
+def test_tiny_mixture_of_experts_counts_by_hand() -> None:
+    # attention 192; experts 4 x (3 x 8 x 2 = 48) = 192; router 8 x 4 = 32: 416 per layer held
+    assert TINY_MOE.expert_params == 48 and TINY_MOE.layer_params == 192 + 192 + 32
+    assert TINY_MOE.matmul_params == 2 * 416 + 80 == 912
+    # a token multiplies by attention, the router and 2 experts: 192 + 32 + 96 = 320 per layer
+    assert TINY_MOE.active_matmul_params == 2 * 320 + 80 == 720
+    assert TINY_MOE.forward_flops(5) == 2 * 720 + 64 * 5
+    # the reads besides the experts: attention and router of both layers, the LM head; one expert = 2 x 48 params
+    assert TINY_MOE.decode_weight_bytes(2.0) == 2 * (912 - 2 * 4 * 48)
+    assert TINY_MOE.expert_bytes(2.0) == 2 * 2 * 48
+    # one token touches its 2 experts; two tokens 4 x (1 - (1/2)^2) = 3 in expectation; many tokens all 4
+    assert TINY_MOE.experts_touched(1) == pytest.approx(2.0)
+    assert TINY_MOE.experts_touched(2) == pytest.approx(3.0)
+    assert TINY_MOE.experts_touched(1000) == pytest.approx(4.0)
+    assert TINY.experts_touched(1000) == 0.0
+
+
+def test_a_moe_shape_without_its_routing_is_refused() -> None:
+    with pytest.raises(ValueError, match="experts_per_token in 1..experts"):
+        ModelShape(**{**TINY_MOE.model_dump(), "experts_per_token": 5})
+    with pytest.raises(ValueError, match="expert_intermediate >= 1"):
+        ModelShape(**{**TINY_MOE.model_dump(), "expert_intermediate": 0})
+
+
+def test_moe_decode_reads_the_experts_its_batch_touches() -> None:
+    m = MODELS["qwen3-30b-a3b"]
+    costs = _setup(model="qwen3-30b-a3b").decode_costs(eff_bw=1.0, eff_compute=1.0, fixed_s=0.0, comm_eff=1.0)
+    one = float(costs.iteration_s(np.array([1.0]), np.array([0.0]))[0])
+    # batch 1: the shared weights plus 8 of 128 experts in each of 48 layers
+    assert one == pytest.approx((m.decode_weight_bytes() + 8 * m.expert_bytes()) / 3350e9, rel=1e-9)
+    many = float(costs.weights_s(np.array([512.0]))[0])  # every expert is read
+    assert many == pytest.approx(m.matmul_params * 2.0 / 3350e9, rel=1e-3)
+    # FLOPs count the active parameters: 3.0e9 of 30.5e9
+    assert costs.compute_s_per_seq == pytest.approx(2 * m.active_matmul_params / 989.4e12)
+    assert m.params == pytest.approx(30.5e9, rel=0.01) and m.active_matmul_params == pytest.approx(3.04e9, rel=0.01)
+    assert MODELS["qwen3-235b-a22b"].params == pytest.approx(235e9, rel=0.01)
+
+
+def test_moe_closed_form_matches_the_iteration_sum() -> None:
+    rng = np.random.default_rng(1)
+    lengths = rng.integers(1, 300, (3, 30))
+    prompts = np.where(lengths > 0, 20, 0)
+    costs = _setup(model="qwen3-30b-a3b").decode_costs(0.9, 0.5, 1e-3, 0.8)
+    starts = np.stack([schedule(row, 9) for row in lengths])
+    dense, _ = engine_times(costs, lengths, prompts, starts)
+    fast, _ = engine_times_events(costs, lengths, prompts, starts)
+    np.testing.assert_allclose(fast, dense, rtol=1e-12)
+
+
 def test_public_shapes_give_their_published_sizes() -> None:
     assert MODELS["llama-3.1-8b"].params == pytest.approx(8.03e9, rel=0.005)
     assert MODELS["llama-3.1-70b"].params == pytest.approx(70.6e9, rel=0.005)

@@ -37,6 +37,10 @@ class Efficiency(BaseModel):
     verifier_s_per_rollout: float = Field(ge=0, description="rule-based reward (math-verify) per rollout")
     verifier_workers: int = Field(ge=1, description="reward workers running in parallel")
     runtime_reserve_gb: float = Field(ge=0, description="vLLM memory outside weights and KV cache per GPU")
+    moe_mfu_share: dict[str, float] = Field(
+        default_factory=dict,
+        description="per MoE model: its trainer's achieved model FLOP/s as a share of a dense model's on one GPU",
+    )
     provenance: dict[str, str] = Field(default_factory=dict)
     fitted_on: list[str] = Field(default_factory=list, description="ids of the published rows fitted on")
 
@@ -48,6 +52,19 @@ class Efficiency(BaseModel):
         if missing:
             raise ValueError(f"factors without a provenance entry: {', '.join(missing)}")
         return self
+
+    def moe_share(self, model: str) -> float:
+        """The MoE model's share of dense MFU; a model without one is refused, naming those that have one."""
+        if model not in self.moe_mfu_share:
+            known = ", ".join(sorted(self.moe_mfu_share)) or "none"
+            raise ConfigError(
+                [
+                    f"efficiency has no moe_mfu_share for {model!r} (it has: {known}): a mixture of experts trains at "
+                    "a fraction of a dense model's MFU; add the model's entry (its model TFLOP/s over a dense "
+                    "model's in one pre-training table, or fill it from your own run's log)"
+                ]
+            )
+        return self.moe_mfu_share[model]
 
     def mfu(self, table: dict[str, float], backend: str, what: str) -> float:
         if backend not in table:
@@ -72,8 +89,21 @@ def save_efficiency(eff: Efficiency, path: Path) -> None:
     atomic_write_json(path, eff.model_dump())
 
 
+# Megatron-Bridge's pre-training table (NVIDIA-NeMo/Megatron-Bridge docs/performance-summary-archive.md,
+# "26.04.01 NeMo Container", DGX-H100, FP8, token-dropless MoE): model TFLOP/s per GPU of each MoE model over
+# the dense Llama3-70B's 731 in the same table. Relative factors: they scale the dense MFU fitted on the
+# calibration rows. The same table's GB200 rows give 0.32 and 0.44 (over Llama3-70B's 1,892): not applied.
+MOE_MFU_SHARE_SOURCE = (
+    "publication: Megatron-Bridge docs/performance-summary-archive.md, 26.04.01 container, DGX-H100 FP8: "
+    "Qwen3_30B_a3B 206 and Qwen3_235B_a22B 253 model TFLOP/s per GPU over LLAMA3_70B's 731"
+)
+
 # Numbers the calibration never fits: each derivation is the provenance entry it is saved with.
-ASSUMED: dict[str, tuple[float, str]] = {
+ASSUMED: dict[str, tuple[object, str]] = {
+    "moe_mfu_share": (
+        {"qwen3-30b-a3b": round(206 / 731, 3), "qwen3-235b-a22b": round(253 / 731, 3)},
+        MOE_MFU_SHARE_SOURCE,
+    ),
     "decode_compute": (0.5, "assumed: large-batch decode GEMMs at half of dense peak (no publication gives it)"),
     "prefill_compute": (
         0.5,

@@ -14,7 +14,9 @@ Here, per engine of ``tp`` GPUs:
   FLOPs at ``peak x decode_compute``; memory ``(weights / tp + KV bytes x c)`` at ``HBM x decode_bw``;
   two all-reduces per layer of ``n x hidden`` activations when ``tp > 1`` (NVLink inside the NVLink
   domain, the network beyond it). So batch 1 sits on the weight-read floor and a large batch on the
-  compute roof.
+  compute roof. A mixture-of-experts model reads, besides its other weights, the experts its ``n``
+  requests' tokens were routed to (``ModelShape.experts_touched``), each expert sharded over the TP
+  ranks as vLLM's fused MoE layer shards it by default; FLOPs count the active parameters only.
 - the slots are ``min(max_num_seqs, KV tokens / mean slot context)``: a slot's context averaged over
   the time it is held is ``prompt + E[L^2] / (2 E[L])`` (long responses hold slots longest); requests
   beyond the slots wait (list scheduling in arrival order). Requests vLLM admits beyond what the cache
@@ -46,15 +48,24 @@ class DecodeCosts:
     fixed_s: float
     compute_s_per_seq: float  # matrix FLOPs of one running request
     compute_s_per_ctx: float  # attention FLOPs per context token
-    memory_s_weights: float
+    memory_s_weights: float  # every weight a token reads whatever its routing (all of a dense model)
     memory_s_per_ctx: float  # KV bytes per context token
     comm_s_fixed: float  # all-reduce latency per iteration
     comm_s_per_seq: float  # all-reduce bytes per running request
+    memory_s_per_expert: float = 0.0  # one expert of every layer (MoE)
+    model: ModelShape | None = None  # for the experts ``n`` running requests touch (MoE)
+
+    def weights_s(self, running: np.ndarray) -> np.ndarray:
+        """Seconds of weight reads of an iteration with ``running`` requests (MoE: the experts they touch)."""
+        base = np.full(np.shape(running), self.memory_s_weights)
+        if self.model is None or not self.model.is_moe:
+            return base
+        return base + self.memory_s_per_expert * np.asarray(self.model.experts_touched(running))
 
     def iteration_s(self, running: np.ndarray, context: np.ndarray) -> np.ndarray:
         """Seconds of each iteration with ``running`` requests over ``context`` tokens (0 where none run)."""
         compute = self.compute_s_per_seq * running + self.compute_s_per_ctx * context
-        memory = self.memory_s_weights + self.memory_s_per_ctx * context
+        memory = self.weights_s(running) + self.memory_s_per_ctx * context
         step = self.fixed_s + np.maximum(compute, memory) + self.comm_s_fixed + self.comm_s_per_seq * running
         return np.where(running > 0, step, 0.0)
 
@@ -112,12 +123,14 @@ class EngineSetup:
             comm_seq = 2 * m.layers * (m.hidden * 2.0 * 2.0 * (self.tp - 1) / self.tp) / link
         return DecodeCosts(
             fixed_s=fixed_s,
-            compute_s_per_seq=2.0 * m.matmul_params / self.tp / peak,
+            compute_s_per_seq=2.0 * m.active_matmul_params / self.tp / peak,
             compute_s_per_ctx=4.0 * m.layers * m.heads * m.head_dim / self.tp / peak,
             memory_s_weights=m.decode_weight_bytes(self.weight_bytes_per_param) / self.tp / bw,
             memory_s_per_ctx=self.kv_bytes_per_token_per_gpu() / bw,
             comm_s_fixed=comm_fixed,
             comm_s_per_seq=comm_seq,
+            memory_s_per_expert=m.expert_bytes(self.weight_bytes_per_param) / self.tp / bw,
+            model=m,
         )
 
     def slots(self, prompt_mean: float, lengths: np.ndarray) -> tuple[int, int]:
@@ -195,7 +208,7 @@ def engine_times_events(
     c = costs
     # context(k) = base + n k: compute = cs n + cc (base + n k), memory = mw + mc (base + n k)
     a_cmp, b_cmp = c.compute_s_per_seq * n + c.compute_s_per_ctx * base, c.compute_s_per_ctx * n
-    a_mem, b_mem = c.memory_s_weights + c.memory_s_per_ctx * base, c.memory_s_per_ctx * n
+    a_mem, b_mem = c.weights_s(n) + c.memory_s_per_ctx * base, c.memory_s_per_ctx * n
     da, db = a_cmp - a_mem, b_cmp - b_mem
     # compute >= memory where da + db k >= 0: from the crossing on when db > 0, up to it when db < 0
     with np.errstate(divide="ignore", invalid="ignore"):

@@ -158,12 +158,13 @@ def trainer_phases(cfg: GpuRunConfig, eff: Efficiency, seq_tokens: np.ndarray) -
     """Log-prob passes and optimizer steps over the step's packed sequences (``seq_tokens``: prompt + response)."""
     t, m = cfg.training, cfg.shape
     gpus = cfg.training_gpus
-    dp = gpus // (t.tp * t.pp)
+    dp = gpus // (t.tp * t.cp * t.pp)
     tokens = seq_tokens.astype(float)
-    forward = float(np.sum(tokens * (2.0 * m.matmul_params + 4.0 * m.layers * m.heads * m.head_dim * (tokens + 1) / 2)))
-    peak = cfg.spec.peak_flops("bf16")
+    forward = float(np.sum(tokens * m.forward_flops((tokens + 1) / 2)))  # type: ignore[arg-type]  # elementwise
+    # a MoE trainer reaches a share of the dense MFU (routing, all-to-all, small expert GEMMs: gpu_efficiency)
+    peak = cfg.spec.peak_flops("bf16") * (eff.moe_share(m.name) if m.is_moe else 1.0)
     speed = eff.fp8_train_speedup if t.precision == "fp8" else 1.0
-    mb_tokens = cfg.rollouts.max_sequence
+    mb_tokens = cfg.rollouts.max_sequence  # a micro-batch per replica (context parallel splits it, not its count)
     total_tokens = float(seq_tokens.sum())
     lp_micro = total_tokens / dp / (mb_tokens * t.logprob_batch_size)
     lp_mfu = eff.mfu(eff.logprob_mfu, t.backend, "logprob_mfu")
@@ -173,13 +174,13 @@ def trainer_phases(cfg: GpuRunConfig, eff: Efficiency, seq_tokens: np.ndarray) -
     mult = 4.0 if t.activation_checkpointing else 3.0
     compute = forward * mult / gpus / (peak * eff.mfu(eff.train_mfu, t.backend, "train_mfu") * speed)
     compute *= 1 + _bubble(t.pp, train_micro)
-    shard = m.params / (t.tp * t.pp)
+    shard = _trainer_shard(cfg)
     grad = 0.0
     if dp > 1:
         link = _link_gbs(cfg, gpus) * GB * eff.comm_eff
         grad = opt_steps * eff.grad_exposed * 2 * (dp - 1) / dp * shard * 2.0 / link
     optimizer = opt_steps * shard / dp * 26.0 / (cfg.spec.hbm_gbs * GB * 0.5)  # fp32 master, m, v: read+write
-    tp_fwd = _tp_comm_s(cfg, eff, total_tokens / dp)
+    tp_fwd = _tp_comm_s(cfg, eff, total_tokens / dp / t.cp)
     one_pass += tp_fwd
     compute += tp_fwd * (mult - 1.0)  # the backward's collectives match its two forward-sized halves
     critic = cfg.rollouts.algorithm == "ppo"
@@ -190,6 +191,14 @@ def trainer_phases(cfg: GpuRunConfig, eff: Efficiency, seq_tokens: np.ndarray) -
         "training": compute + grad + optimizer,
         "update_critic": compute + grad + optimizer if critic else 0.0,
     }
+
+
+def _trainer_shard(cfg: GpuRunConfig) -> float:
+    """Parameters one trainer GPU holds: dense weights over tp x pp, experts over ep x pp (NeMo-RL sets
+    Megatron's ``expert_tensor_parallel_size: 1``, ``examples/configs/grpo_math_1B.yaml`` v0.5.0)."""
+    t, m = cfg.training, cfg.shape
+    experts = m.layers * m.experts * m.expert_params
+    return (m.params - experts) / (t.tp * t.pp) + experts / (t.ep * t.pp)
 
 
 def _tp_comm_s(cfg: GpuRunConfig, eff: Efficiency, tokens_per_replica: float) -> float:
@@ -250,14 +259,16 @@ def check_memory(cfg: GpuRunConfig, eff: Efficiency) -> dict[str, float]:
     Megatron with the distributed optimizer holds per parameter of its shard: 2 bytes of BF16 weights,
     4 of FP32 gradients and 12 of FP32 master weights and Adam moments split over the data-parallel ranks."""
     t, m = cfg.training, cfg.shape
-    dp = cfg.training_gpus // (t.tp * t.pp)
-    shard = m.params / (t.tp * t.pp)
+    dp = cfg.training_gpus // (t.tp * t.cp * t.pp)
+    shard = _trainer_shard(cfg)
     trainer_gb = shard * (2 + 4 + 12 / dp) / GB
     if trainer_gb + eff.runtime_reserve_gb > cfg.spec.hbm_gb:
+        split = f"tp {t.tp} x pp {t.pp}" + (f", experts also over ep {t.ep}" if m.is_moe else "")
         raise RlsimError(
-            f"{m.name} does not fit the trainer on {cfg.gpu}: {m.params / 1e9:.1f}e9 parameters / (tp {t.tp} x pp "
-            f"{t.pp}) x (2 + 4 + 12 / dp {dp}) bytes = {trainer_gb:.1f} GB per GPU plus {eff.runtime_reserve_gb:g} GB "
-            f"reserve > {cfg.spec.hbm_gb:g} GB; raise training tp or pp, or use more GPUs"
+            f"{m.name} does not fit the trainer on {cfg.gpu}: {m.params / 1e9:.1f}e9 parameters over ({split}) = "
+            f"{shard / 1e9:.2f}e9 per GPU x (2 + 4 + 12 / dp {dp}) bytes = {trainer_gb:.1f} GB per GPU plus "
+            f"{eff.runtime_reserve_gb:g} GB reserve > {cfg.spec.hbm_gb:g} GB; raise training tp, pp or ep, or use "
+            "more GPUs"
         )
     kv_tokens = engine_setup(cfg, eff).kv_capacity_tokens()  # refuses an engine that holds no sequence
     out = {"trainer_states": round(trainer_gb, 2), "engine_kv_tokens": kv_tokens}

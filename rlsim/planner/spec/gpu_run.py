@@ -98,10 +98,16 @@ class JudgeSpec(_Cfg):
 
 
 class TrainingSpec(_Cfg):
-    """The policy trainer: Megatron or DTensor (FSDP2), its parallelism and batch sizes."""
+    """The policy trainer: Megatron or DTensor (FSDP2), its parallelism and batch sizes.
+
+    ``cp`` (context parallel) splits each sequence over ranks; ``ep`` (expert parallel, MoE only) splits the
+    experts over the ranks of a pipeline stage, as Megatron's ``expert_model_parallel_size`` does with NeMo-RL's
+    ``expert_tensor_parallel_size: 1`` (the performance summaries' Training [TP, CP, EP, PP])."""
 
     backend: Literal["megatron", "dtensor"] = "megatron"
     tp: int = Field(default=1, ge=1)
+    cp: int = Field(default=1, ge=1)
+    ep: int = Field(default=1, ge=1)
     pp: int = Field(default=1, ge=1)
     train_global_batch_size: int = Field(default=512, ge=1)
     train_micro_batch_size: int = Field(default=1, ge=1)
@@ -151,9 +157,14 @@ class GpuRunConfig(_Cfg):
         if gen % self.generation.tp:
             errors.append(f"generation GPUs {gen} are not a multiple of generation.tp {self.generation.tp}")
         errors += self._judge_problems()
-        mp = self.training.tp * self.training.pp
+        t = self.training
+        mp = t.tp * t.cp * t.pp
         if train > 0 and train % mp:
-            errors.append(f"training GPUs {train} are not a multiple of training tp x pp = {mp}")
+            errors.append(f"training GPUs {train} are not a multiple of training tp x cp x pp = {mp}")
+        elif t.ep > 1 and not self._model_is_moe():
+            errors.append("training.ep > 1 needs a mixture-of-experts model (experts to split); set ep to 1")
+        elif train > 0 and (train // t.pp) % t.ep:
+            errors.append(f"training GPUs per pipeline stage {train // t.pp} are not a multiple of ep {t.ep}")
         if errors:
             raise ValueError("; ".join(errors))
         return self
@@ -182,6 +193,12 @@ class GpuRunConfig(_Cfg):
     @property
     def shape(self) -> ModelShape:
         return MODELS[self.model] if isinstance(self.model, str) else self.model
+
+    def _model_is_moe(self) -> bool:
+        """Whether the model is a mixture of experts (False for an unknown name, reported on its own)."""
+        if isinstance(self.model, str):
+            return self.model in MODELS and MODELS[self.model].is_moe
+        return self.model.is_moe
 
     @property
     def spec(self) -> GpuSpec:

@@ -56,6 +56,15 @@ def evaluate(row: PublishedRun, role: str, eff: Efficiency) -> RowResult:
 def report(eff: Efficiency) -> dict[str, object]:
     rows = [evaluate(r, "calibration", eff) for r in CALIBRATION] + [evaluate(r, "validation", eff) for r in VALIDATION]
     val = np.array([abs(r.error) for r in rows if r.role == "validation"])
+    moe = {r.id for r in VALIDATION if r.config.shape.is_moe}
+    families = {}
+    for family, ids in (("dense", {r.id for r in VALIDATION} - moe), ("moe", moe)):
+        errs = np.array([abs(r.error) for r in rows if r.id in ids])
+        families[family] = {
+            "rows": len(errs),
+            "median_abs_error": round(float(np.median(errs)), 4),
+            "worst_abs_error": round(float(errs.max()), 4),
+        }
     by_id = {r.id: r for r in rows}
     ratios: list[dict[str, object]] = []
     for a, s in ASYNC_PAIRS:
@@ -68,12 +77,14 @@ def report(eff: Efficiency) -> dict[str, object]:
                 "published": round(published, 3),
                 "predicted": round(predicted, 3),
                 "error": round(predicted / published - 1, 4),
+                "family": "moe" if a in moe else "dense",
             }
         )
     return {
         "rows": [asdict(r) for r in rows],
         "validation_median_abs_error": round(float(np.median(val)), 4),
         "validation_worst_abs_error": round(float(val.max()), 4),
+        "validation_by_family": families,
         "async_sync_ratios": ratios,
         "fitted_on": eff.fitted_on,
     }

@@ -47,6 +47,8 @@ def _run(
     gen: dict[str, Any] | None = None,
     train: dict[str, Any] | None = None,
     split: int | None = None,
+    prompts: int = 64,
+    max_seq: int = 4096,
 ) -> GpuRunConfig:
     response_mean = response if response is not None else (seq or 0) - PROMPT_TOKENS
     generation = dict(gen or {})
@@ -62,11 +64,11 @@ def _run(
         "gpus": gpus,
         "gpus_per_node": gpn,
         "rollouts": {
-            "prompts_per_step": 64,
+            "prompts_per_step": prompts,
             "group_size": 32,
             "prompt_tokens": PROMPT_TOKENS,
             "response_mean": response_mean,
-            "max_sequence": 4096,
+            "max_sequence": max_seq,
         },
         "generation": generation,
         "training": train or {},
@@ -86,6 +88,17 @@ _LLAMA_PP1 = {**_LLAMA_PERF, "pp": 1}
 _FP8 = {**_LLAMA_PP1, "precision": "fp8"}
 _QWEN_H100 = {"backend": "megatron", "tp": 4, "pp": 4}  # grpo-qwen3-32b-4n8g.yaml
 _QWEN_GB200 = {"backend": "megatron", "tp": 2}  # grpo-qwen3-32b-4n4g.yaml
+# Mixture-of-experts recipes @v0.5.0 (grpo-qwen3-30ba3b-*, grpo-qwen3-235b-*): Training [TP, CP, EP, PP] as the
+# summary's table gives them; 235B: 16 prompts x 32, 8,192 tokens, micro and log-prob batch 1, recompute.
+_A3B_H100 = {"backend": "megatron", "ep": 8}  # 4n8g
+_A3B_H100_OFF = {**_A3B_H100, "pp": 2}  # 4n8g-async-1off
+_A3B_GB200 = {"backend": "megatron", "ep": 16}  # 4n4g, 8n4g-async-1off
+_235B = {"backend": "megatron", "logprob_batch_size": 1, "activation_checkpointing": True}
+_235B_H100 = {**_235B, "tp": 2, "cp": 2, "ep": 16, "pp": 8}  # 16n8g
+_235B_H100_OFF = {**_235B, "tp": 4, "ep": 16, "pp": 8}  # 32n8g-async-1off
+_235B_GB200 = {**_235B, "tp": 2, "cp": 2, "ep": 16, "pp": 4}  # 16n4g
+_235B_GB200_OFF = {**_235B, "tp": 4, "ep": 16, "pp": 4}  # 32n4g-async-1off
+_235B_RUN: dict[str, Any] = {"model": "qwen3-235b-a22b", "prompts": 16, "max_seq": 8192}
 
 CALIBRATION: list[PublishedRun] = [
     PublishedRun(
@@ -181,6 +194,55 @@ VALIDATION: list[PublishedRun] = [
         _run("k", model="qwen3-32b", gpu="gb200", gpus=32, gpn=4, seq=3258, train=_QWEN_GB200, split=16),
         210.0,
     ),
+    # Mixture of experts (added with MoE support; validation only, never fitted)
+    PublishedRun(
+        "v0.5-qwen3-30b-a3b-onpolicy-32xH100",
+        f"{_V05}, H100 BF16",
+        _run("l", model="qwen3-30b-a3b", gpus=32, seq=3196, gen={"tp": 2}, train=_A3B_H100),
+        198.0,
+    ),
+    PublishedRun(
+        "v0.5-qwen3-30b-a3b-1off-16+16xH100",
+        f"{_V05}, H100 BF16",
+        _run("m", model="qwen3-30b-a3b", gpus=32, seq=3201, gen={"tp": 2}, train=_A3B_H100_OFF, split=16),
+        154.0,
+    ),
+    PublishedRun(
+        "v0.5-qwen3-30b-a3b-onpolicy-16xGB200",
+        f"{_V05}, GB200 BF16",
+        _run("n", model="qwen3-30b-a3b", gpu="gb200", gpus=16, gpn=4, seq=3198, train=_A3B_GB200),
+        232.0,
+    ),
+    PublishedRun(
+        "v0.5-qwen3-30b-a3b-1off-16+16xGB200",
+        f"{_V05}, GB200 BF16",
+        _run("o", model="qwen3-30b-a3b", gpu="gb200", gpus=32, gpn=4, seq=3204, train=_A3B_GB200, split=16),
+        136.0,
+    ),
+    PublishedRun(
+        "v0.5-qwen3-235b-onpolicy-128xH100",
+        f"{_V05}, H100 BF16",
+        _run("p", gpus=128, seq=5700, gen={"tp": 16}, train=_235B_H100, **_235B_RUN),
+        431.0,
+    ),
+    PublishedRun(
+        "v0.5-qwen3-235b-1off-128+128xH100",
+        f"{_V05}, H100 BF16",
+        _run("q", gpus=256, seq=5707, gen={"tp": 8}, train=_235B_H100_OFF, split=128, **_235B_RUN),
+        203.0,
+    ),
+    PublishedRun(
+        "v0.5-qwen3-235b-onpolicy-64xGB200",
+        f"{_V05}, GB200 BF16",
+        _run("r", gpu="gb200", gpus=64, gpn=4, seq=5711, gen={"tp": 8}, train=_235B_GB200, **_235B_RUN),
+        332.0,
+    ),
+    PublishedRun(
+        "v0.5-qwen3-235b-1off-64+64xGB200",
+        f"{_V05}, GB200 BF16",
+        _run("s", gpu="gb200", gpus=128, gpn=4, seq=5711, gen={"tp": 8}, train=_235B_GB200_OFF, split=64, **_235B_RUN),
+        268.0,
+    ),
 ]
 
 # Async/sync pairs of the same release, model and GPU (the ratio check): (async id, sync id).
@@ -190,4 +252,8 @@ ASYNC_PAIRS = [
     ("v0.4-qwen3-32b-1off-32+32xH100", "v0.4-qwen3-32b-onpolicy-32xH100"),
     ("v0.5-qwen3-32b-1off-32+32xH100", "v0.5-qwen3-32b-onpolicy-32xH100"),
     ("v0.5-qwen3-32b-1off-16+16xGB200", "v0.5-qwen3-32b-onpolicy-16xGB200"),
+    ("v0.5-qwen3-30b-a3b-1off-16+16xH100", "v0.5-qwen3-30b-a3b-onpolicy-32xH100"),
+    ("v0.5-qwen3-30b-a3b-1off-16+16xGB200", "v0.5-qwen3-30b-a3b-onpolicy-16xGB200"),
+    ("v0.5-qwen3-235b-1off-128+128xH100", "v0.5-qwen3-235b-onpolicy-128xH100"),
+    ("v0.5-qwen3-235b-1off-64+64xGB200", "v0.5-qwen3-235b-onpolicy-64xGB200"),
 ]
