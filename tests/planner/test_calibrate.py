@@ -54,6 +54,7 @@ def run_of(
     update_per_token: float = 1e-4,
     total: np.ndarray | None = None,
     update_per_seq: float = 0.0,
+    score: np.ndarray | None = None,
 ) -> CalibrationRun:
     trace = loop_trace(cfg, [2, 3, 4])
     tokens = np.array([float(sum(r)) for _, r in trace])
@@ -62,7 +63,7 @@ def run_of(
     update = 0.3 + (update_per_token * tokens + update_per_seq * seqs) * (2 / units) ** 0.5
     times = {
         "generate": gen,
-        "score": np.full(3, 0.5),
+        "score": np.full(3, 0.5) if score is None else score,
         "update": update,
         "sync": np.full(3, 0.2),
         "idle": np.full(3, 0.05),
@@ -179,13 +180,29 @@ def test_contention_fit_finds_the_slowdowns_the_measurements_came_from() -> None
     )
     trace = loop_trace(cfg, [2, 3, 4])
     ev = predict_trace(cfg, truth, trace)
-    gen = np.array([s.time_s["generate"] for s in ev.steps])
-    total = np.array([s.time_s["total"] for s in ev.steps])
-    fitted = fit_contention([run_of(config(2)), run_of(cfg, gen=gen, total=total)], profile)
+    gen, score, total = (np.array([s.time_s[k] for s in ev.steps]) for k in ("generate", "score", "total"))
+    fitted = fit_contention([run_of(config(2)), run_of(cfg, gen=gen, total=total, score=score)], profile)
     assert fitted is not None
     entry = fitted.per_runtime["eager"]
     assert entry.gen_slowdown == pytest.approx(0.7) and entry.score_slowdown == pytest.approx(1.3)
     assert fit_contention([run_of(config(2))], profile) is None  # no overlapped shared run: nothing to fit
+
+
+def test_contention_fit_leaves_a_slower_update_to_the_trainer_model() -> None:
+    # The loop's update ran 1.5 s longer than the trainer model says (a trainer miss, or the host): the step is
+    # longer by as much, but contention cannot move the update, so the slowdowns come back as they were. A fit
+    # to the step time pushed the score slowdown up until the lengthened scoring made up the difference.
+    profile = loop_like_profile()
+    cfg = config(8, schedule="overlapped")
+    truth = profile.model_copy(
+        update={"contention": ContentionModel(default=ContentionEntry(gen_slowdown=0.7, score_slowdown=1.3))}
+    )
+    ev = predict_trace(cfg, truth, loop_trace(cfg, [2, 3, 4]))
+    gen, score, total = (np.array([s.time_s[k] for s in ev.steps]) for k in ("generate", "score", "total"))
+    fitted = fit_contention([run_of(config(2)), run_of(cfg, gen=gen, total=total + 1.5, score=score)], profile)
+    assert fitted is not None
+    entry = fitted.per_runtime["eager"]
+    assert (entry.gen_slowdown, entry.score_slowdown) == pytest.approx((0.7, 1.3))
 
 
 @pytest.mark.slow  # a calibration-sized fit: two configs over the whole grid (~10 s on 2 cores)
@@ -199,9 +216,8 @@ def test_contention_fit_rests_on_every_overlapped_run_and_reaches_past_the_old_b
     for prompts, micro_batch in ((4, 8), (6, 4)):
         cfg = config(prompts, schedule="overlapped").model_copy(update={"micro_batch": micro_batch})
         ev = predict_trace(cfg, truth, loop_trace(cfg, [2, 3, 4]))
-        gen = np.array([s.time_s["generate"] for s in ev.steps])
-        total = np.array([s.time_s["total"] for s in ev.steps])
-        runs.append(run_of(cfg, gen=gen, total=total))
+        gen, score, total = (np.array([s.time_s[k] for s in ev.steps]) for k in ("generate", "score", "total"))
+        runs.append(run_of(cfg, gen=gen, total=total, score=score))
     fitted = fit_contention(runs, profile)
     assert fitted is not None
     entry = fitted.per_runtime["eager"]
