@@ -66,6 +66,8 @@ def test_a_moe_shape_without_its_routing_is_refused() -> None:
         ModelShape(**{**TINY_MOE.model_dump(), "experts_per_token": 5})
     with pytest.raises(ValueError, match="expert_intermediate >= 1"):
         ModelShape(**{**TINY_MOE.model_dump(), "expert_intermediate": 0})
+    with pytest.raises(ValueError, match="experts is 0; give experts"):  # routing without experts: a lost field
+        ModelShape(**{**TINY_MOE.model_dump(), "experts": 0})
 
 
 def test_moe_decode_reads_the_experts_its_batch_touches() -> None:

@@ -30,7 +30,8 @@ from rlsim.errors import RlsimError
 
 
 class ModelShape(BaseModel):
-    """A dense decoder's shape (units: counts of layers/heads/features; parameters in elements)."""
+    """A decoder's shape, dense or mixture of experts (units: counts of layers/heads/features; parameters in
+    elements)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -54,6 +55,11 @@ class ModelShape(BaseModel):
             raise ValueError(
                 f"{self.name}: a mixture-of-experts shape needs experts_per_token in 1..experts ({self.experts}) and "
                 "expert_intermediate >= 1 (config.json: num_experts_per_tok, moe_intermediate_size)"
+            )
+        if not self.experts and (self.experts_per_token or self.expert_intermediate):
+            raise ValueError(
+                f"{self.name}: experts_per_token or expert_intermediate is set but experts is 0; give experts "
+                "(config.json: num_experts) for a mixture of experts, or leave all three out for a dense model"
             )
         return self
 
