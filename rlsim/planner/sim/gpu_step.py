@@ -164,7 +164,7 @@ def trainer_phases(cfg: GpuRunConfig, eff: Efficiency, seq_tokens: np.ndarray) -
     # a MoE trainer reaches a share of the dense MFU (routing, all-to-all, small expert GEMMs: gpu_efficiency)
     peak = cfg.spec.peak_flops("bf16") * (eff.moe_share(m.name) if m.is_moe else 1.0)
     speed = eff.fp8_train_speedup if t.precision == "fp8" else 1.0
-    mb_tokens = cfg.rollouts.max_sequence  # a micro-batch per replica (context parallel splits it, not its count)
+    mb_tokens = cfg.rollouts.max_sequence  # per data-parallel replica; context parallel splits each, not their count
     total_tokens = float(seq_tokens.sum())
     lp_micro = total_tokens / dp / (mb_tokens * t.logprob_batch_size)
     lp_mfu = eff.mfu(eff.logprob_mfu, t.backend, "logprob_mfu")
