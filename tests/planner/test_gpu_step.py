@@ -127,7 +127,7 @@ def test_bad_runs_are_refused_before_simulating(eff: Efficiency) -> None:
         _cfg(model="qwen3-30b-a3b", training__ep=16)
 
 
-def test_moe_trainer_uses_active_flops_its_share_and_experts_over_ep(eff: Efficiency) -> None:
+def test_moe_trainer_uses_active_flops_its_share_and_experts_over_ep(eff: Efficiency, tmp_path: Path) -> None:
     moe = _cfg(model="qwen3-30b-a3b", training__ep=8, training__pp=1, generation__tp=2)
     pred = predict_step(moe, eff, steps=1)
     # FLOPs of ~3e9 active parameters at the dense MFU times the model's published share
@@ -139,6 +139,11 @@ def test_moe_trainer_uses_active_flops_its_share_and_experts_over_ep(eff: Effici
     # experts split over ep 8: 29e9 expert parameters / 8 plus 1.5e9 others per GPU
     states = check_memory(moe, eff)["trainer_states"]
     assert states == pytest.approx(((30.53e9 - 28.99e9) + 28.99e9 / 8) * (2 + 4 + 12 / 8) / 1e9, rel=0.01)
+    for bad in ("NaN", "Infinity", "-0.2", "1e300", "null"):  # a hand-edited share: refused with the file named
+        path = tmp_path / "eff.json"
+        path.write_text(EFF_PATH.read_text().replace('"qwen3-30b-a3b": 0.282', f'"qwen3-30b-a3b": {bad}'))
+        with pytest.raises(ConfigError, match="not a readable efficiency JSON"):
+            load_efficiency(path)
     unknown = eff.model_copy(update={"moe_mfu_share": {}})
     with pytest.raises(ConfigError, match="no moe_mfu_share for 'qwen3-30b-a3b'"):
         predict_step(moe, unknown, steps=1)

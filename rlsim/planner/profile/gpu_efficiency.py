@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -37,7 +38,7 @@ class Efficiency(BaseModel):
     verifier_s_per_rollout: float = Field(ge=0, description="rule-based reward (math-verify) per rollout")
     verifier_workers: int = Field(ge=1, description="reward workers running in parallel")
     runtime_reserve_gb: float = Field(ge=0, description="vLLM memory outside weights and KV cache per GPU")
-    moe_mfu_share: dict[str, float] = Field(
+    moe_mfu_share: dict[str, Annotated[float, Field(gt=0, le=1, allow_inf_nan=False)]] = Field(
         default_factory=dict,
         description="per MoE model: its trainer's achieved model FLOP/s as a share of a dense model's on one GPU",
     )
