@@ -377,3 +377,24 @@ def test_every_shipped_validation_set_is_apart_from_calibration_and_predictable(
         steps = predict_step(case.config, case_profile(profile, case.config.reward.runtime, case.profile_runtime),
                              replay=[2]).steps  # fmt: skip
         assert steps[0].time_s["total"] > 0, case.name
+
+
+def test_the_quiet_gate_waits_its_own_window_until_the_cores_are_idle(monkeypatch: pytest.MonkeyPatch) -> None:
+    from rlsim.planner.measure import machine_load
+    from rlsim.planner.measure.loop_set import QuietGate
+
+    # Windows of 10 core-seconds: busy 8 (other work), then 1 (quiet). Each window reads two samples.
+    samples = iter([(0, 0), (8, 10), (8, 10), (9, 20)])
+    monkeypatch.setattr(machine_load, "sample", lambda: machine_load.CpuSample(0.0, *map(float, next(samples))))
+    slept: list[float] = []
+    monkeypatch.setattr(machine_load.time, "sleep", slept.append)
+    notes: list[str] = []
+    gate = QuietGate(busy_below=0.3, max_wait_s=60, window_s=0.25)
+    record = gate.wait(notes.append)
+    assert slept == [0.25, 0.25]  # the gate's window, twice: once busy, once quiet
+    assert record["quiet"] is True and record["busy_share"] == pytest.approx(0.1)
+    assert len(notes) == 1 and "80% busy" in notes[0]
+    assert QuietGate().window_s == 0.5
+    with pytest.raises(ValueError, match="window_s"):
+        QuietGate(window_s=0.0)
+

@@ -243,7 +243,7 @@ def wait_if_asked(quiet: QuietGate | None, note: Callable[[str], None]) -> dict[
     """Hold the next run until the cores are quiet, if the set asks for it; returns what happened."""
     if quiet is None:
         return None
-    return machine_load.wait_until_quiet(quiet.busy_below, quiet.max_wait_s, note=note)
+    return quiet.wait(note)
 
 
 def step_loads(out: Path) -> dict[int, float]:

@@ -28,7 +28,6 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from rlsim.errors import ConfigError
 from rlsim.models import resolve_reward_model
-from rlsim.planner.measure import machine_load
 from rlsim.planner.measure.scorers import synthetic_text
 from rlsim.planner.profile.scaling import RULE_BASED, RewardFunctionModel
 from rlsim.rewards.options import parse_options
@@ -111,7 +110,7 @@ def time_rule_based(
             reward.score_pairs([pairs[i % len(pairs)][0]], [pairs[i % len(pairs)][1]])  # type: ignore[attr-defined]
         for i, (prompt, response) in enumerate(pairs):
             if quiet is not None and i % QUIET_EVERY == 0:
-                machine_load.wait_until_quiet(quiet.busy_below, quiet.max_wait_s)
+                quiet.wait()
             t0 = time.perf_counter()
             reward.score_pairs([prompt], [response])  # type: ignore[attr-defined]
             seconds.append(time.perf_counter() - t0)

@@ -37,7 +37,6 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from rlsim.errors import RlsimError
 from rlsim.logs import quiet_transformers
 from rlsim.models import resolve_policy
-from rlsim.planner.measure import machine_load
 from rlsim.planner.measure.scorers import timed_call
 from rlsim.planner.profile.schema import LatencySample, UpdateSample
 from rlsim.rollout.types import Rollout
@@ -138,7 +137,7 @@ def measure_roles(
             for length in grid.lengths:
                 rollouts = synthetic_rollouts(batch, grid.prompt_tokens, length, int(config["vocab_size"]))
                 if quiet is not None:
-                    machine_load.wait_until_quiet(quiet.busy_below, quiet.max_wait_s)
+                    quiet.wait()
                 padded = batch * (grid.prompt_tokens + length)
                 for key, op in ops.items():
                     response = batch * length if key == "update_actor" else None
@@ -240,7 +239,7 @@ def measure_sharing(grid: RolesGrid, quiet: QuietGate | None = None) -> dict[int
     for units in sorted(set(grid.units)):
         cores = sorted(os.sched_getaffinity(0))[:units]
         if quiet is not None:
-            machine_load.wait_until_quiet(quiet.busy_below, quiet.max_wait_s)
+            quiet.wait()
         alone, both = _alone_then_together(context, (str(policy_dir), grid, units, cores, vocab))
         out[units] = min(1.0, 2.0 * alone / both)
     return out

@@ -52,7 +52,7 @@ def measure_runtime(
 ) -> tuple[list[LatencySample], int]:
     """Time ``runtime`` on every grid cell; returns the samples and the model's max length (tokens).
 
-    ``quiet``: before each cell, wait for the cores to be idle (``machine_load.wait_until_quiet``).
+    ``quiet``: before each cell, wait for the cores to be idle (``QuietGate.wait``).
     Every sample records the share of the cores other programs took during it (``foreign_share``),
     so a fit can leave disturbed calls out. ``options``: the reward section of a reward that is no model
     (a ``genrm`` judge); its calls count the texts' own tokens (the rollout's, as the planner feeds the
@@ -69,7 +69,7 @@ def measure_runtime(
                 for length in grid.lengths:
                     texts = [synthetic_text(length, salt=i) for i in range(batch)]
                     if quiet is not None:
-                        machine_load.wait_until_quiet(quiet.busy_below, quiet.max_wait_s)
+                        quiet.wait()
                     samples.extend(_time_cell(scorer, texts, units, grid, length, rollout_tokens))
                     if on_cell:
                         on_cell(f"{label or runtime} x{units} b{batch} len{length}")
