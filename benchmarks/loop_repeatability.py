@@ -88,8 +88,10 @@ def disturbed(run_dir: Path, above: float) -> set[int]:
 
 def compare(a: RunResults, b: RunResults, skip: int, drop: Collection[int] = ()) -> dict[str, float]:
     """Per phase, ``sum over compared steps of a / of b - 1`` (steps numbered in ``drop`` left out);
-    RlsimError when the work differs."""
-    steps_a, steps_b = a.steps[skip:], b.steps[skip:]
+    RlsimError when the work differs. A run that records its own warm-up (``warmup_steps``: the runner
+    runs none on warm actors) drops that many instead of ``skip``."""
+    steps_a = a.steps[skip if a.warmup_steps is None else a.warmup_steps :]
+    steps_b = b.steps[skip if b.warmup_steps is None else b.warmup_steps :]
     if not steps_a or len(steps_a) != len(steps_b):
         raise RlsimError(f"{len(steps_a)} vs {len(steps_b)} steps after the first {skip}")
     tokens_a = [s.tokens.generated if s.tokens else None for s in steps_a]
@@ -149,7 +151,7 @@ def interleaved(args: argparse.Namespace) -> tuple[list[Path], int, float]:
         cases = [c for c in cases if c.name in wanted]
     console = make_console()
     runs = args.runs or ROOT / "runs" / "repeatability" / args.name
-    runner = RealLoopRunner(console, quiet=loop_set.quiet)
+    runner = RealLoopRunner(console, quiet=loop_set.quiet, warmup_steps=loop_set.warmup_steps)
     folders = run_rounds(cases, runner, args.rounds, runs, note=console.print)
     threshold = args.disturbed_above if loop_set.disturbed_above is None else loop_set.disturbed_above
     return folders, loop_set.warmup_steps, threshold

@@ -191,6 +191,9 @@ class RunResults(_Record):
     resumed_at_step: int | None = None
     faults_before_resume: dict[str, int] | None = None
     startup_s: dict[str, float] = Field(default_factory=dict)
+    # how many of ``steps`` are warm-up, not to be measured: written by the planner's loop runner, which runs
+    # no warm-up on warm actors (``rlsim.planner.measure.loop_runner``); None: the reader's own rule
+    warmup_steps: int | None = Field(default=None, ge=0)
     placement: dict[str, PlacementRecord] = Field(default_factory=dict)
     actors: list[dict[str, Any]] = Field(default_factory=list)
     ray_nodes: int | None = None

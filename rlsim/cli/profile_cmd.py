@@ -208,7 +208,11 @@ def _loop_runs(
     loop_set, cases = _loop_cases(config, base_dir, args)
     runs_dir = args.runs or Path("runs") / "profile" / config.hardware_kind
     paths = run_cases(
-        cases, RealLoopRunner(console=console, quiet=loop_set.quiet), runs_dir, reuse=args.reuse, note=console.print
+        cases,
+        RealLoopRunner(console=console, quiet=loop_set.quiet, warmup_steps=loop_set.warmup_steps),
+        runs_dir,
+        reuse=args.reuse,
+        note=console.print,
     )
 
     def check(profile: Profile) -> dict[str, float]:

@@ -398,3 +398,53 @@ def test_the_quiet_gate_waits_its_own_window_until_the_cores_are_idle(monkeypatc
     with pytest.raises(ValueError, match="window_s"):
         QuietGate(window_s=0.0)
 
+
+class _StubSession:
+    """What RealLoopRunner needs of a LoopSession: ``step`` (records the step numbers run) and ``describe``."""
+
+    def __init__(self) -> None:
+        self.ran: list[int] = []
+        self.async_run = None
+        self.config: Any = None
+
+    def step(self, step: int) -> tuple[Any, list[Any]]:
+        from rlsim.run_results import StepRecord
+
+        self.ran.append(step)
+        times = {"generate": 1.0, "score": 0.5, "update": 1.0, "sync": 0.1, "idle": 0.0, "total": 2.6 + step}
+        counts = {"generated": 4, "scored": 4, "trained": 4}
+        record = StepRecord(step=step, time_s=times, rollouts=counts, tokens={"generated": 40, "prompt": 16})
+        return record, []
+
+    def describe(self) -> dict[str, Any]:
+        return {}
+
+
+@pytest.mark.parametrize(
+    ("schedule", "fresh", "run_steps", "recorded"),
+    [
+        ("sequential", True, [1, 2, 3], 1),  # just started: the warm-up step runs and is recorded as such
+        ("sequential", False, [2, 3], 0),  # warm actors: the same measured steps, no warm-up
+        ("overlapped", False, [2, 3], 0),
+        ("async", False, [1, 2, 3], 1),  # an async run's first step fills its pipeline: always run
+    ],
+)
+def test_the_runner_runs_warm_up_steps_only_where_the_actors_were_just_started(
+    tmp_path: Path, schedule: str, fresh: bool, run_steps: list[int], recorded: int
+) -> None:
+    from rlsim.planner.measure.loop_results import read_loop_steps
+    from rlsim.planner.measure.loop_runner import RealLoopRunner
+
+    backend = "vllm" if schedule == "async" else "hf"
+    path = write_set(tmp_path, [{"name": "a", "run": {"schedule": schedule, "policy": {"backend": backend}}}])
+    loop_set, base = load_loop_set(path)
+    case = resolve_cases(loop_set, base, source=str(path))[0]
+    runner = RealLoopRunner(show_progress=False, warmup_steps=1)
+    stub = _StubSession()
+    runner.sessions.append({"configs": [], "startup_s": {}})
+    runner._session_for = lambda _case: (stub, fresh)  # type: ignore[method-assign]
+    results = runner.run(case, tmp_path / "a")
+    assert stub.ran == run_steps
+    assert results.warmup_steps == recorded
+    # either way the measured steps are 2 and 3, read back from the file with the set's skip_first
+    assert read_loop_steps(tmp_path / "a" / "results.json", skip_first=1).numbers == [2, 3]

@@ -59,10 +59,14 @@ def read_loop_steps(path: str | Path, skip_first: int = 1) -> LoopSteps:
 
 
 def parse_loop_steps(data: RunResults | dict[str, Any], source: Path, skip_first: int = 1) -> LoopSteps:
-    """``read_loop_steps`` on an already loaded results.json (``source`` names it in messages)."""
+    """``read_loop_steps`` on an already loaded results.json (``source`` names it in messages). A run that
+    records its own ``warmup_steps`` (the planner's loop runner, which runs none on warm actors) drops those
+    instead of ``skip_first``."""
     results = data if isinstance(data, RunResults) else RunResults.parse(data, source)
     if not results.steps:
         raise RlsimError(f"{source} has no steps; it must be the results.json of `rlsim run` with a completed step")
+    if results.warmup_steps is not None:
+        skip_first = results.warmup_steps
     first = skip_first if len(results.steps) > skip_first else 0
     steps = results.steps[first:]
     phases = ("generate", "score", "update", "sync", "idle", "total")

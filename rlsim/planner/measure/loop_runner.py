@@ -8,6 +8,13 @@ Actors (the vLLM engine, the scorers, the trainer) are built from every part of 
 on the same ``LoopSession``, whose ``config`` is swapped between runs (the session reads it at
 every step). Any other difference (runtime, placement, batcher, ...) closes the actors and starts
 new ones on the same Ray session: about 35 s on an idle 2-core machine, 90 s under load.
+
+Warm-up steps (the loop set's ``warmup_steps``) are run only where the actors were just started: a
+run on the previous run's warm actors starts at step ``warmup_steps + 1``, so it measures the same
+step numbers (the same requested lengths) and skips only the unmeasured time. Measured on the stored
+profile and validation runs of 2026-12-07 (``benchmarks/warm_first_step.py``): the first step of a
+run on warm actors was as fast, relative to the planner, as the steps after it, unlike the first step
+after a start-up. An async run always runs its warm-up steps: they fill its pipeline.
 """
 
 from __future__ import annotations
@@ -62,9 +69,14 @@ class RealLoopRunner:
     """
 
     def __init__(
-        self, console: Console | None = None, show_progress: bool = True, quiet: QuietGate | None = None
+        self,
+        console: Console | None = None,
+        show_progress: bool = True,
+        quiet: QuietGate | None = None,
+        warmup_steps: int = 0,
     ) -> None:
         self._console = console
+        self._warmup_steps = warmup_steps
         self._show_progress = show_progress
         self._quiet = quiet
         self._session: Any = None
@@ -76,13 +88,17 @@ class RealLoopRunner:
     def run(self, case: LoopCase, out: Path) -> RunResults:
         from rlsim.loop.run import RunOutputs
 
-        session = self._session_for(case)
+        session, fresh = self._session_for(case)
         session.async_run = None  # schedule async: one pipeline per run, also on a reused session
+        skipped = self._skipped_warmup(case, fresh)
         outputs = RunOutputs(out, case.config)
-        outputs.update(startup_s=self.sessions[-1]["startup_s"], **session.describe())
+        # warmup_steps: how many of the steps recorded are warm-up (parse_loop_steps reads it)
+        outputs.update(
+            startup_s=self.sessions[-1]["startup_s"], warmup_steps=self._warmup_steps - skipped, **session.describe()
+        )
         loads: list[dict[str, Any]] = []
         try:
-            for step in range(1, case.config.steps + 1):
+            for step in range(1 + skipped, case.config.steps + 1):
                 loads.append(self._step(session, outputs, case, step))
                 atomic_write_json(out / LOAD_FILE, {"steps": loads})
             outputs.update(complete=True)
@@ -111,11 +127,19 @@ class RealLoopRunner:
         )
         return {"step": step, "foreign_cpu_share": share, "own_cpu_s": own, "quiet_wait": waited}
 
+    def _skipped_warmup(self, case: LoopCase, fresh: bool) -> int:
+        """Warm-up steps not run: all of them on warm actors (module doc), none after a start-up or for async,
+        none where they would leave no step."""
+        if fresh or schedule_kind(case.config.schedule).pipelined or case.config.steps <= self._warmup_steps:
+            return 0
+        return self._warmup_steps
+
     def _say(self, message: str) -> None:
         if self._console is not None and self._show_progress:
             self._console.print(message)
 
-    def _session_for(self, case: LoopCase) -> Any:
+    def _session_for(self, case: LoopCase) -> tuple[Any, bool]:
+        """The session to run ``case`` on, and whether its actors were started for it (not warm)."""
         from rlsim.actors.ray_session import connect_ray
         from rlsim.loop.driver import LoopSession
 
@@ -123,7 +147,7 @@ class RealLoopRunner:
         if self._session is not None and key == self._key:
             self._session.config = case.config
             self.sessions[-1]["configs"].append(case.name)
-            return self._session
+            return self._session, False
         self._close_session()
         if not self._started_ray:
             self._old_sigterm = signal.getsignal(signal.SIGTERM)
@@ -147,7 +171,7 @@ class RealLoopRunner:
                 "startup_s": {k: round(v, 3) for k, v in session.startup_s.items()},
             }
         )
-        return session
+        return session, True
 
     def _close_session(self) -> None:
         if self._session is not None:

@@ -2,8 +2,9 @@
 
 Every entry is an ``rlsim run`` config: the ``base`` YAML (for example ``configs/default.yaml``),
 then the set's common ``run`` settings, then the entry's own ``run`` settings, merged key by key
-(a nested mapping changes only the keys it names). Each entry runs ``steps`` steps; the first
-``warmup_steps`` are not measured (vLLM and the scorers are still warming up).
+(a nested mapping changes only the keys it names). Each entry measures steps ``warmup_steps + 1`` to
+``steps``; the warm-up steps before them run only where the entry's actors were just started (vLLM and
+the scorers are still warming up), not on the previous entry's warm actors (``loop_runner``).
 
 Example (``configs/validate_cpu.yaml``)::
 
@@ -105,10 +106,11 @@ class AnchorSpec(BaseModel):
 
 class LoopSet(BaseModel):
     """Loop configurations to run on this machine. ``profile``: the profile predictions come from
-    (``rlsim plan validate`` only). ``steps`` per configuration, the first ``warmup_steps`` not measured.
-    ``quiet``: wait for idle cores before each step (see ``QuietGate``). ``disturbed_above``: a
-    measured step during which other programs took more than this share of all cores' time is not
-    used (unless no step would be left); None uses every step. ``anchor``: see ``AnchorSpec``."""
+        (``rlsim plan validate`` only). ``steps`` per configuration, the first ``warmup_steps`` not measured
+    (and not run at all on actors already warm from the previous configuration).
+        ``quiet``: wait for idle cores before each step (see ``QuietGate``). ``disturbed_above``: a
+        measured step during which other programs took more than this share of all cores' time is not
+        used (unless no step would be left); None uses every step. ``anchor``: see ``AnchorSpec``."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
