@@ -54,7 +54,12 @@ def parse_args() -> argparse.Namespace:
         "--runs", type=Path, default=None, help="with --run: folder for the rounds (runs/repeatability/NAME)"
     )
     p.add_argument("--only", default=None, help="with --run: comma-separated configuration names of the set to run")
-    p.add_argument("--skip", type=int, default=1, help="warm-up steps left out of each run (default 1)")
+    p.add_argument(
+        "--skip",
+        type=int,
+        default=1,
+        help="warm-up steps left out of each run (default 1; a run that records its own warmup_steps: that)",
+    )
     p.add_argument("--disturbed-above", type=float, default=0.15, help="foreign CPU share that drops a step")
     p.add_argument("--name", required=True, help="write loop_repeatability_NAME.json")
     p.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results")
@@ -151,7 +156,7 @@ def interleaved(args: argparse.Namespace) -> tuple[list[Path], int, float]:
         cases = [c for c in cases if c.name in wanted]
     console = make_console()
     runs = args.runs or ROOT / "runs" / "repeatability" / args.name
-    runner = RealLoopRunner(console, quiet=loop_set.quiet, warmup_steps=loop_set.warmup_steps)
+    runner = RealLoopRunner(console, quiet=loop_set.quiet)
     folders = run_rounds(cases, runner, args.rounds, runs, note=console.print)
     threshold = args.disturbed_above if loop_set.disturbed_above is None else loop_set.disturbed_above
     return folders, loop_set.warmup_steps, threshold

@@ -9,7 +9,10 @@ Each folder holds loop runs (``rlsim profile --runs`` or ``rlsim plan validate -
 when it is the first of its folder or its actors differ from the previous run's (``loop_runner.actor_key``: the
 runner started new ones), else **warm**. Per run: ``r_k = measured / predicted`` step time for each step (the
 profile predicts every step's own lengths), and ``step1 = r_1 / mean(r_2..)``; a step 1 that is a warm-up shows
-``step1 > 1``. Async runs are left out (their first step fills the pipeline). Writes the runs and the medians
+``step1 > 1``. Async runs are left out (their first step fills the pipeline), and so are runs without a step 1:
+since 2026-12-08 the runner runs no warm-up step on warm actors, so only runs made before (or on fresh actors)
+can answer; a folder filled with ``--reuse`` mixes hours and its file times no longer give the order the runs
+shared actors in. Writes the runs and the medians
 (atomically) with the machine's fingerprint. This is what ``rlsim.planner.measure.loop_runner`` rests on when it
 runs no warm-up step on warm actors.
 """
@@ -65,7 +68,7 @@ def measure(profile_path: Path, folders: list[Path]) -> dict[str, Any]:
             fresh, previous = key != previous, key
             if schedule_kind(config.schedule).pipelined:
                 continue
-            steps = parse_loop_steps(data, path, skip_first=0)
+            steps = parse_loop_steps({**data, "warmup_steps": None}, path, skip_first=0)  # every step it ran
             if len(steps.numbers) < 2 or steps.numbers[0] != 1:
                 continue  # no step 1 (a run that skipped its warm-up) or nothing to hold it against
             predicted = predict_trace(config, profile, loop_trace(config, steps.numbers)).steps

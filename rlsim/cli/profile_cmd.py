@@ -209,7 +209,7 @@ def _loop_runs(
     runs_dir = args.runs or Path("runs") / "profile" / config.hardware_kind
     paths = run_cases(
         cases,
-        RealLoopRunner(console=console, quiet=loop_set.quiet, warmup_steps=loop_set.warmup_steps),
+        RealLoopRunner(console=console, quiet=loop_set.quiet),
         runs_dir,
         reuse=args.reuse,
         note=console.print,
@@ -287,7 +287,8 @@ def _dry_run(config: ProfileConfig, base_dir: Path, args: argparse.Namespace) ->
     if config.loop_set:
         path = resolve_path(base_dir, config.loop_set)
         loop_set, cases = _loop_cases(config, base_dir, args)  # every loop config validated here
-        print(f"loop set {path}: {len(cases)} configs x {loop_set.steps} steps ({loop_set.warmup_steps} warm-up)")
+        steps = f"{loop_set.steps} steps ({loop_set.warmup_steps} warm-up after each actor start-up)"
+        print(f"loop set {path}: {len(cases)} configs x {steps}")
         if config.anchor:
             print(f"  anchor {config.anchor}: its measured step is kept in the profile (anchored validation)")
         for case in cases:

@@ -109,8 +109,10 @@ class RunOutputs:
         steps.append(record)
         self.rows += rows
         self.results.overhead_fraction = round(overall_overhead(steps), 6)
-        # Step 1 carries first-step costs (optimizer state, allocator growth) even after warm-up.
-        self.results.overhead_fraction_after_step1 = round(overall_overhead(steps[1:]), 6) if len(steps) > 1 else None
+        # Step 1 carries first-step costs (optimizer state, allocator growth) even after warm-up. (A planner run on
+        # warm actors starts later: its steps all count.)
+        later = [s for s in steps if s.step > 1]
+        self.results.overhead_fraction_after_step1 = round(overall_overhead(later), 6) if later else None
         self.flush()
 
     def flush(self, figures: list[str] | None = None) -> None:

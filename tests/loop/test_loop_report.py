@@ -80,3 +80,11 @@ def test_a_ppo_run_adds_the_experience_table_and_a_grpo_run_does_not() -> None:
     )
     ppo_rows = ROWS + [{"step": 1, "actor": "reference", "phase": "reference", "batch": 0, "start": 2.0, "end": 3.0}]
     assert gantt_png(ppo_rows, 1).startswith(b"\x89PNG")
+
+
+def test_a_planner_run_on_warm_actors_says_which_steps_it_ran() -> None:
+    steps = [STEP.model_copy(update={"step": n}) for n in (2, 3)]
+    base = {"config": RunConfig().model_dump(mode="json"), "steps": steps, "complete": True}
+    text = render_markdown(RunResults(**base, warmup_steps=0))
+    assert "3 of 3 steps done (steps 2-3: its warm-up steps were not run, the actors were warm)." in text
+    assert "3 of 3 steps done." in render_markdown(RunResults(**{**base, "steps": [STEP, *steps]}))

@@ -421,30 +421,41 @@ class _StubSession:
 
 
 @pytest.mark.parametrize(
-    ("schedule", "fresh", "run_steps", "recorded"),
+    ("schedule", "fresh", "warmup", "run_steps", "recorded"),
     [
-        ("sequential", True, [1, 2, 3], 1),  # just started: the warm-up step runs and is recorded as such
-        ("sequential", False, [2, 3], 0),  # warm actors: the same measured steps, no warm-up
-        ("overlapped", False, [2, 3], 0),
-        ("async", False, [1, 2, 3], 1),  # an async run's first step fills its pipeline: always run
+        ("sequential", True, 1, [1, 2, 3], 1),  # just started: the warm-up step runs and is recorded as such
+        ("sequential", False, 1, [2, 3], 0),  # warm actors: the same measured steps, no warm-up
+        ("overlapped", False, 1, [2, 3], 0),
+        ("sequential", False, 2, [3], 0),  # the case's own count (an anchor keeps its calibration set's)
+        ("sequential", True, None, [1, 2, 3], None),  # no count given: every step runs, nothing is recorded
+        ("async", False, 1, [1, 2, 3], 1),  # an async run's first step fills its pipeline: always run
     ],
 )
 def test_the_runner_runs_warm_up_steps_only_where_the_actors_were_just_started(
-    tmp_path: Path, schedule: str, fresh: bool, run_steps: list[int], recorded: int
+    tmp_path: Path, schedule: str, fresh: bool, warmup: int | None, run_steps: list[int], recorded: int | None
 ) -> None:
+    from dataclasses import replace
+
     from rlsim.planner.measure.loop_results import read_loop_steps
     from rlsim.planner.measure.loop_runner import RealLoopRunner
 
     backend = "vllm" if schedule == "async" else "hf"
     path = write_set(tmp_path, [{"name": "a", "run": {"schedule": schedule, "policy": {"backend": backend}}}])
     loop_set, base = load_loop_set(path)
-    case = resolve_cases(loop_set, base, source=str(path))[0]
-    runner = RealLoopRunner(show_progress=False, warmup_steps=1)
+    case = replace(resolve_cases(loop_set, base, source=str(path))[0], warmup_steps=warmup)
+    runner = RealLoopRunner(show_progress=False)
     stub = _StubSession()
     runner.sessions.append({"configs": [], "startup_s": {}})
     runner._session_for = lambda _case: (stub, fresh)  # type: ignore[method-assign]
     results = runner.run(case, tmp_path / "a")
     assert stub.ran == run_steps
     assert results.warmup_steps == recorded
-    # either way the measured steps are 2 and 3, read back from the file with the set's skip_first
-    assert read_loop_steps(tmp_path / "a" / "results.json", skip_first=1).numbers == [2, 3]
+    # the measured steps read back from the file with the set's skip_first (1) are the case's own
+    measured = list(range((warmup if warmup is not None else 1) + 1, 4))
+    assert read_loop_steps(tmp_path / "a" / "results.json", skip_first=1).numbers == measured
+
+
+def test_a_loop_sets_cases_carry_its_warm_up_count(tmp_path: Path) -> None:
+    path = write_set(tmp_path, TWO, warmup_steps=2)
+    loop_set, base = load_loop_set(path)
+    assert [c.warmup_steps for c in resolve_cases(loop_set, base, source=str(path))] == [2, 2]

@@ -407,3 +407,18 @@ def test_a_profile_whose_fit_errors_are_not_finite_is_refused(tmp_path: Path) ->
     (tmp_path / "p.json").write_text(json.dumps(data))  # json writes NaN, as a hand-edited file may hold it
     with pytest.raises(RlsimError, match="calibration.fit_errors.cal-a"):
         load_profile(tmp_path / "p.json")
+
+
+def test_the_anchor_runs_with_its_calibration_sets_warm_up_count_not_the_validation_sets(tmp_path: Path) -> None:
+    from rlsim.planner.measure.loop_set import AnchorSpec
+    from rlsim.planner.validate.anchor import anchor_from_profile, resolve_anchor
+
+    write_sets(tmp_path, None)
+    doc = yaml.safe_load((tmp_path / "cal.yaml").read_text())
+    (tmp_path / "cal.yaml").write_text(yaml.safe_dump({**doc, "warmup_steps": 2}))
+    anchor = resolve_anchor(AnchorSpec(set="cal.yaml", config="cal-a"), tmp_path, ["v1"], "test")
+    assert anchor.warmup_steps == anchor.case.warmup_steps == 2  # the runner records this count for its runs
+    results = tmp_path / "profile-runs" / "cal-a" / "results.json"
+    DriftingHost(0.0).run(anchor.case, results.parent)
+    kept = anchor_record("cal-a", "cal.yaml", anchor.case.config.model_dump(mode="json"), results, skip_first=2)
+    assert anchor_from_profile(kept, tmp_path / "profile.json", ["v1"], "test").case.warmup_steps == 2

@@ -42,7 +42,12 @@ def render_markdown(results: RunResults, figures: Sequence[str] = ()) -> str:
         + f"Schedule `{cfg.get('schedule')}`, policy `{cfg.get('policy', {}).get('model')}` on "
         f"`{cfg.get('policy', {}).get('backend')}`, reward `{cfg.get('reward', {}).get('model')}` on "
         f"`{cfg.get('reward', {}).get('runtime')}` x {cfg.get('reward', {}).get('replicas')}, placement "
-        f"`{cfg.get('placement', {}).get('preset')}`. {len(steps)} of {cfg.get('steps')} steps done"
+        f"`{cfg.get('placement', {}).get('preset')}`. {steps[-1].step if steps else 0} of {cfg.get('steps')} steps done"
+        + (
+            f" (steps {steps[0].step}-{steps[-1].step}: its warm-up steps were not run, the actors were warm)"
+            if results.warmup_steps is not None and steps and steps[0].step > 1
+            else ""
+        )
         + ("." if results.complete else " (run not finished)."),
         "",
         "Times in seconds. Phases overlap under `overlapped`, so each is the wall time during which it ran "

@@ -82,7 +82,12 @@ class ProfileConfig(BaseModel):
         default=None,
         description="a loop_set configuration whose measured step the profile keeps (anchored validation)",
     )
-    skip_first: int = Field(default=1, ge=0, description="warm-up steps of each loop run not used")
+    skip_first: int = Field(
+        default=1,
+        ge=0,
+        description="warm-up steps of each loop run not used (a run that records its own warmup_steps, as this "
+        "rlsim's runner does, is read by that instead)",
+    )
     disturbed_above: float | None = Field(
         default=0.15,
         ge=0,

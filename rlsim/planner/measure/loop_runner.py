@@ -73,10 +73,8 @@ class RealLoopRunner:
         console: Console | None = None,
         show_progress: bool = True,
         quiet: QuietGate | None = None,
-        warmup_steps: int = 0,
     ) -> None:
         self._console = console
-        self._warmup_steps = warmup_steps
         self._show_progress = show_progress
         self._quiet = quiet
         self._session: Any = None
@@ -92,10 +90,9 @@ class RealLoopRunner:
         session.async_run = None  # schedule async: one pipeline per run, also on a reused session
         skipped = self._skipped_warmup(case, fresh)
         outputs = RunOutputs(out, case.config)
-        # warmup_steps: how many of the steps recorded are warm-up (parse_loop_steps reads it)
-        outputs.update(
-            startup_s=self.sessions[-1]["startup_s"], warmup_steps=self._warmup_steps - skipped, **session.describe()
-        )
+        outputs.update(startup_s=self.sessions[-1]["startup_s"], **session.describe())
+        if case.warmup_steps is not None:  # how many of the steps recorded are warm-up (parse_loop_steps reads it)
+            outputs.update(warmup_steps=case.warmup_steps - skipped)
         loads: list[dict[str, Any]] = []
         try:
             for step in range(1 + skipped, case.config.steps + 1):
@@ -127,12 +124,14 @@ class RealLoopRunner:
         )
         return {"step": step, "foreign_cpu_share": share, "own_cpu_s": own, "quiet_wait": waited}
 
-    def _skipped_warmup(self, case: LoopCase, fresh: bool) -> int:
-        """Warm-up steps not run: all of them on warm actors (module doc), none after a start-up or for async,
-        none where they would leave no step."""
-        if fresh or schedule_kind(case.config.schedule).pipelined or case.config.steps <= self._warmup_steps:
+    @staticmethod
+    def _skipped_warmup(case: LoopCase, fresh: bool) -> int:
+        """Warm-up steps not run: all of the case's on warm actors (module doc); none after a start-up, for
+        async, for a case without a warm-up count, or where they would leave no step."""
+        warmup = case.warmup_steps or 0
+        if fresh or schedule_kind(case.config.schedule).pipelined or case.config.steps <= warmup:
             return 0
-        return self._warmup_steps
+        return warmup
 
     def _say(self, message: str) -> None:
         if self._console is not None and self._show_progress:

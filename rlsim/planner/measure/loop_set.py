@@ -106,11 +106,11 @@ class AnchorSpec(BaseModel):
 
 class LoopSet(BaseModel):
     """Loop configurations to run on this machine. ``profile``: the profile predictions come from
-        (``rlsim plan validate`` only). ``steps`` per configuration, the first ``warmup_steps`` not measured
-    (and not run at all on actors already warm from the previous configuration).
-        ``quiet``: wait for idle cores before each step (see ``QuietGate``). ``disturbed_above``: a
-        measured step during which other programs took more than this share of all cores' time is not
-        used (unless no step would be left); None uses every step. ``anchor``: see ``AnchorSpec``."""
+    (``rlsim plan validate`` only). ``steps`` per configuration, the first ``warmup_steps`` not
+    measured (and not run at all on actors already warm from the previous configuration).
+    ``quiet``: wait for idle cores before each step (see ``QuietGate``). ``disturbed_above``: a
+    measured step during which other programs took more than this share of all cores' time is not
+    used (unless no step would be left); None uses every step. ``anchor``: see ``AnchorSpec``."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -136,12 +136,15 @@ class LoopSet(BaseModel):
 
 @dataclass(frozen=True)
 class LoopCase:
-    """One entry resolved into the loop's own typed config."""
+    """One entry resolved into the loop's own typed config. ``warmup_steps``: its set's warm-up steps, which
+    ``RealLoopRunner`` runs only on just-started actors and records in results.json (an anchor keeps its
+    calibration set's); None runs every step and records nothing."""
 
     name: str
     note: str
     config: RunConfig
     profile_runtime: str | None = None
+    warmup_steps: int | None = None
 
 
 def deep_merge(base: dict[str, Any], changes: dict[str, Any]) -> dict[str, Any]:
@@ -231,7 +234,7 @@ def resolve_cases(loop_set: LoopSet, base_dir: Path, source: str = "validation s
         except ConfigError as err:
             errors += [f"{entry.name}: {e}" for e in err.errors]
             continue
-        cases.append(LoopCase(entry.name, entry.note, config, entry.profile_runtime))
+        cases.append(LoopCase(entry.name, entry.note, config, entry.profile_runtime, loop_set.warmup_steps))
     if errors:
         raise ConfigError(errors, source=f"{source} (base {base_path})")
     if loop_set.steps <= loop_set.warmup_steps:

@@ -143,7 +143,7 @@ def anchor_from_profile(
     from rlsim.loop.config import RunConfig
 
     config = validate(RunConfig, recorded.run_config, source=f"profile {profile_path}: anchor.run_config")
-    case = LoopCase(recorded.config, "the profile's anchor", config)
+    case = LoopCase(recorded.config, "the profile's anchor", config, warmup_steps=recorded.warmup_steps)
     check_anchor_case(case, f"{source} (the anchor kept in {profile_path})", validation_names)
     return Anchor(case, recorded.warmup_steps, Path(f"{recorded.loop_set} (kept in {profile_path})"))
 

@@ -80,7 +80,7 @@ def validate_command(
             "config: NAME}` (docs/planner.md)"
         )
     if runner is None:
-        runner = RealLoopRunner(console=console, quiet=loop_set.quiet, warmup_steps=loop_set.warmup_steps)
+        runner = RealLoopRunner(console=console, quiet=loop_set.quiet)
     meta = {
         "rlsim_version": rlsim.__version__,
         "validation_set": str(path),
