@@ -44,6 +44,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from rlsim.config_loader import apply_overrides, load_yaml, validate
 from rlsim.errors import ConfigError, RlsimError
+from rlsim.planner.measure import machine_load
 
 if TYPE_CHECKING:
     from rlsim.loop.config import RunConfig
@@ -89,8 +90,6 @@ class QuietGate(BaseModel):
 
     def wait(self, note: Callable[[str], None] | None = None) -> dict[str, Any]:
         """Hold until the cores are quiet (``machine_load.wait_until_quiet``); returns what happened."""
-        from rlsim.planner.measure import machine_load
-
         return machine_load.wait_until_quiet(self.busy_below, self.max_wait_s, self.window_s, note=note)
 
 
