@@ -12,9 +12,8 @@ profile predicts every step's own lengths), and ``step1 = r_1 / mean(r_2..)``; a
 ``step1 > 1``. Async runs are left out (their first step fills the pipeline), and so are runs without a step 1:
 since 2026-12-08 the runner runs no warm-up step on warm actors, so only runs made before (or on fresh actors)
 can answer; a folder filled with ``--reuse`` mixes hours and its file times no longer give the order the runs
-shared actors in. Writes the runs and the medians
-(atomically) with the machine's fingerprint. This is what ``rlsim.planner.measure.loop_runner`` rests on when it
-runs no warm-up step on warm actors.
+shared actors in. Writes the runs and the medians (atomically) with the machine's fingerprint. This is what
+``rlsim.planner.measure.loop_runner`` rests on when it runs no warm-up step on warm actors.
 """
 
 from __future__ import annotations
