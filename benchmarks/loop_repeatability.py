@@ -95,8 +95,7 @@ def compare(a: RunResults, b: RunResults, skip: int, drop: Collection[int] = ())
     """Per phase, ``sum over compared steps of a / of b - 1`` (steps numbered in ``drop`` left out);
     RlsimError when the work differs. A run that records its own warm-up (``warmup_steps``: the runner
     runs none on warm actors) drops that many instead of ``skip``."""
-    steps_a = a.steps[skip if a.warmup_steps is None else a.warmup_steps :]
-    steps_b = b.steps[skip if b.warmup_steps is None else b.warmup_steps :]
+    steps_a, steps_b = a.steps[a.warmup(skip) :], b.steps[b.warmup(skip) :]
     if not steps_a or len(steps_a) != len(steps_b):
         raise RlsimError(f"{len(steps_a)} vs {len(steps_b)} steps after the first {skip}")
     tokens_a = [s.tokens.generated if s.tokens else None for s in steps_a]

@@ -204,6 +204,10 @@ class RunResults(_Record):
     async_: AsyncRecord | None = Field(None, alias="async")  # schedule: async only
     rollouts_total: RolloutTotals | None = None
 
+    def warmup(self, default: int) -> int:
+        """How many leading steps are warm-up: the recorded ``warmup_steps``, else the reader's ``default``."""
+        return default if self.warmup_steps is None else self.warmup_steps
+
     def dump(self) -> dict[str, Any]:
         """The JSON object to write: the keys that were set (or read), in the file's layout."""
         return self.model_dump(mode="json", exclude_unset=True)

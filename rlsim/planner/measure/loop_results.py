@@ -65,8 +65,7 @@ def parse_loop_steps(data: RunResults | dict[str, Any], source: Path, skip_first
     results = data if isinstance(data, RunResults) else RunResults.parse(data, source)
     if not results.steps:
         raise RlsimError(f"{source} has no steps; it must be the results.json of `rlsim run` with a completed step")
-    if results.warmup_steps is not None:
-        skip_first = results.warmup_steps
+    skip_first = results.warmup(skip_first)
     first = skip_first if len(results.steps) > skip_first else 0
     steps = results.steps[first:]
     phases = ("generate", "score", "update", "sync", "idle", "total")

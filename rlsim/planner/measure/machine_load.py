@@ -58,7 +58,7 @@ def foreign_share(before: CpuSample | None, after: CpuSample | None, own_cpu_s: 
 
 
 def wait_until_quiet(
-    busy_below: float, max_wait_s: float, window_s: float = 0.5, note: Callable[[str], None] | None = None
+    busy_below: float, max_wait_s: float, window_s: float, note: Callable[[str], None] | None = None
 ) -> dict[str, Any]:
     """Wait until one ``window_s`` window has all cores busy less than ``busy_below`` of the time.
 
